@@ -1,0 +1,2 @@
+//! The `paraes` command-line tool (glue only; the work happens in paraes-core).
+fn main() {}
