@@ -1,0 +1,410 @@
+//! x86-64 hardware AES: one batch kernel, generic over the register width, instantiated for
+//! AES-NI (128-bit), VAES on AVX2 (256-bit) and VAES on AVX-512 (512-bit).
+//!
+//! `aesenc` has a latency of about 4 cycles and modern cores (Zen 3/4, Ice Lake and later) issue
+//! two per cycle, so 4 x 2 = 8 independent registers must be in flight to keep both AES units
+//! busy (OpenSSL's reasoning). Every kernel therefore works on batches of [`LANES`] registers,
+//! i.e. 8, 16 or 32 blocks at a time. The round count is a const generic so each key size gets
+//! a fully unrolled kernel. Partial batches go through a stack buffer that is zeroized after.
+//!
+//! Everything here is `unsafe` because the intrinsics need CPU features; the public entry points
+//! are only reached through `Implementation`, which checks the features first.
+
+use core::arch::x86_64::*;
+
+use zeroize::Zeroize;
+
+use crate::key::ExpandedKey;
+
+/// Independent registers kept in flight (AES latency x AES units).
+const LANES: usize = 8;
+/// Largest batch in bytes (8 registers of 512 bits).
+const MAX_BATCH_BYTES: usize = LANES * 64;
+
+/// A SIMD register holding [`AesVec::BLOCKS`] AES blocks, one per 128-bit lane.
+///
+/// All methods, the generic kernels and the closures they pass around are `#[inline(always)]` so
+/// that they are compiled inside the `#[target_feature]` entry point that uses them, where the
+/// needed features are enabled. Anything left out of line would be compiled without the features
+/// and call every intrinsic as a function: measured 50x slower.
+trait AesVec: Copy {
+    /// AES blocks per register.
+    const BLOCKS: usize;
+    /// Bytes per register.
+    const BYTES: usize = Self::BLOCKS * 16;
+
+    unsafe fn load(src: *const u8) -> Self;
+    unsafe fn store(self, dst: *mut u8);
+    /// The 16-byte `block` in every lane.
+    unsafe fn broadcast(block: &[u8; 16]) -> Self;
+    unsafe fn xor(self, other: Self) -> Self;
+    unsafe fn enc(self, round_key: Self) -> Self;
+    unsafe fn enc_last(self, round_key: Self) -> Self;
+    unsafe fn dec(self, round_key: Self) -> Self;
+    unsafe fn dec_last(self, round_key: Self) -> Self;
+    /// Adds the 64-bit integers lane-wise.
+    unsafe fn add64(self, other: Self) -> Self;
+    /// Reverses the 16 bytes of every 128-bit lane.
+    unsafe fn reverse_lanes(self) -> Self;
+}
+
+/// The `pshufb` control that reverses 16 bytes.
+const REVERSE_BYTES: [u8; 16] = [15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0];
+
+impl AesVec for __m128i {
+    const BLOCKS: usize = 1;
+    #[inline(always)]
+    unsafe fn load(src: *const u8) -> Self {
+        _mm_loadu_si128(src.cast())
+    }
+    #[inline(always)]
+    unsafe fn store(self, dst: *mut u8) {
+        _mm_storeu_si128(dst.cast(), self)
+    }
+    #[inline(always)]
+    unsafe fn broadcast(block: &[u8; 16]) -> Self {
+        Self::load(block.as_ptr())
+    }
+    #[inline(always)]
+    unsafe fn xor(self, other: Self) -> Self {
+        _mm_xor_si128(self, other)
+    }
+    #[inline(always)]
+    unsafe fn enc(self, round_key: Self) -> Self {
+        _mm_aesenc_si128(self, round_key)
+    }
+    #[inline(always)]
+    unsafe fn enc_last(self, round_key: Self) -> Self {
+        _mm_aesenclast_si128(self, round_key)
+    }
+    #[inline(always)]
+    unsafe fn dec(self, round_key: Self) -> Self {
+        _mm_aesdec_si128(self, round_key)
+    }
+    #[inline(always)]
+    unsafe fn dec_last(self, round_key: Self) -> Self {
+        _mm_aesdeclast_si128(self, round_key)
+    }
+    #[inline(always)]
+    unsafe fn add64(self, other: Self) -> Self {
+        _mm_add_epi64(self, other)
+    }
+    #[inline(always)]
+    unsafe fn reverse_lanes(self) -> Self {
+        _mm_shuffle_epi8(self, Self::broadcast(&REVERSE_BYTES))
+    }
+}
+
+impl AesVec for __m256i {
+    const BLOCKS: usize = 2;
+    #[inline(always)]
+    unsafe fn load(src: *const u8) -> Self {
+        _mm256_loadu_si256(src.cast())
+    }
+    #[inline(always)]
+    unsafe fn store(self, dst: *mut u8) {
+        _mm256_storeu_si256(dst.cast(), self)
+    }
+    #[inline(always)]
+    unsafe fn broadcast(block: &[u8; 16]) -> Self {
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(block.as_ptr().cast()))
+    }
+    #[inline(always)]
+    unsafe fn xor(self, other: Self) -> Self {
+        _mm256_xor_si256(self, other)
+    }
+    #[inline(always)]
+    unsafe fn enc(self, round_key: Self) -> Self {
+        _mm256_aesenc_epi128(self, round_key)
+    }
+    #[inline(always)]
+    unsafe fn enc_last(self, round_key: Self) -> Self {
+        _mm256_aesenclast_epi128(self, round_key)
+    }
+    #[inline(always)]
+    unsafe fn dec(self, round_key: Self) -> Self {
+        _mm256_aesdec_epi128(self, round_key)
+    }
+    #[inline(always)]
+    unsafe fn dec_last(self, round_key: Self) -> Self {
+        _mm256_aesdeclast_epi128(self, round_key)
+    }
+    #[inline(always)]
+    unsafe fn add64(self, other: Self) -> Self {
+        _mm256_add_epi64(self, other)
+    }
+    #[inline(always)]
+    unsafe fn reverse_lanes(self) -> Self {
+        _mm256_shuffle_epi8(self, Self::broadcast(&REVERSE_BYTES))
+    }
+}
+
+impl AesVec for __m512i {
+    const BLOCKS: usize = 4;
+    #[inline(always)]
+    unsafe fn load(src: *const u8) -> Self {
+        _mm512_loadu_si512(src.cast())
+    }
+    #[inline(always)]
+    unsafe fn store(self, dst: *mut u8) {
+        _mm512_storeu_si512(dst.cast(), self)
+    }
+    #[inline(always)]
+    unsafe fn broadcast(block: &[u8; 16]) -> Self {
+        _mm512_broadcast_i32x4(_mm_loadu_si128(block.as_ptr().cast()))
+    }
+    #[inline(always)]
+    unsafe fn xor(self, other: Self) -> Self {
+        _mm512_xor_si512(self, other)
+    }
+    #[inline(always)]
+    unsafe fn enc(self, round_key: Self) -> Self {
+        _mm512_aesenc_epi128(self, round_key)
+    }
+    #[inline(always)]
+    unsafe fn enc_last(self, round_key: Self) -> Self {
+        _mm512_aesenclast_epi128(self, round_key)
+    }
+    #[inline(always)]
+    unsafe fn dec(self, round_key: Self) -> Self {
+        _mm512_aesdec_epi128(self, round_key)
+    }
+    #[inline(always)]
+    unsafe fn dec_last(self, round_key: Self) -> Self {
+        _mm512_aesdeclast_epi128(self, round_key)
+    }
+    #[inline(always)]
+    unsafe fn add64(self, other: Self) -> Self {
+        _mm512_add_epi64(self, other)
+    }
+    #[inline(always)]
+    unsafe fn reverse_lanes(self) -> Self {
+        _mm512_shuffle_epi8(self, Self::broadcast(&REVERSE_BYTES))
+    }
+}
+
+/// Round keys broadcast to every lane, `NR + 1` of them.
+#[inline(always)]
+unsafe fn broadcast_keys<V: AesVec, const NR: usize>(round_keys: &[[u8; 16]]) -> [V; 15] {
+    let mut keys = [V::broadcast(&round_keys[0]); 15];
+    for (key, block) in keys.iter_mut().zip(&round_keys[..=NR]) {
+        *key = V::broadcast(block);
+    }
+    keys
+}
+
+/// The forward cipher on a batch of registers.
+#[inline(always)]
+unsafe fn encrypt_batch<V: AesVec, const NR: usize>(keys: &[V; 15], state: &mut [V; LANES]) {
+    for s in state.iter_mut() {
+        *s = s.xor(keys[0]);
+    }
+    for key in &keys[1..NR] {
+        for s in state.iter_mut() {
+            *s = s.enc(*key);
+        }
+    }
+    for s in state.iter_mut() {
+        *s = s.enc_last(keys[NR]);
+    }
+}
+
+/// The equivalent inverse cipher on a batch of registers (keys from `dec_round_keys`).
+#[inline(always)]
+unsafe fn decrypt_batch<V: AesVec, const NR: usize>(keys: &[V; 15], state: &mut [V; LANES]) {
+    for s in state.iter_mut() {
+        *s = s.xor(keys[0]);
+    }
+    for key in &keys[1..NR] {
+        for s in state.iter_mut() {
+            *s = s.dec(*key);
+        }
+    }
+    for s in state.iter_mut() {
+        *s = s.dec_last(keys[NR]);
+    }
+}
+
+/// Calls `batch` on every full batch of `blocks` and once on the zero-padded remainder, with the
+/// index of the batch's first block. `blocks.len()` is a multiple of 16.
+#[inline(always)]
+unsafe fn for_each_batch<V: AesVec>(blocks: &mut [u8], mut batch: impl FnMut(*mut u8, u64)) {
+    let batch_bytes = LANES * V::BYTES;
+    let mut first_block = 0u64;
+    let mut chunks = blocks.chunks_exact_mut(batch_bytes);
+    for chunk in &mut chunks {
+        batch(chunk.as_mut_ptr(), first_block);
+        first_block += (batch_bytes / 16) as u64;
+    }
+    let rest = chunks.into_remainder();
+    if !rest.is_empty() {
+        let mut buf = [0u8; MAX_BATCH_BYTES];
+        buf[..rest.len()].copy_from_slice(rest);
+        batch(buf.as_mut_ptr(), first_block);
+        rest.copy_from_slice(&buf[..rest.len()]);
+        buf.zeroize();
+    }
+}
+
+#[inline(always)]
+unsafe fn load_batch<V: AesVec>(src: *const u8) -> [V; LANES] {
+    let mut state = [V::load(src); LANES];
+    for (i, s) in state.iter_mut().enumerate().skip(1) {
+        *s = V::load(src.add(i * V::BYTES));
+    }
+    state
+}
+
+#[inline(always)]
+unsafe fn store_batch<V: AesVec>(state: &[V; LANES], dst: *mut u8) {
+    for (i, s) in state.iter().enumerate() {
+        s.store(dst.add(i * V::BYTES));
+    }
+}
+
+/// The counter blocks `counter, counter + 1, ...` (big-endian) for one batch.
+///
+/// Fast path: when the low 64 bits do not wrap inside the batch, the counters are built in
+/// little-endian lanes with 64-bit vector adds and byte-reversed. Otherwise (once every 2^64
+/// blocks) they are computed one by one with 128-bit arithmetic.
+#[inline(always)]
+unsafe fn counter_batch<V: AesVec>(counter: u128) -> [V; LANES] {
+    let batch_blocks = (LANES * V::BLOCKS) as u64;
+    let low = counter as u64;
+    let high = (counter >> 64) as u64;
+    if low.checked_add(batch_blocks - 1).is_some() {
+        let mut words = [0u64; 8];
+        let mut step = [0u64; 8];
+        for lane in 0..V::BLOCKS {
+            words[2 * lane] = low + lane as u64;
+            words[2 * lane + 1] = high;
+            step[2 * lane] = V::BLOCKS as u64;
+        }
+        let step = V::load(step.as_ptr().cast());
+        let mut next = V::load(words.as_ptr().cast());
+        let mut state = [next; LANES];
+        for s in state.iter_mut() {
+            *s = next.reverse_lanes();
+            next = next.add64(step);
+        }
+        state
+    } else {
+        let mut bytes = [0u8; MAX_BATCH_BYTES];
+        for (i, block) in bytes.chunks_exact_mut(16).enumerate() {
+            block.copy_from_slice(&counter.wrapping_add(i as u128).to_be_bytes());
+        }
+        load_batch(bytes.as_ptr())
+    }
+}
+
+#[inline(always)]
+unsafe fn ecb_encrypt<V: AesVec, const NR: usize>(key: &ExpandedKey, blocks: &mut [u8]) {
+    let keys = broadcast_keys::<V, NR>(key.enc_round_keys());
+    for_each_batch::<V>(
+        blocks,
+        #[inline(always)]
+        |ptr, _| {
+            let mut state = load_batch::<V>(ptr);
+            encrypt_batch::<V, NR>(&keys, &mut state);
+            store_batch(&state, ptr);
+        },
+    );
+}
+
+#[inline(always)]
+unsafe fn ecb_decrypt<V: AesVec, const NR: usize>(key: &ExpandedKey, blocks: &mut [u8]) {
+    let keys = broadcast_keys::<V, NR>(key.dec_round_keys());
+    for_each_batch::<V>(
+        blocks,
+        #[inline(always)]
+        |ptr, _| {
+            let mut state = load_batch::<V>(ptr);
+            decrypt_batch::<V, NR>(&keys, &mut state);
+            store_batch(&state, ptr);
+        },
+    );
+}
+
+#[inline(always)]
+unsafe fn ctr_xor<V: AesVec, const NR: usize>(key: &ExpandedKey, counter: u128, blocks: &mut [u8]) {
+    let keys = broadcast_keys::<V, NR>(key.enc_round_keys());
+    for_each_batch::<V>(
+        blocks,
+        #[inline(always)]
+        |ptr, first_block| {
+            let mut stream = counter_batch::<V>(counter.wrapping_add(first_block as u128));
+            encrypt_batch::<V, NR>(&keys, &mut stream);
+            for (i, ks) in stream.iter().enumerate() {
+                let p = ptr.add(i * V::BYTES);
+                V::load(p).xor(*ks).store(p);
+            }
+        },
+    );
+}
+
+/// Picks the unrolled kernel for the key's round count.
+macro_rules! by_rounds {
+    ($kernel:ident, $vec:ty, $key:expr, $($arg:expr),*) => {
+        match $key.rounds() {
+            10 => $kernel::<$vec, 10>($key, $($arg),*),
+            12 => $kernel::<$vec, 12>($key, $($arg),*),
+            _ => $kernel::<$vec, 14>($key, $($arg),*),
+        }
+    };
+}
+
+/// Defines a module of `#[target_feature]` entry points for one register width.
+macro_rules! backend {
+    ($name:ident, $vec:ty, $features:literal, $doc:literal) => {
+        #[doc = $doc]
+        pub(crate) mod $name {
+            use super::*;
+
+            /// ECB-encrypts whole blocks in place.
+            ///
+            /// # Safety
+            /// The CPU must support the features named in the `target_feature` attribute.
+            #[target_feature(enable = $features)]
+            pub(crate) unsafe fn encrypt_blocks(key: &ExpandedKey, blocks: &mut [u8]) {
+                by_rounds!(ecb_encrypt, $vec, key, blocks)
+            }
+
+            /// ECB-decrypts whole blocks in place.
+            ///
+            /// # Safety
+            /// The CPU must support the features named in the `target_feature` attribute.
+            #[target_feature(enable = $features)]
+            pub(crate) unsafe fn decrypt_blocks(key: &ExpandedKey, blocks: &mut [u8]) {
+                by_rounds!(ecb_decrypt, $vec, key, blocks)
+            }
+
+            /// XORs the CTR keystream from `counter` on into whole blocks in place.
+            ///
+            /// # Safety
+            /// The CPU must support the features named in the `target_feature` attribute.
+            #[target_feature(enable = $features)]
+            pub(crate) unsafe fn ctr_blocks(key: &ExpandedKey, counter: u128, blocks: &mut [u8]) {
+                by_rounds!(ctr_xor, $vec, key, counter, blocks)
+            }
+        }
+    };
+}
+
+backend!(
+    aesni,
+    __m128i,
+    "aes,ssse3",
+    "AES-NI on 128-bit registers, 8 blocks per batch."
+);
+backend!(
+    vaes256,
+    __m256i,
+    "aes,vaes,avx2",
+    "VAES on 256-bit AVX2 registers, 16 blocks per batch."
+);
+backend!(
+    vaes512,
+    __m512i,
+    "aes,vaes,avx512f,avx512bw",
+    "VAES on 512-bit AVX-512 registers, 32 blocks per batch."
+);
