@@ -1,0 +1,37 @@
+//! Runtime detection agrees with what the CPU says it has, so a hardware path can never be
+//! silently left out of the test suite on a machine that has it.
+
+use paraes_core::Implementation;
+
+#[test]
+fn detected_implementations_match_cpu_flags() {
+    let available = Implementation::available();
+    println!("AES implementations tested on this CPU: {available:?}");
+    assert!(available.contains(&Implementation::Portable));
+    let Ok(cpuinfo) = std::fs::read_to_string("/proc/cpuinfo") else {
+        println!("no /proc/cpuinfo: only checked that the portable path is present");
+        return;
+    };
+    let flags: Vec<&str> = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .map(|l| l.split_whitespace().collect())
+        .unwrap_or_default();
+    let has = |f: &str| flags.contains(&f);
+    let expected = [
+        (Implementation::AesNi, has("aes") && has("ssse3")),
+        (
+            Implementation::Vaes256,
+            has("aes") && has("vaes") && has("avx2"),
+        ),
+        (
+            Implementation::Vaes512,
+            has("aes") && has("vaes") && has("avx512f") && has("avx512bw"),
+        ),
+    ];
+    for (imp, cpu_has_it) in expected {
+        if cfg!(target_arch = "x86_64") {
+            assert_eq!(available.contains(&imp), cpu_has_it, "{imp}");
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! The Engine seam's contract: every engine in the workspace gives the same bytes for the same
+//! job. New engines (GPU, MPI rank, Sunway simulator) join by adding themselves to `engines()`.
+
+use paraes_core::{CpuEngine, Direction, Engine, Implementation, Job, Key, KeySize, Mode};
+
+/// Every engine this build and machine can run, the reference (portable, one thread) first.
+fn engines() -> Vec<Box<dyn Engine>> {
+    let mut engines: Vec<Box<dyn Engine>> = Vec::new();
+    for imp in Implementation::available() {
+        engines.push(Box::new(
+            CpuEngine::with_implementation(imp, Some(1)).unwrap(),
+        ));
+        engines.push(Box::new(
+            CpuEngine::with_implementation(imp, Some(2)).unwrap(),
+        ));
+        engines.push(Box::new(
+            CpuEngine::with_implementation(imp, Some(3))
+                .unwrap()
+                .with_slice_limits(16, 4096),
+        ));
+    }
+    engines
+}
+
+/// A small deterministic generator, so a failure names a reproducible case.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn fill(&mut self, buf: &mut [u8]) {
+        for chunk in buf.chunks_mut(8) {
+            chunk.copy_from_slice(&self.next().to_le_bytes()[..chunk.len()]);
+        }
+    }
+}
+
+#[test]
+fn every_engine_gives_the_same_bytes() {
+    let engines = engines();
+    assert!(
+        engines.len() >= 3,
+        "at least the portable CPU engine variants"
+    );
+    let mut rng = SplitMix(0x5eed);
+    for size in KeySize::ALL {
+        for mode in [Mode::Ctr, Mode::Ecb] {
+            for direction in [Direction::Encrypt, Direction::Decrypt] {
+                for len in [0usize, 1, 15, 16, 17, 4096 + 5, (1 << 20) + 3] {
+                    let mut raw_key = vec![0u8; size.bytes()];
+                    rng.fill(&mut raw_key);
+                    let key = Key::new(&raw_key).unwrap().expand();
+                    let mut iv = [0u8; 16];
+                    rng.fill(&mut iv);
+                    let (offset, len) = match mode {
+                        Mode::Ctr => (rng.next() >> 20, len),
+                        Mode::Ecb => ((rng.next() >> 20) & !15, len / 16 * 16),
+                    };
+                    let job = Job {
+                        mode,
+                        direction,
+                        key: &key,
+                        iv,
+                        offset,
+                    };
+                    let mut input = vec![0u8; len];
+                    rng.fill(&mut input);
+                    let mut reference = input.clone();
+                    engines[0].process(&job, &mut reference).unwrap();
+                    if len > 0 {
+                        assert_ne!(reference, input, "the transform changed nothing");
+                    }
+                    for engine in &engines[1..] {
+                        let mut out = input.clone();
+                        engine.process(&job, &mut out).unwrap();
+                        assert!(
+                            out == reference,
+                            "{} differs from {} on AES-{} {mode:?} {direction:?} len {len} offset {offset}",
+                            engine.name(),
+                            engines[0].name(),
+                            size.bits()
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
