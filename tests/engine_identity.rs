@@ -16,7 +16,7 @@ fn engines() -> Vec<Box<dyn Engine>> {
         engines.push(Box::new(
             CpuEngine::with_implementation(imp, Some(3))
                 .unwrap()
-                .with_slice_limits(16, 4096),
+                .with_split(0, 4096),
         ));
     }
     engines

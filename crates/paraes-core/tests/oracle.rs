@@ -100,12 +100,12 @@ fn offset_strategy() -> impl Strategy<Value = u64> {
     ]
 }
 
-fn engine_for(imp_index: usize, threads: usize, min_slice: usize) -> CpuEngine {
+fn engine_for(imp_index: usize, threads: usize, slice: usize) -> CpuEngine {
     let available = Implementation::available();
     let imp = available[imp_index % available.len()];
     CpuEngine::with_implementation(imp, Some(threads))
         .unwrap()
-        .with_slice_limits(min_slice, min_slice * 4)
+        .with_split(slice, slice)
 }
 
 proptest! {
@@ -122,7 +122,7 @@ proptest! {
         decrypt in any::<bool>(),
         imp_index in 0usize..4,
         threads in 1usize..=2,
-        min_slice in prop::sample::select(vec![16usize, 48, 1024]),
+        slice in prop::sample::select(vec![16usize, 48, 1024]),
     ) {
         let key = &key_bytes[..KeySize::ALL[size].bytes()];
         let mode = if ecb { Mode::Ecb } else { Mode::Ctr };
@@ -131,7 +131,7 @@ proptest! {
             Mode::Ecb => (offset & !15, &data[..data.len() / 16 * 16]),
             Mode::Ctr => (offset, &data[..]),
         };
-        let engine = engine_for(imp_index, threads, min_slice);
+        let engine = engine_for(imp_index, threads, slice);
         let ours = paraes(&engine, mode, direction, key, iv, offset, data);
         let theirs = oracle(mode, direction, key, iv, offset, data);
         prop_assert!(ours == theirs, "{} {mode:?} {direction:?} AES-{} iv {iv:#x} offset {offset} len {}",

@@ -52,7 +52,7 @@ fn engines() -> Vec<CpuEngine> {
         engines.push(
             CpuEngine::with_implementation(imp, Some(2))
                 .unwrap()
-                .with_slice_limits(16, 16),
+                .with_split(0, 16),
         );
     }
     engines
