@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use zeroize::{Zeroize, ZeroizeOnDrop};
+use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 use crate::aes::portable;
 
@@ -70,6 +70,12 @@ pub enum KeyError {
     /// The requested size is not 128, 192 or 256 bits.
     #[error("AES key sizes are 128, 192 or 256 bits, not {0}")]
     BadBits(u32),
+    /// Key text that is neither raw key bytes nor hex digits of a key.
+    #[error(
+        "not a key: expected 16, 24 or 32 raw bytes, or 32, 48 or 64 hex digits \
+         (make one with `paraes keygen`)"
+    )]
+    NotAKey,
 }
 
 /// A raw AES key (16, 24 or 32 bytes). Zeroized on drop; Debug never shows the bytes.
@@ -90,6 +96,20 @@ impl Key {
         };
         key.bytes[..bytes.len()].copy_from_slice(bytes);
         Ok(key)
+    }
+
+    /// A key from the contents of a key file or a `--key` argument: 32, 48 or 64 hex digits
+    /// (surrounding whitespace ignored), or else exactly 16, 24 or 32 raw bytes.
+    pub fn parse(contents: &[u8]) -> Result<Self, KeyError> {
+        let text = contents.trim_ascii();
+        if matches!(text.len(), 32 | 48 | 64) && text.iter().all(u8::is_ascii_hexdigit) {
+            let mut bytes = Zeroizing::new([0u8; 32]);
+            for (out, pair) in bytes.iter_mut().zip(text.chunks_exact(2)) {
+                *out = (hex_value(pair[0]) << 4) | hex_value(pair[1]);
+            }
+            return Key::new(&bytes[..text.len() / 2]);
+        }
+        Key::new(contents).map_err(|_| KeyError::NotAKey)
     }
 
     /// The key size.
@@ -209,6 +229,15 @@ impl fmt::Debug for ExpandedKey {
     }
 }
 
+/// The value of an ASCII hex digit (callers check that it is one).
+fn hex_value(digit: u8) -> u8 {
+    match digit {
+        b'0'..=b'9' => digit - b'0',
+        b'a'..=b'f' => digit - b'a' + 10,
+        _ => digit.to_ascii_lowercase() - b'a' + 10,
+    }
+}
+
 /// Multiplication by x in GF(2^8) modulo the AES polynomial, without branches.
 const fn xtime(b: u8) -> u8 {
     (b << 1) ^ (0x1b & 0u8.wrapping_sub(b >> 7))
@@ -294,6 +323,19 @@ mod tests {
         assert!(!shown.to_lowercase().contains("ab, "));
         assert!(!shown.contains("171"));
         assert!(shown.contains("redacted"));
+    }
+
+    #[test]
+    fn parses_hex_and_raw_key_files() {
+        let hex = Key::parse(b"  000102030405060708090A0b0c0d0e0f\n").unwrap();
+        assert_eq!(
+            hex.as_bytes(),
+            &hex_bytes("000102030405060708090a0b0c0d0e0f")[..]
+        );
+        assert_eq!(Key::parse(&[0xfe; 24]).unwrap().size(), KeySize::Aes192);
+        assert_eq!(Key::parse(&[b'a'; 64]).unwrap().size(), KeySize::Aes256);
+        assert_eq!(Key::parse(b"xyz").unwrap_err(), KeyError::NotAKey);
+        assert_eq!(Key::parse(&[b'g'; 64]).unwrap_err(), KeyError::NotAKey);
     }
 
     #[test]

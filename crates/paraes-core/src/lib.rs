@@ -1,11 +1,14 @@
-//! paraes-core: AES-128/192/256, the ECB and CTR modes, the Engine seam and the rayon CPU engine.
+//! paraes-core: AES-128/192/256, the ECB and CTR modes, the Engine seam, the rayon CPU engine,
+//! the chunk pipeline and the authenticated container format.
 #![deny(missing_docs)]
 
 pub mod aes;
+pub mod container;
 pub mod cpu;
 pub mod engine;
 pub mod key;
 pub mod modes;
+pub mod pipeline;
 
 pub use aes::Implementation;
 pub use cpu::CpuEngine;
