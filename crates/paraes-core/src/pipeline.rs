@@ -1,0 +1,289 @@
+//! The chunk pipeline: a reader thread, the engine (plus chunk tags) on the calling thread, and a
+//! writer thread, joined by bounded queues over a fixed pool of buffers, so reading, encrypting
+//! and writing overlap and memory stays at [`BUFFERS`] x chunk size whatever the input size.
+//!
+//! The same pipeline serves the container (with an [`Authenticator`]) and raw streams (without).
+//! Decryption releases a chunk to the writer only after its tag has verified.
+
+use std::io::{self, Read, Write};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+
+use crate::container::{Authenticator, TAG_LEN};
+use crate::engine::{Direction, Engine, EngineError, Job, Mode};
+use crate::key::ExpandedKey;
+
+/// The default chunk size (see docs/RESULTS.md for the measurement behind it).
+pub const DEFAULT_CHUNK_SIZE: usize = 4 << 20;
+
+/// Buffers in flight: two at the reader (one held back to learn whether it is the last), one
+/// queued, one at the engine, one queued and one at the writer.
+pub const BUFFERS: usize = 6;
+
+/// What to do to a stream.
+pub struct StreamSpec<'a> {
+    /// The engine that runs AES.
+    pub engine: &'a dyn Engine,
+    /// Mode of operation.
+    pub mode: Mode,
+    /// Encrypt or decrypt.
+    pub direction: Direction,
+    /// The expanded AES key.
+    pub key: &'a ExpandedKey,
+    /// CTR's initial counter block (ignored by ECB).
+    pub iv: [u8; 16],
+    /// Plaintext bytes per chunk, a multiple of 16.
+    pub chunk_size: usize,
+    /// PKCS#7 padding of the final block (ECB only).
+    pub padding: bool,
+    /// Per-chunk tags (the container), or `None` for a raw stream.
+    pub auth: Option<&'a Authenticator>,
+}
+
+/// Why a stream could not be processed.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    /// Reading the input failed.
+    #[error("reading the input failed: {0}")]
+    Read(#[source] io::Error),
+    /// Writing the output failed.
+    #[error("writing the output failed: {0}")]
+    Write(#[source] io::Error),
+    /// The engine failed.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// A chunk tag did not verify.
+    #[error(
+        "chunk {0} failed authentication: the file is damaged, truncated, reordered or was \
+         tampered with (nothing unauthenticated was written)"
+    )]
+    Tampered(u64),
+    /// The container's body ends where it cannot.
+    #[error("the container is truncated or has a malformed last chunk (chunk {0})")]
+    Truncated(u64),
+    /// ECB padding is wrong after decryption.
+    #[error("bad PKCS#7 padding: wrong key, not ECB-encrypted with padding, or use --no-pad")]
+    BadPadding,
+    /// ECB input that is not whole blocks.
+    #[error(
+        "ECB needs whole 16-byte blocks and this input has {0} bytes: to encrypt it, let paraes \
+         pad it (drop --no-pad); to decrypt, check that it is an ECB ciphertext"
+    )]
+    NotWholeBlocks(u64),
+}
+
+/// One unit of work: `data` holds the record read (plaintext chunk, or ciphertext chunk + tag).
+struct Chunk {
+    index: u64,
+    last: bool,
+    data: Vec<u8>,
+}
+
+/// Runs the stream `spec` from `input` to `output`; returns the number of bytes written.
+/// `progress` is called with the output bytes written so far.
+pub fn run(
+    spec: &StreamSpec<'_>,
+    input: &mut (impl Read + Send),
+    output: &mut (impl Write + Send),
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<u64, PipelineError> {
+    let tag_len = if spec.auth.is_some() { TAG_LEN } else { 0 };
+    let record_len = match spec.direction {
+        Direction::Encrypt => spec.chunk_size,
+        Direction::Decrypt => spec.chunk_size + tag_len,
+    };
+    let pad_on_read =
+        spec.direction == Direction::Encrypt && spec.mode == Mode::Ecb && spec.padding;
+    let (free_tx, free_rx) = sync_channel::<Vec<u8>>(BUFFERS);
+    for _ in 0..BUFFERS {
+        free_tx
+            .send(Vec::with_capacity(record_len + tag_len))
+            .expect("the free list holds all buffers");
+    }
+    let (work_tx, work_rx) = sync_channel::<Result<Chunk, io::Error>>(1);
+    let (done_tx, done_rx) = sync_channel::<Chunk>(1);
+
+    std::thread::scope(|scope| {
+        scope.spawn(move || read_chunks(input, record_len, pad_on_read, &free_rx, &work_tx));
+        let writer = scope.spawn(move || write_chunks(output, done_rx, free_tx, progress));
+        let worked = transform_chunks(spec, work_rx, done_tx);
+        // The worker has dropped its queues, so the reader and writer stop on their own.
+        let written = writer
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        worked?;
+        written
+    })
+}
+
+/// Reads records into buffers from the free list. A full record is held back until the next
+/// read shows whether more input follows, so every chunk goes out knowing whether it is last.
+fn read_chunks(
+    input: &mut impl Read,
+    record_len: usize,
+    pad_on_read: bool,
+    free: &Receiver<Vec<u8>>,
+    work: &SyncSender<Result<Chunk, io::Error>>,
+) {
+    let mut index = 0u64;
+    let mut held: Option<Vec<u8>> = None;
+    let mut send = |data: Vec<u8>, last: bool| {
+        let sent = work.send(Ok(Chunk { index, last, data })).is_ok();
+        index += 1;
+        sent
+    };
+    loop {
+        let Ok(mut buf) = free.recv() else { return };
+        buf.clear();
+        if let Err(e) = fill(input, &mut buf, record_len) {
+            let _ = work.send(Err(e));
+            return;
+        }
+        if buf.len() == record_len {
+            if let Some(previous) = held.replace(buf) {
+                if !send(previous, false) {
+                    return;
+                }
+            }
+            continue;
+        }
+        // End of input: `buf` is the short (possibly empty) final record.
+        if pad_on_read {
+            if let Some(previous) = held.take() {
+                if !send(previous, false) {
+                    return;
+                }
+            }
+            let pad = 16 - buf.len() % 16;
+            buf.resize(buf.len() + pad, pad as u8);
+            send(buf, true);
+        } else {
+            match held.take() {
+                Some(previous) if buf.is_empty() => {
+                    send(previous, true);
+                }
+                Some(previous) => {
+                    if send(previous, false) {
+                        send(buf, true);
+                    }
+                }
+                None => {
+                    send(buf, true);
+                }
+            }
+        }
+        return;
+    }
+}
+
+/// Reads until `buf` holds `len` bytes or the input ends.
+fn fill(input: &mut impl Read, buf: &mut Vec<u8>, len: usize) -> io::Result<()> {
+    let mut limited = input.take((len - buf.len()) as u64);
+    loop {
+        match limited.read_to_end(buf) {
+            Ok(_) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Encrypts (then tags) or verifies (then decrypts) each chunk and passes it to the writer.
+fn transform_chunks(
+    spec: &StreamSpec<'_>,
+    work: Receiver<Result<Chunk, io::Error>>,
+    done: SyncSender<Chunk>,
+) -> Result<(), PipelineError> {
+    for chunk in work {
+        let mut chunk = chunk.map_err(PipelineError::Read)?;
+        let job = Job {
+            mode: spec.mode,
+            direction: spec.direction,
+            key: spec.key,
+            iv: spec.iv,
+            offset: chunk.index * spec.chunk_size as u64,
+        };
+        match spec.direction {
+            Direction::Encrypt => {
+                check_whole_blocks(spec, &chunk)?;
+                spec.engine.process(&job, &mut chunk.data)?;
+                if let Some(auth) = spec.auth {
+                    let tag = auth.tag(chunk.index, chunk.last, &chunk.data);
+                    chunk.data.extend_from_slice(&tag);
+                }
+            }
+            Direction::Decrypt => {
+                if let Some(auth) = spec.auth {
+                    let body_len = chunk
+                        .data
+                        .len()
+                        .checked_sub(TAG_LEN)
+                        .ok_or(PipelineError::Truncated(chunk.index))?;
+                    let (body, tag) = chunk.data.split_at(body_len);
+                    if !auth.verify(chunk.index, chunk.last, body, tag) {
+                        return Err(PipelineError::Tampered(chunk.index));
+                    }
+                    chunk.data.truncate(body_len);
+                    let empty_tail = chunk.data.is_empty() && chunk.index > 0;
+                    let bad_ecb = spec.mode == Mode::Ecb
+                        && (chunk.data.len() % 16 != 0 || (spec.padding && chunk.data.is_empty()));
+                    if empty_tail || bad_ecb {
+                        return Err(PipelineError::Truncated(chunk.index));
+                    }
+                }
+                check_whole_blocks(spec, &chunk)?;
+                spec.engine.process(&job, &mut chunk.data)?;
+                if chunk.last && spec.mode == Mode::Ecb && spec.padding {
+                    strip_padding(&mut chunk.data)?;
+                }
+            }
+        }
+        if done.send(chunk).is_err() {
+            break; // the writer failed; its error is reported from its join
+        }
+    }
+    Ok(())
+}
+
+/// ECB needs whole blocks; say so in terms of the user's options.
+fn check_whole_blocks(spec: &StreamSpec<'_>, chunk: &Chunk) -> Result<(), PipelineError> {
+    if spec.mode == Mode::Ecb && !chunk.data.len().is_multiple_of(16) {
+        let total = chunk.index * spec.chunk_size as u64 + chunk.data.len() as u64;
+        return Err(PipelineError::NotWholeBlocks(total));
+    }
+    Ok(())
+}
+
+/// Removes and checks PKCS#7 padding from the last decrypted chunk.
+fn strip_padding(data: &mut Vec<u8>) -> Result<(), PipelineError> {
+    let pad = usize::from(*data.last().ok_or(PipelineError::BadPadding)?);
+    let valid = (1..=16).contains(&pad)
+        && pad <= data.len()
+        && data[data.len() - pad..]
+            .iter()
+            .all(|&b| usize::from(b) == pad);
+    if !valid {
+        return Err(PipelineError::BadPadding);
+    }
+    data.truncate(data.len() - pad);
+    Ok(())
+}
+
+/// Writes chunks in order and returns their buffers to the free list.
+fn write_chunks(
+    output: &mut impl Write,
+    done: Receiver<Chunk>,
+    free: SyncSender<Vec<u8>>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<u64, PipelineError> {
+    let mut written = 0u64;
+    for chunk in done {
+        output
+            .write_all(&chunk.data)
+            .map_err(PipelineError::Write)?;
+        written += chunk.data.len() as u64;
+        progress(written);
+        let _ = free.send(chunk.data);
+    }
+    output.flush().map_err(PipelineError::Write)?;
+    Ok(written)
+}
