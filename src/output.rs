@@ -1,0 +1,173 @@
+//! Inputs and outputs with the safety rails: standard streams, or an output file written to a
+//! temporary beside it and renamed into place only on success (removed on error, Ctrl-C and
+//! SIGTERM), never over an existing file without --force, never onto the input.
+
+use std::fs::{self, File};
+use std::io::{self, IsTerminal, Read, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use anyhow::{bail, Context, Result};
+use tempfile::NamedTempFile;
+
+/// The temporary output being written, for the interrupt handler to remove.
+static PENDING_TEMPORARY: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+fn set_pending(path: Option<PathBuf>) {
+    *PENDING_TEMPORARY.lock().unwrap_or_else(|e| e.into_inner()) = path;
+}
+
+/// On Ctrl-C, SIGTERM or SIGHUP: remove the temporary output and exit with status 130.
+pub fn install_interrupt_handler() -> Result<()> {
+    ctrlc::set_handler(|| {
+        let pending = PENDING_TEMPORARY
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(path) = pending {
+            let _ = fs::remove_file(path);
+        }
+        eprintln!("paraes: interrupted: no output file was left behind");
+        std::process::exit(130);
+    })
+    .context("cannot install the interrupt handler")
+}
+
+/// Where the data comes from.
+pub enum Input {
+    /// Standard input.
+    Stdin(io::Stdin),
+    /// A regular file (or device) and its path.
+    File(File, PathBuf),
+}
+
+impl Input {
+    /// Opens `path` (`None` or "-": standard input).
+    pub fn open(path: Option<&Path>) -> Result<Self> {
+        let Some(path) = path.filter(|p| *p != Path::new("-")) else {
+            return Ok(Input::Stdin(io::stdin()));
+        };
+        let shown = path.display();
+        if path.is_dir() {
+            bail!("{shown} is a directory: paraes encrypts one stream (try: tar c {shown} | paraes enc ...)");
+        }
+        let file = File::open(path).with_context(|| format!("cannot open {shown}"))?;
+        Ok(Input::File(file, path.to_path_buf()))
+    }
+
+    /// The input file's path, if it is one.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Input::Stdin(_) => None,
+            Input::File(_, path) => Some(path),
+        }
+    }
+
+    /// The input's size when it is a regular file.
+    pub fn len(&self) -> Option<u64> {
+        match self {
+            Input::File(file, _) => file
+                .metadata()
+                .ok()
+                .filter(|m| m.is_file())
+                .map(|m| m.len()),
+            Input::Stdin(_) => None,
+        }
+    }
+}
+
+impl Read for Input {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Input::Stdin(stdin) => stdin.read(buf),
+            Input::File(file, _) => file.read(buf),
+        }
+    }
+}
+
+/// Where the data goes.
+pub enum Output {
+    /// Standard output.
+    Stdout(io::Stdout),
+    /// A temporary file that becomes `dest` on [`Output::commit`].
+    File {
+        /// The temporary, deleted on drop unless committed.
+        temp: NamedTempFile,
+        /// The final name.
+        dest: PathBuf,
+        /// Whether an existing `dest` may be replaced.
+        force: bool,
+    },
+}
+
+impl Output {
+    /// Prepares the output `dest` (`None`: standard output). `binary` refuses a terminal.
+    pub fn create(dest: Option<&Path>, force: bool, input: &Input, binary: bool) -> Result<Self> {
+        let Some(dest) = dest else {
+            let stdout = io::stdout();
+            if binary && stdout.is_terminal() {
+                bail!("refusing to write binary data to a terminal: redirect it (> FILE) or use -o PATH");
+            }
+            return Ok(Output::Stdout(stdout));
+        };
+        let shown = dest.display();
+        if let Ok(existing) = fs::metadata(dest) {
+            if existing.is_dir() {
+                bail!("output {shown} is a directory: give a file name with -o");
+            }
+            if let Some(input_meta) = input.path().and_then(|p| fs::metadata(p).ok()) {
+                if input_meta.dev() == existing.dev() && input_meta.ino() == existing.ino() {
+                    bail!("input and output are the same file ({shown}): choose another -o");
+                }
+            }
+            if !force {
+                bail!("output {shown} already exists: use --force to overwrite it");
+            }
+        }
+        let dir = match dest.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        let name = dest.file_name().map(|n| n.to_string_lossy().into_owned());
+        let temp = tempfile::Builder::new()
+            .prefix(&format!(".{}.", name.unwrap_or_default()))
+            .suffix(".paraes-tmp")
+            .tempfile_in(dir)
+            .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+        set_pending(Some(temp.path().to_path_buf()));
+        Ok(Output::File {
+            temp,
+            dest: dest.to_path_buf(),
+            force,
+        })
+    }
+
+    /// The stream to write to.
+    pub fn writer(&mut self) -> &mut (dyn Write + Send) {
+        match self {
+            Output::Stdout(stdout) => stdout,
+            Output::File { temp, .. } => temp.as_file_mut(),
+        }
+    }
+
+    /// Makes the output final: flushes it to disk and renames the temporary into place.
+    pub fn commit(self) -> Result<()> {
+        let Output::File { temp, dest, force } = self else {
+            return Ok(());
+        };
+        let shown = dest.display();
+        temp.as_file()
+            .sync_all()
+            .with_context(|| format!("writing {shown} failed"))?;
+        let persisted = if force {
+            temp.persist(&dest)
+        } else {
+            temp.persist_noclobber(&dest)
+        };
+        set_pending(None);
+        persisted
+            .map_err(|e| anyhow::Error::new(e.error).context(format!("cannot create {shown}")))?;
+        Ok(())
+    }
+}
