@@ -287,3 +287,186 @@ fn write_chunks(
     output.flush().map_err(PipelineError::Write)?;
     Ok(written)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::container::{ContainerKeys, Header, KeySource};
+    use crate::cpu::CpuEngine;
+    use crate::key::{Key, KeySize};
+    use crate::modes;
+
+    const CHUNK: usize = 4096;
+
+    fn data(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i * 31 + i / 7) as u8).collect()
+    }
+
+    fn run_spec(spec: &StreamSpec<'_>, input: &[u8]) -> Result<Vec<u8>, PipelineError> {
+        let mut out = Vec::new();
+        run(spec, &mut &input[..], &mut out, &|_| {})?;
+        Ok(out)
+    }
+
+    fn spec<'a>(
+        engine: &'a CpuEngine,
+        keys: &'a ContainerKeys,
+        mode: Mode,
+        direction: Direction,
+        auth: Option<&'a Authenticator>,
+    ) -> StreamSpec<'a> {
+        StreamSpec {
+            engine,
+            mode,
+            direction,
+            key: keys.aes(),
+            iv: [0xf0; 16],
+            chunk_size: CHUNK,
+            padding: true,
+            auth,
+        }
+    }
+
+    /// The body (tags removed) is the plain mode stream, and decryption gives the input back.
+    #[test]
+    fn body_is_the_raw_stream_and_round_trips() {
+        let engine = CpuEngine::new(Some(2)).unwrap().with_split(0, 1024);
+        let keys = ContainerKeys::derive(&Key::new(&[5; 24]).unwrap());
+        let header = Header::new(Mode::Ctr, KeySize::Aes192, CHUNK, KeySource::RawKey).unwrap();
+        let (_, auth) = header.seal(&keys);
+        for mode in [Mode::Ctr, Mode::Ecb] {
+            for len in [0, 1, 15, 16, 17, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 5] {
+                let plain = data(len);
+                let enc = spec(&engine, &keys, mode, Direction::Encrypt, Some(&auth));
+                let sealed = run_spec(&enc, &plain).unwrap();
+                let body: Vec<u8> = sealed
+                    .chunks(CHUNK + TAG_LEN)
+                    .flat_map(|c| c[..c.len() - TAG_LEN].to_vec())
+                    .collect();
+                let mut expected = plain.clone();
+                if mode == Mode::Ecb {
+                    let pad = 16 - len % 16;
+                    expected.resize(len + pad, pad as u8);
+                }
+                let job = Job {
+                    mode,
+                    direction: Direction::Encrypt,
+                    key: keys.aes(),
+                    iv: [0xf0; 16],
+                    offset: 0,
+                };
+                modes::apply(crate::Implementation::Portable, &job, &mut expected).unwrap();
+                assert!(
+                    body == expected,
+                    "{mode:?} len {len}: body is not the raw stream"
+                );
+                let dec = spec(&engine, &keys, mode, Direction::Decrypt, Some(&auth));
+                assert!(
+                    run_spec(&dec, &sealed).unwrap() == plain,
+                    "{mode:?} len {len}"
+                );
+            }
+        }
+    }
+
+    /// Dropping the last chunk, or appending one, fails authentication.
+    #[test]
+    fn chunk_level_truncation_and_extension_fail() {
+        let engine = CpuEngine::new(Some(1)).unwrap();
+        let keys = ContainerKeys::derive(&Key::new(&[6; 16]).unwrap());
+        let header = Header::new(Mode::Ctr, KeySize::Aes128, CHUNK, KeySource::RawKey).unwrap();
+        let (_, auth) = header.seal(&keys);
+        let enc = spec(&engine, &keys, Mode::Ctr, Direction::Encrypt, Some(&auth));
+        let dec = spec(&engine, &keys, Mode::Ctr, Direction::Decrypt, Some(&auth));
+        let sealed = run_spec(&enc, &data(3 * CHUNK)).unwrap();
+        let record = CHUNK + TAG_LEN;
+        assert!(matches!(
+            run_spec(&dec, &sealed[..2 * record]),
+            Err(PipelineError::Tampered(1))
+        ));
+        let mut extended = sealed.clone();
+        extended.extend_from_slice(&sealed[..record]);
+        assert!(run_spec(&dec, &extended).is_err());
+        assert!(matches!(
+            run_spec(&dec, &[]),
+            Err(PipelineError::Truncated(0))
+        ));
+    }
+
+    struct FailingReader(usize);
+
+    impl Read for FailingReader {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.0 == 0 {
+                return Err(io::Error::other("disk on fire"));
+            }
+            let n = buf.len().min(self.0);
+            buf[..n].fill(1);
+            self.0 -= n;
+            Ok(n)
+        }
+    }
+
+    struct FailingWriter(usize);
+
+    impl Write for FailingWriter {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            if self.0 < buf.len() {
+                return Err(io::Error::new(io::ErrorKind::StorageFull, "no space"));
+            }
+            self.0 -= buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Reader and writer failures end the stream with their error, without hanging.
+    #[test]
+    fn io_errors_stop_the_pipeline() {
+        let engine = CpuEngine::new(Some(2)).unwrap();
+        let keys = ContainerKeys::derive(&Key::new(&[7; 32]).unwrap());
+        let enc = spec(&engine, &keys, Mode::Ctr, Direction::Encrypt, None);
+        let read_err = run(
+            &enc,
+            &mut FailingReader(10 * CHUNK + 3),
+            &mut Vec::new(),
+            &|_| {},
+        );
+        assert!(
+            matches!(read_err, Err(PipelineError::Read(_))),
+            "{read_err:?}"
+        );
+        let input = data(20 * CHUNK);
+        let write_err = run(
+            &enc,
+            &mut &input[..],
+            &mut FailingWriter(5 * CHUNK),
+            &|_| {},
+        );
+        assert!(
+            matches!(write_err, Err(PipelineError::Write(_))),
+            "{write_err:?}"
+        );
+    }
+
+    /// Raw ECB: bad padding and partial blocks are clean errors.
+    #[test]
+    fn raw_ecb_errors_are_clean() {
+        let engine = CpuEngine::new(Some(1)).unwrap();
+        let keys = ContainerKeys::derive(&Key::new(&[8; 16]).unwrap());
+        let mut no_pad = spec(&engine, &keys, Mode::Ecb, Direction::Encrypt, None);
+        no_pad.padding = false;
+        assert!(matches!(
+            run_spec(&no_pad, &data(33)),
+            Err(PipelineError::NotWholeBlocks(33))
+        ));
+        let dec = spec(&engine, &keys, Mode::Ecb, Direction::Decrypt, None);
+        let garbage = data(64);
+        assert!(matches!(
+            run_spec(&dec, &garbage),
+            Err(PipelineError::BadPadding)
+        ));
+    }
+}
