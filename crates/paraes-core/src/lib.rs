@@ -9,6 +9,7 @@ pub mod engine;
 pub mod key;
 pub mod modes;
 pub mod pipeline;
+pub mod polyval;
 
 pub use aes::Implementation;
 pub use cpu::CpuEngine;

@@ -156,6 +156,21 @@ impl Implementation {
     }
 }
 
+/// Whether the CPU has the AVX-512 carry-less multiplier of the fast POLYVAL path
+/// (`crate::polyval`); detection of every CPU feature paraes uses lives in this file.
+pub(crate) fn fast_polyval_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::env::var(FORCE_PORTABLE_ENV).map_or(true, |v| v != "1")
+            && is_x86_feature_detected!("pclmulqdq")
+            && is_x86_feature_detected!("avx2")
+            && is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("vpclmulqdq")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 impl fmt::Display for Implementation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

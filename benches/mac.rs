@@ -1,0 +1,68 @@
+//! Criterion bench behind the container's choice of MAC: keyed BLAKE3 (one thread and rayon)
+//! beside POLYVAL (RustCrypto's and paraes' own VPCLMULQDQ one) and Poly1305 (RustCrypto) over one 4 MiB chunk, next to the CPU engine's
+//! AES-128-CTR on the same buffer for scale.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use paraes_core::{CpuEngine, Direction, Engine, Job, Key, Mode};
+use std::hint::black_box;
+use std::time::Duration;
+use universal_hash::{KeyInit, UniversalHash};
+
+const CHUNK: usize = 4 << 20;
+
+fn macs(c: &mut Criterion) {
+    let buf = vec![0x5au8; CHUNK];
+    let key = [7u8; 32];
+    let mut group = c.benchmark_group("mac-4MiB");
+    group
+        .throughput(Throughput::Bytes(CHUNK as u64))
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    group.bench_function("blake3-keyed-1t", |b| {
+        b.iter(|| black_box(blake3::keyed_hash(&key, &buf)))
+    });
+    group.bench_function("blake3-keyed-rayon", |b| {
+        b.iter(|| {
+            let mut hasher = blake3::Hasher::new_keyed(&key);
+            hasher.update_rayon(&buf);
+            black_box(hasher.finalize())
+        })
+    });
+    group.bench_function("polyval-1t", |b| {
+        b.iter(|| {
+            let mut mac = polyval::Polyval::new(&[3u8; 16].into());
+            mac.update_padded(&buf);
+            black_box(mac.finalize())
+        })
+    });
+    let ours = paraes_core::polyval::Polyval::new(&[3u8; 16]);
+    group.bench_function("paraes-polyval-1t", |b| {
+        b.iter(|| black_box(ours.hash(&buf, &[0; 16])))
+    });
+    group.bench_function("poly1305-1t", |b| {
+        b.iter(|| {
+            let mut mac = poly1305::Poly1305::new(&key.into());
+            mac.update_padded(&buf);
+            black_box(mac.finalize())
+        })
+    });
+    let aes_key = Key::new(&key[..16]).expect("key").expand();
+    let job = Job {
+        mode: Mode::Ctr,
+        direction: Direction::Encrypt,
+        key: &aes_key,
+        iv: [0; 16],
+        offset: 0,
+    };
+    let mut data = buf.clone();
+    for threads in [Some(1), None] {
+        let engine = CpuEngine::new(threads).expect("cpu engine");
+        group.bench_function(format!("aes128-ctr-{}t", engine.workers()), |b| {
+            b.iter(|| engine.process(&job, &mut data).expect("process"))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, macs);
+criterion_main!(benches);

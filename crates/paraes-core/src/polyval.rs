@@ -1,0 +1,232 @@
+//! POLYVAL (RFC 8452), the universal hash of the container's chunk MAC: an AVX-512 VPCLMULQDQ
+//! path that folds 16 blocks per reduction, and the constant-time RustCrypto `polyval` crate
+//! everywhere else.
+//!
+//! POLYVAL(H, X_1..X_n) = S_n with S_0 = 0 and S_j = dot(S_{j-1} xor X_j, H), where
+//! dot(a, b) = a * b * x^-128 in GF(2^128) mod x^128 + x^127 + x^126 + x^121 + 1. Since the
+//! reduction is linear, 16 blocks are multiplied by the dot-powers H^16..H^1, summed unreduced,
+//! and reduced once: the carry-less multiplier never waits on the reduction.
+
+use zeroize::{Zeroize, ZeroizeOnDrop};
+
+use crate::aes::fast_polyval_available;
+
+/// Blocks folded per reduction on the fast path.
+const GROUP: usize = 16;
+
+/// A POLYVAL instance for one hash key H.
+#[derive(Clone, Zeroize, ZeroizeOnDrop)]
+pub struct Polyval {
+    h: [u8; 16],
+    /// `powers[j]` = H^(16 - j) (dot-powers), present when the fast path runs on this CPU.
+    powers: Option<[[u8; 16]; GROUP]>,
+}
+
+impl Polyval {
+    /// POLYVAL keyed with the 16-byte hash key `h`.
+    pub fn new(h: &[u8; 16]) -> Self {
+        let powers = fast_polyval_available().then(|| {
+            // SAFETY: fast_polyval_available checked the CPU features the function needs.
+            unsafe { x86::powers(h) }
+        });
+        Polyval { h: *h, powers }
+    }
+
+    /// POLYVAL of `data` zero-padded to whole blocks, followed by the block `trailer`.
+    pub fn hash(&self, data: &[u8], trailer: &[u8; 16]) -> [u8; 16] {
+        match &self.powers {
+            // SAFETY: `powers` is only computed when the fast path's CPU features are present.
+            Some(powers) => unsafe { x86::hash(&self.h, powers, data, trailer) },
+            None => {
+                use polyval::universal_hash::{KeyInit, UniversalHash};
+                let mut mac = polyval::Polyval::new(&self.h.into());
+                mac.update_padded(data);
+                mac.update(&[(*trailer).into()]);
+                mac.finalize().into()
+            }
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    //! The VPCLMULQDQ path. Every function runs inside `#[target_feature]` code.
+    use core::arch::x86_64::*;
+
+    use zeroize::Zeroize;
+
+    use super::GROUP;
+
+    /// dot(a, b) = a * b * x^-128, one block (Gueron's GCM-SIV reduction).
+    #[inline(always)]
+    unsafe fn dot(a: __m128i, b: __m128i) -> __m128i {
+        let lo = _mm_clmulepi64_si128(a, b, 0x00);
+        let hi = _mm_clmulepi64_si128(a, b, 0x11);
+        let mid = _mm_xor_si128(
+            _mm_clmulepi64_si128(a, b, 0x10),
+            _mm_clmulepi64_si128(a, b, 0x01),
+        );
+        reduce(
+            _mm_xor_si128(lo, _mm_slli_si128(mid, 8)),
+            _mm_xor_si128(hi, _mm_srli_si128(mid, 8)),
+        )
+    }
+
+    /// Reduces the 256-bit product hi:lo to dot form.
+    #[inline(always)]
+    unsafe fn reduce(lo: __m128i, hi: __m128i) -> __m128i {
+        let poly = _mm_set_epi64x(0xc200_0000_0000_0000_u64 as i64, 1);
+        let t = _mm_clmulepi64_si128(lo, poly, 0x10);
+        let lo = _mm_xor_si128(_mm_shuffle_epi32(lo, 78), t);
+        let t = _mm_clmulepi64_si128(lo, poly, 0x10);
+        let lo = _mm_xor_si128(_mm_shuffle_epi32(lo, 78), t);
+        _mm_xor_si128(hi, lo)
+    }
+
+    /// The dot-powers H^16 .. H^1.
+    #[target_feature(enable = "pclmulqdq,sse2")]
+    pub(super) unsafe fn powers(h: &[u8; 16]) -> [[u8; 16]; GROUP] {
+        let h = _mm_loadu_si128(h.as_ptr().cast());
+        let mut out = [[0u8; 16]; GROUP];
+        let mut power = h;
+        for slot in out.iter_mut().rev() {
+            _mm_storeu_si128(slot.as_mut_ptr().cast(), power);
+            power = dot(power, h);
+        }
+        out
+    }
+
+    /// POLYVAL of `data` (zero-padded) then `trailer`.
+    #[target_feature(enable = "pclmulqdq,sse2,avx2,avx512f,vpclmulqdq")]
+    pub(super) unsafe fn hash(
+        h: &[u8; 16],
+        powers: &[[u8; 16]; GROUP],
+        data: &[u8],
+        trailer: &[u8; 16],
+    ) -> [u8; 16] {
+        let h = _mm_loadu_si128(h.as_ptr().cast());
+        let key: [__m512i; 4] =
+            core::array::from_fn(|r| _mm512_loadu_si512(powers[4 * r].as_ptr().cast()));
+        let mut acc = _mm_setzero_si128();
+        let mut groups = data.chunks_exact(GROUP * 16);
+        for group in &mut groups {
+            let p = group.as_ptr();
+            let mut lo = _mm512_setzero_si512();
+            let mut mid = _mm512_setzero_si512();
+            let mut hi = _mm512_setzero_si512();
+            for (r, k) in key.iter().enumerate() {
+                let mut x = _mm512_loadu_si512(p.add(64 * r).cast());
+                if r == 0 {
+                    x = _mm512_xor_si512(x, _mm512_zextsi128_si512(acc));
+                }
+                lo = _mm512_xor_si512(lo, _mm512_clmulepi64_epi128(x, *k, 0x00));
+                hi = _mm512_xor_si512(hi, _mm512_clmulepi64_epi128(x, *k, 0x11));
+                mid = _mm512_xor_si512(mid, _mm512_clmulepi64_epi128(x, *k, 0x10));
+                mid = _mm512_xor_si512(mid, _mm512_clmulepi64_epi128(x, *k, 0x01));
+            }
+            let (lo, mid, hi) = (fold_lanes(lo), fold_lanes(mid), fold_lanes(hi));
+            acc = reduce(
+                _mm_xor_si128(lo, _mm_slli_si128(mid, 8)),
+                _mm_xor_si128(hi, _mm_srli_si128(mid, 8)),
+            );
+        }
+        let rest = groups.remainder();
+        let mut blocks = rest.chunks_exact(16);
+        for block in &mut blocks {
+            acc = dot(
+                _mm_xor_si128(acc, _mm_loadu_si128(block.as_ptr().cast())),
+                h,
+            );
+        }
+        let tail = blocks.remainder();
+        if !tail.is_empty() {
+            let mut padded = [0u8; 16];
+            padded[..tail.len()].copy_from_slice(tail);
+            acc = dot(
+                _mm_xor_si128(acc, _mm_loadu_si128(padded.as_ptr().cast())),
+                h,
+            );
+            padded.zeroize();
+        }
+        acc = dot(
+            _mm_xor_si128(acc, _mm_loadu_si128(trailer.as_ptr().cast())),
+            h,
+        );
+        let mut out = [0u8; 16];
+        _mm_storeu_si128(out.as_mut_ptr().cast(), acc);
+        out
+    }
+
+    /// XOR of the four 128-bit lanes.
+    #[inline(always)]
+    unsafe fn fold_lanes(v: __m512i) -> __m128i {
+        let halves = _mm256_xor_si256(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+        _mm_xor_si128(
+            _mm256_castsi256_si128(halves),
+            _mm256_extracti128_si256(halves, 1),
+        )
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+mod x86 {
+    //! No fast path off x86-64 (`fast_polyval_available` is false there).
+    pub(super) unsafe fn powers(_: &[u8; 16]) -> [[u8; 16]; super::GROUP] {
+        unreachable!("no VPCLMULQDQ off x86-64")
+    }
+    pub(super) unsafe fn hash(
+        _: &[u8; 16],
+        _: &[[u8; 16]; super::GROUP],
+        _: &[u8],
+        _: &[u8; 16],
+    ) -> [u8; 16] {
+        unreachable!("no VPCLMULQDQ off x86-64")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use polyval::universal_hash::{KeyInit, UniversalHash};
+
+    fn oracle(h: &[u8; 16], data: &[u8], trailer: &[u8; 16]) -> [u8; 16] {
+        let mut mac = polyval::Polyval::new(&(*h).into());
+        mac.update_padded(data);
+        mac.update(&[(*trailer).into()]);
+        mac.finalize().into()
+    }
+
+    /// RFC 8452 appendix A: POLYVAL of two blocks.
+    #[test]
+    fn rfc8452_vector() {
+        let h: [u8; 16] = hex::decode("25629347589242761d31f826ba4b757b")
+            .unwrap()
+            .try_into()
+            .unwrap();
+        let x1 = hex::decode("4f4f95668c83dfb6401762bb2d01a262").unwrap();
+        let x2: [u8; 16] = hex::decode("d1a24ddd2721d006bbe45f20d3c9f362")
+            .unwrap()
+            .try_into()
+            .unwrap();
+        assert_eq!(
+            hex::encode(Polyval::new(&h).hash(&x1, &x2)),
+            "f7a3b47b846119fae5b7866cf5e5b77e"
+        );
+    }
+
+    #[test]
+    fn matches_the_polyval_crate_at_every_length() {
+        let h = [0x3cu8; 16];
+        let trailer = [0xa5u8; 16];
+        let data: Vec<u8> = (0..2000u32).map(|i| (i * 131 + 7) as u8).collect();
+        let ours = Polyval::new(&h);
+        for len in (0..=600).chain([1023, 1024, 1025, 2000]) {
+            assert_eq!(
+                ours.hash(&data[..len], &trailer),
+                oracle(&h, &data[..len], &trailer),
+                "len {len} (fast path: {})",
+                ours.powers.is_some()
+            );
+        }
+    }
+}
