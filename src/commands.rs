@@ -2,7 +2,7 @@
 
 use std::fs;
 use std::io::{IsTerminal, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -320,7 +320,9 @@ fn keygen(args: &KeygenArgs) -> Result<()> {
                 }
                 _ => anyhow::Error::new(e).context(format!("cannot create {shown}")),
             })?;
-            file.write_all(text.as_bytes())
+            // Opening an existing file (--force) keeps its mode: make it private first.
+            file.set_permissions(fs::Permissions::from_mode(0o600))
+                .and_then(|()| file.write_all(text.as_bytes()))
                 .and_then(|()| file.sync_all())
                 .with_context(|| format!("writing {shown} failed"))?;
         }

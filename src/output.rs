@@ -1,6 +1,7 @@
-//! Inputs and outputs with the safety rails: standard streams, or an output file written to a
-//! temporary beside it and renamed into place only on success (removed on error, Ctrl-C and
-//! SIGTERM), never over an existing file without --force, never onto the input.
+//! Inputs and outputs with the safety rails: standard streams, FIFOs and devices written as
+//! streams, or an output file written to a temporary beside it and renamed into place only on
+//! success (removed on error, Ctrl-C and SIGTERM), never over an existing file without --force,
+//! never onto the input.
 
 use std::fs::{self, File};
 use std::io::{self, IsTerminal, Read, Write};
@@ -90,6 +91,8 @@ impl Read for Input {
 pub enum Output {
     /// Standard output.
     Stdout(io::Stdout),
+    /// An existing FIFO or device (`-o /dev/null`, a named pipe): written in place, as a stream.
+    Stream(File),
     /// A temporary file that becomes `dest` on [`Output::commit`].
     File {
         /// The temporary, deleted on drop unless committed.
@@ -121,6 +124,19 @@ impl Output {
                     bail!("input and output are the same file ({shown}): choose another -o");
                 }
             }
+            if !existing.is_file() {
+                // A FIFO or device cannot be replaced by a renamed temporary: stream into it.
+                let file = fs::OpenOptions::new()
+                    .write(true)
+                    .open(dest)
+                    .with_context(|| format!("cannot open {shown} for writing"))?;
+                if binary && file.is_terminal() {
+                    bail!(
+                        "refusing to write binary data to a terminal ({shown}): choose another -o"
+                    );
+                }
+                return Ok(Output::Stream(file));
+            }
             if !force {
                 bail!("output {shown} already exists: use --force to overwrite it");
             }
@@ -147,6 +163,7 @@ impl Output {
     pub fn writer(&mut self) -> &mut (dyn Write + Send) {
         match self {
             Output::Stdout(stdout) => stdout,
+            Output::Stream(file) => file,
             Output::File { temp, .. } => temp.as_file_mut(),
         }
     }

@@ -1,0 +1,501 @@
+//! The safety rails of the `paraes` command line: no silent overwrites, no writing onto the
+//! input, no temporaries left behind, refused option combinations, key-file permissions,
+//! `keygen`, closed pipes, terminals, warnings and usage errors.
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::FileTypeExt;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{
+    assert_error, assert_silent_success, assert_success, assert_usage_error, seeded_bytes, stderr,
+    Scratch, CHUNK_ARG,
+};
+
+/// A directory with a 256-bit key file `key` (mode 0600), a plaintext `x` and its container
+/// `x.paraes`.
+fn prepared() -> (Scratch, Vec<u8>) {
+    let s = Scratch::new();
+    s.key_file("key", 256, 1, true);
+    let plain = seeded_bytes(1, 10_000);
+    s.write("x", &plain);
+    let out = s.run(&["enc", "-k", "key", "--chunk-size", CHUNK_ARG, "x"]);
+    assert_silent_success(&out, "enc x");
+    (s, plain)
+}
+
+/// The single warning line on stderr, without its `paraes: warning: ` prefix.
+fn one_warning(err: &str, what: &str) -> String {
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{what}: expected one warning line: {err}");
+    lines[0]
+        .strip_prefix("paraes: warning: ")
+        .unwrap_or_else(|| panic!("{what}: not a warning: {err}"))
+        .to_owned()
+}
+
+#[test]
+fn existing_output_needs_force() {
+    let (s, plain) = prepared();
+    let sealed = s.read("x.paraes");
+    // enc onto an existing container, dec onto an existing plaintext.
+    for (args, output, contents) in [
+        (&["enc", "-k", "key", "x"][..], "x.paraes", &sealed),
+        (&["dec", "-k", "key", "x.paraes"][..], "x", &plain),
+    ] {
+        let before = s.names();
+        let message = s.assert_refused(&s.run(args), &before, output);
+        assert!(message.contains("--force"), "{output}: {message}");
+        assert!(&s.read(output) == contents, "{output} changed");
+    }
+
+    s.write("other", b"something else");
+    let out = s.run(&["enc", "-k", "key", "x", "-o", "other", "--force"]);
+    assert_silent_success(&out, "enc --force");
+    let out = s.run(&["dec", "-k", "key", "other", "-o", "-"]);
+    assert_silent_success(&out, "dec of the replaced file");
+    assert!(
+        out.stdout == plain,
+        "--force replaced the file with the container"
+    );
+    s.assert_no_temporary("--force");
+}
+
+#[test]
+fn failed_decryption_leaves_an_existing_output_alone_even_with_force() {
+    let (s, _) = prepared();
+    let mut damaged = s.read("x.paraes");
+    let last = damaged.len() - 1;
+    damaged[last] ^= 1;
+    s.write("bad.paraes", &damaged);
+    s.write("target", b"precious");
+    let before = s.names();
+    let out = s.run(&["dec", "-k", "key", "bad.paraes", "-o", "target", "--force"]);
+    s.assert_refused(&out, &before, "damaged container onto an existing file");
+    assert_eq!(s.read("target"), b"precious");
+}
+
+#[test]
+fn input_and_output_are_never_the_same_file() {
+    let (s, _) = prepared();
+    fs::hard_link(s.path("x"), s.path("hard-link")).expect("hard link");
+    std::os::unix::fs::symlink("x.paraes", s.path("sym-link")).expect("symlink");
+    for args in [
+        &["dec", "-k", "key", "x.paraes", "-o", "x.paraes", "--force"][..],
+        &["enc", "-k", "key", "x", "-o", "x", "--force"],
+        &["enc", "-k", "key", "x", "-o", "hard-link", "--force"],
+        &["dec", "-k", "key", "x.paraes", "-o", "sym-link", "--force"],
+        &[
+            "enc", "--raw", "-m", "ecb", "-q", "-k", "key", "x", "-o", "./x", "-f",
+        ],
+    ] {
+        let before = s.names();
+        let contents: Vec<_> = ["x", "x.paraes"].map(|n| s.read(n)).into();
+        let message = s.assert_refused(&s.run(args), &before, &args.join(" "));
+        assert!(message.contains("same file"), "{args:?}: {message}");
+        assert_eq!(["x", "x.paraes"].map(|n| s.read(n)).to_vec(), contents);
+    }
+}
+
+#[test]
+fn forced_output_to_a_fifo_writes_into_it() {
+    // `-o /dev/null --force` must not replace the device with a regular file; a FIFO in the
+    // scratch directory shows the same thing without touching /dev.
+    let (s, _) = prepared();
+    let made = s.bash("mkfifo out.fifo");
+    assert_success(&made, "mkfifo");
+    // Hold the FIFO open for reading and writing, so paraes can open it without blocking.
+    let mut fifo = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(s.path("out.fifo"))
+        .expect("open the fifo");
+    s.write("small", b"a small input that fits in a pipe buffer");
+    let out = s.run(&["enc", "-k", "key", "small", "-o", "out.fifo", "--force"]);
+    assert_silent_success(&out, "enc -o FIFO --force");
+    let kind = fs::symlink_metadata(s.path("out.fifo"))
+        .expect("out.fifo")
+        .file_type();
+    assert!(
+        kind.is_fifo(),
+        "paraes replaced the FIFO out.fifo with a regular file (with -o /dev/null --force, \
+         it would replace /dev/null)"
+    );
+    let mut header = [0u8; 8];
+    std::io::Read::read_exact(&mut fifo, &mut header).expect("container bytes in the fifo");
+    assert_eq!(&header, b"\x89PARAES\n");
+}
+
+#[test]
+fn inputs_that_are_not_files_are_refused() {
+    let (s, _) = prepared();
+    fs::create_dir(s.path("dir")).expect("mkdir");
+    fs::create_dir(s.path("dir.paraes")).expect("mkdir");
+    for (args, expected) in [
+        (&["enc", "-k", "key", "dir"][..], "directory"),
+        (&["dec", "-k", "key", "dir.paraes"], "directory"),
+        (&["enc", "-k", "key", "missing"], "missing"),
+        (&["dec", "-k", "key", "missing.paraes"], "missing"),
+        (&["info", "missing.paraes"], "missing"),
+        (&["info", "dir"], "directory"),
+    ] {
+        let before = s.names();
+        let message = s.assert_refused(&s.run(args), &before, &args.join(" "));
+        assert!(message.contains(expected), "{args:?}: {message}");
+    }
+}
+
+#[test]
+fn outputs_that_cannot_be_made_are_refused() {
+    let (s, _) = prepared();
+    fs::create_dir(s.path("dir")).expect("mkdir");
+    for args in [
+        &["enc", "-k", "key", "x", "-o", "dir"][..],
+        &["enc", "-k", "key", "x", "-o", "dir", "--force"],
+        &["enc", "-k", "key", "x", "-o", "no-such-dir/x.paraes"],
+        &["dec", "-k", "key", "x.paraes", "-o", "no-such-dir/x"],
+    ] {
+        let before = s.names();
+        s.assert_refused(&s.run(args), &before, &args.join(" "));
+        assert!(fs::read_dir(s.path("dir")).expect("dir").next().is_none());
+    }
+}
+
+#[test]
+fn empty_input_round_trips() {
+    let s = Scratch::new();
+    s.key_file("key", 128, 2, false);
+    s.write("empty", b"");
+    assert_silent_success(&s.run(&["enc", "-k", "key", "empty"]), "enc");
+    assert_eq!(
+        s.read("empty.paraes").len(),
+        common::HEADER_LEN + common::TAG_LEN
+    );
+    s.remove("empty");
+    assert_silent_success(&s.run(&["dec", "-k", "key", "empty.paraes"]), "dec");
+    assert_eq!(s.read("empty"), b"");
+}
+
+#[test]
+fn dec_needs_a_paraes_suffix_or_an_output_name() {
+    let (s, plain) = prepared();
+    fs::rename(s.path("x.paraes"), s.path("x.enc")).expect("rename");
+    let before = s.names();
+    let message = s.assert_refused(&s.run(&["dec", "-k", "key", "x.enc"]), &before, "x.enc");
+    assert!(message.contains("-o"), "{message}");
+
+    let out = s.run(&["dec", "-k", "key", "x.enc", "-o", "y"]);
+    assert_silent_success(&out, "dec -o y");
+    assert_eq!(s.read("y"), plain);
+}
+
+#[test]
+fn key_files_readable_by_others_are_warned_about() {
+    let (s, _) = prepared();
+    for (mode, quiet, warns) in [
+        (0o644, false, true),
+        (0o640, false, true),
+        (0o604, false, true),
+        (0o644, true, false),
+        (0o600, false, false),
+        (0o400, false, false),
+    ] {
+        s.set_mode("key", mode);
+        let mut args = vec!["dec", "-k", "key", "x.paraes", "-o", "-"];
+        if quiet {
+            args.push("-q");
+        }
+        let what = format!("key file mode {mode:o}, quiet {quiet}");
+        let err = assert_success(&s.run(&args), &what);
+        if warns {
+            let warning = one_warning(&err, &what);
+            assert!(warning.contains("other users"), "{what}: {warning}");
+        } else {
+            assert!(err.is_empty(), "{what}: unexpected stderr: {err}");
+        }
+    }
+}
+
+#[test]
+fn key_on_the_command_line_is_warned_about() {
+    let s = Scratch::new();
+    let key = hex::encode(seeded_bytes(3, 16));
+    let out = s.run_with_stdin(&["enc", "--key", &key], b"data");
+    let warning = one_warning(&assert_success(&out, "--key"), "--key");
+    assert!(warning.contains("--key"), "{warning}");
+    let out = s.run_with_stdin(&["enc", "--key", &key, "-q"], b"data");
+    assert_silent_success(&out, "--key -q");
+}
+
+#[test]
+fn ecb_is_warned_about() {
+    let (s, _) = prepared();
+    for raw in [&[][..], &["--raw"]] {
+        let args = [
+            &["enc", "-k", "key", "-m", "ecb", "x", "-o", "e", "-f"][..],
+            raw,
+        ]
+        .concat();
+        let err = assert_success(&s.run(&args), "enc -m ecb");
+        let warning = one_warning(&err, "enc -m ecb");
+        assert!(warning.contains("ECB"), "{warning}");
+        assert_silent_success(&s.run(&[&args[..], &["-q"]].concat()), "enc -m ecb -q");
+    }
+    // Decryption of an ECB container is no new leak: no warning.
+    s.run(&["enc", "-q", "-k", "key", "-m", "ecb", "x", "-o", "e", "-f"]);
+    assert_silent_success(&s.run(&["dec", "-k", "key", "e", "-o", "-"]), "dec ecb");
+}
+
+#[test]
+fn senseless_option_combinations_are_refused() {
+    let (s, _) = prepared();
+    s.write("short-key", &[7u8; 20]);
+    s.set_mode("short-key", 0o600);
+    let iv = "000102030405060708090a0b0c0d0e0f";
+    let cases: [(&[&str], &str); 22] = [
+        (&["enc", "-k", "key", "x", "--iv", iv], "--iv"),
+        (&["enc", "-k", "key", "x", "--no-pad"], "--no-pad"),
+        (
+            &["enc", "-k", "key", "x", "--raw", "--iv", iv, "--no-pad"],
+            "--no-pad",
+        ),
+        (&["enc", "-k", "key", "x", "--raw", "-m", "ctr"], "--iv"),
+        (&["enc", "-k", "key", "x", "--raw"], "--iv"),
+        (&["dec", "-k", "key", "x.paraes", "--raw"], "--iv"),
+        (
+            &["enc", "-k", "key", "x", "--raw", "-m", "ecb", "--iv", iv],
+            "--iv",
+        ),
+        (&["enc", "-k", "key", "x", "--raw", "--iv", "0011"], "--iv"),
+        (
+            &["enc", "-k", "key", "x", "--backend", "gpu"],
+            "not available",
+        ),
+        (&["enc", "-k", "key", "x", "-b", "mpi"], "not available"),
+        (
+            &["dec", "-k", "key", "x.paraes", "-b", "sunway-sim"],
+            "not available",
+        ),
+        (
+            &["enc", "-k", "key", "x", "--chunk-size", "100"],
+            "--chunk-size",
+        ),
+        (
+            &["enc", "-k", "key", "x", "--chunk-size", "4080"],
+            "--chunk-size",
+        ),
+        (
+            &["enc", "-k", "key", "x", "--chunk-size", "4100"],
+            "--chunk-size",
+        ),
+        (
+            &["enc", "-k", "key", "x", "--chunk-size", "65MiB"],
+            "--chunk-size",
+        ),
+        (
+            &["dec", "-k", "key", "x.paraes", "--chunk-size", "4KiB"],
+            "chunk size",
+        ),
+        (&["dec", "-k", "key", "x.paraes", "--bits", "256"], "--bits"),
+        (&["dec", "-k", "key", "x.paraes", "-m", "ecb"], "mode"),
+        (&["enc", "-k", "key", "x", "--bits", "128"], "bits"),
+        (&["enc", "-k", "short-key", "x"], "short-key"),
+        (&["enc", "-q", "--key", "00112233", "x"], "--key"),
+        (
+            &["enc", "--raw", "-m", "ecb", "--passphrase-file", "x", "x"],
+            "--raw",
+        ),
+    ];
+    for (args, expected) in cases {
+        // A fresh output name, so "already exists" cannot be the reason.
+        let args = [args, &["-o", "y"]].concat();
+        let before = s.names();
+        let message = s.assert_refused(&s.run(&args), &before, &args.join(" "));
+        assert!(message.contains(expected), "{args:?}: {message}");
+    }
+}
+
+#[test]
+fn usage_errors_exit_2_with_one_line() {
+    let (s, _) = prepared();
+    for args in [
+        &["enc", "-k", "key", "x", "--frobnicate"][..],
+        &["enc", "x"],
+        &["enc", "-k", "key", "--key", "00", "x"],
+        &["enc", "-k", "key", "-m", "cbc", "x"],
+        &["enc", "-k", "key", "-b", "tpu", "x"],
+        &["enc", "-k", "key", "--bits", "512", "x"],
+        &["enc", "-k", "key", "--chunk-size", "4XB", "x"],
+        &["keygen", "--bits", "100"],
+        &["crypt", "x"],
+    ] {
+        let before = s.names();
+        let out = s.run(args);
+        assert_usage_error(&out, &args.join(" "));
+        assert_eq!(s.names(), before, "{args:?}: the directory changed");
+    }
+}
+
+#[test]
+fn keygen_writes_new_private_key_files() {
+    let s = Scratch::new();
+    for (bits, digits) in [("128", 32), ("192", 48), ("256", 64)] {
+        let name = format!("k{bits}");
+        let out = s.run(&["keygen", "--bits", bits, "-o", &name]);
+        assert_silent_success(&out, "keygen");
+        assert_eq!(s.mode(&name), 0o600, "{name}: mode");
+        let text = String::from_utf8(s.read(&name)).expect("hex text");
+        let hex = text.strip_suffix('\n').expect("a newline at the end");
+        assert_eq!(hex.len(), digits, "{name}: {text:?}");
+        assert!(hex.bytes().all(|b| b.is_ascii_hexdigit()), "{text:?}");
+    }
+    let default = s.run(&["keygen"]);
+    assert_silent_success(&default, "keygen to stdout");
+    assert_eq!(default.stdout.len(), 65, "256-bit hex and a newline");
+    assert_ne!(s.run(&["keygen"]).stdout, default.stdout, "two equal keys");
+
+    // The key works with enc and dec.
+    s.write("data", b"secret data");
+    assert_silent_success(&s.run(&["enc", "-k", "k192", "data"]), "enc");
+    let out = s.run(&["dec", "-k", "k192", "data.paraes", "-o", "-"]);
+    assert_silent_success(&out, "dec");
+    assert_eq!(out.stdout, b"secret data");
+    let info = String::from_utf8(s.run(&["info", "data.paraes"]).stdout).expect("text");
+    assert!(info.contains("AES-192-CTR"), "{info}");
+}
+
+#[test]
+fn keygen_never_overwrites_without_force() {
+    let s = Scratch::new();
+    assert_silent_success(&s.run(&["keygen", "-o", "key"]), "keygen");
+    let first = s.read("key");
+    let before = s.names();
+    let message = s.assert_refused(&s.run(&["keygen", "-o", "key"]), &before, "again");
+    assert!(message.contains("--force"), "{message}");
+    assert_eq!(s.read("key"), first, "refused, yet changed");
+
+    assert_silent_success(&s.run(&["keygen", "-o", "key", "-f"]), "keygen -f");
+    assert_ne!(s.read("key"), first, "-f kept the old key");
+    assert_eq!(s.mode("key"), 0o600);
+}
+
+#[test]
+fn keygen_force_over_a_readable_file_leaves_a_private_key() {
+    let s = Scratch::new();
+    s.write("key", b"old, world-readable\n");
+    s.set_mode("key", 0o644);
+    assert_silent_success(&s.run(&["keygen", "-o", "key", "--force"]), "keygen -f");
+    assert_eq!(
+        s.mode("key"),
+        0o600,
+        "keygen --force wrote a new key into a file other users can read"
+    );
+}
+
+#[test]
+fn binary_output_to_a_terminal_is_refused() {
+    let (s, _) = prepared();
+    // `script` runs the command with its standard output on a new pseudo-terminal.
+    let run_on_terminal = |command: &str| {
+        let out = s.bash(&format!(
+            "script -qec '\"$PARAES\" {command}' /dev/null; echo \"status=$?\""
+        ));
+        assert!(
+            out.status.success(),
+            "the `script` command (util-linux) is needed for this test: {}",
+            stderr(&out)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for command in [
+        "enc -k key x -o -",
+        "enc -k key < x",
+        "enc --raw -m ecb -q -k key x -o -",
+    ] {
+        let shown = run_on_terminal(command);
+        assert!(
+            shown.contains("paraes: error: refusing"),
+            "{command}: {shown}"
+        );
+        assert!(shown.trim_end().ends_with("status=1"), "{command}: {shown}");
+    }
+    // Plaintext may go to a terminal.
+    s.write("hello", b"hello, terminal\n");
+    assert_silent_success(&s.run(&["enc", "-k", "key", "hello"]), "enc hello");
+    let shown = run_on_terminal("dec -k key hello.paraes -o -");
+    assert!(shown.contains("hello, terminal"), "{shown}");
+    assert!(shown.trim_end().ends_with("status=0"), "{shown}");
+    s.assert_no_temporary("terminal");
+}
+
+#[test]
+fn a_closed_output_pipe_is_a_normal_end() {
+    let s = Scratch::new();
+    s.key_file("key", 256, 4, true);
+    s.write("big", &seeded_bytes(4, 3 << 20));
+    assert_silent_success(&s.run(&["enc", "-k", "key", "big"]), "enc big");
+    for command in [
+        "dec -k key big.paraes -o -",
+        "dec -k key - < big.paraes",
+        "enc -k key big -o -",
+        "enc --raw -m ctr --iv 000102030405060708090a0b0c0d0e0f -k key big -o -",
+    ] {
+        let script =
+            format!("\"$PARAES\" {command} | head -c 10 > /dev/null; echo \"${{PIPESTATUS[0]}}\"");
+        let out = s.bash(&script);
+        assert_success(&out, command);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "0\n",
+            "{command} | head: exit status of paraes; stderr: {}",
+            stderr(&out)
+        );
+        assert!(out.stderr.is_empty(), "{command}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn termination_removes_the_temporary() {
+    let s = Scratch::new();
+    s.key_file("key", 256, 5, true);
+    // Standard input stays open, so paraes waits with its temporary output in place.
+    let child = s
+        .command(&["enc", "-k", "key", "-o", "out.paraes"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("paraes runs");
+    let started = Instant::now();
+    while !s.names().iter().any(|n| n.ends_with(".paraes-tmp")) {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no temporary appeared: {:?}",
+            s.names()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_success(&s.bash(&format!("kill -TERM {}", child.id())), "kill");
+    let out = child.wait_with_output().expect("paraes ends");
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert_eq!(s.names(), ["key"].map(String::from).into());
+}
+
+#[test]
+fn truncated_or_foreign_input_is_refused() {
+    let (s, _) = prepared();
+    let sealed = s.read("x.paraes");
+    for (what, bytes) in [
+        ("nothing", &b""[..]),
+        (
+            "a plaintext",
+            b"just some text that is long enough to fill a header, surely",
+        ),
+        ("half a header", &sealed[..40]),
+    ] {
+        let out = s.run_with_stdin(&["dec", "-k", "key", "-o", "-"], bytes);
+        assert_error(&out, what);
+        assert!(out.stdout.is_empty(), "{what}: output written");
+    }
+}

@@ -1,0 +1,288 @@
+//! `paraes dec` on damaged and forged containers: every byte flipped, every truncation, chunks
+//! swapped, duplicated, dropped, moved between files, bytes appended, and wrong keys. Each must
+//! fail with one `paraes: error:` line and leave no output file and no temporary behind.
+
+mod common;
+
+use std::ops::Range;
+use std::process::Output;
+
+use common::{
+    assert_silent_success, seeded_bytes, Mode, Scratch, CHUNK, CHUNK_ARG, HEADER_LEN, TAG_LEN,
+};
+
+/// Plaintext of the small one-chunk container the exhaustive loops run on.
+const SMALL: usize = 300;
+/// Plaintext of the three-chunk container (two full chunks and a tail).
+const THREE_CHUNKS: usize = 2 * CHUNK + 100;
+
+/// A container in a scratch directory that also holds its key file `key`.
+struct Sealed {
+    name: String,
+    scratch: Scratch,
+    plain: Vec<u8>,
+    container: Vec<u8>,
+}
+
+impl Sealed {
+    fn new(mode: Mode, size: usize, seed: u64) -> Self {
+        let scratch = Scratch::new();
+        scratch.key_file("key", 256, seed, true);
+        let plain = seeded_bytes(seed, size);
+        let container = encrypt(&scratch, mode, &plain);
+        Sealed {
+            name: format!("{mode:?}, {size} bytes"),
+            scratch,
+            plain,
+            container,
+        }
+    }
+
+    /// Byte range of record `i` (chunk `i`'s ciphertext and tag) in the container.
+    fn record(&self, i: usize) -> Range<usize> {
+        let start = HEADER_LEN + i * (CHUNK + TAG_LEN);
+        start..(start + CHUNK + TAG_LEN).min(self.container.len())
+    }
+
+    fn records(&self) -> usize {
+        (self.container.len() - HEADER_LEN).div_ceil(CHUNK + TAG_LEN)
+    }
+
+    /// The container with its records in `order` (indices may repeat or be left out).
+    fn reordered(&self, order: &[usize]) -> Vec<u8> {
+        let mut out = self.container[..HEADER_LEN].to_vec();
+        for &i in order {
+            out.extend_from_slice(&self.container[self.record(i)]);
+        }
+        out
+    }
+
+    /// Writes `bytes` as `t.paraes`, runs `paraes dec -k key t.paraes` (output: `t`) and
+    /// asserts a clean refusal; returns the error message.
+    fn assert_refused(&self, bytes: &[u8], what: &str) -> String {
+        self.assert_refused_with(bytes, &["-k", "key"], what)
+    }
+
+    fn assert_refused_with(&self, bytes: &[u8], key_args: &[&str], what: &str) -> String {
+        let s = &self.scratch;
+        s.write("t.paraes", bytes);
+        let before = s.names();
+        let out = s.run(&[&["dec"], key_args, &["t.paraes"]].concat());
+        s.assert_refused(&out, &before, &format!("{}: {what}", self.name))
+    }
+
+    /// `paraes dec -k key -o -` with `bytes` on standard input.
+    fn decrypt_to_stdout(&self, bytes: &[u8]) -> Output {
+        self.scratch
+            .run_with_stdin(&["dec", "-k", "key", "-o", "-"], bytes)
+    }
+}
+
+fn encrypt(scratch: &Scratch, mode: Mode, plain: &[u8]) -> Vec<u8> {
+    let args = ["enc", "-q", "-k", "key", "--chunk-size", CHUNK_ARG, "-m"];
+    let out = scratch.run_with_stdin(&[&args[..], &[mode.arg()]].concat(), plain);
+    assert_silent_success(&out, "enc");
+    out.stdout
+}
+
+fn flipped(bytes: &[u8], at: usize) -> Vec<u8> {
+    let mut bad = bytes.to_vec();
+    bad[at] ^= 0x01;
+    bad
+}
+
+/// The untouched container decrypts: the refusals below are due to the damage alone.
+#[test]
+fn untouched_containers_decrypt() {
+    for mode in Mode::ALL {
+        for size in [SMALL, THREE_CHUNKS] {
+            let sealed = Sealed::new(mode, size, 1);
+            let out = sealed.decrypt_to_stdout(&sealed.container);
+            assert_silent_success(&out, &sealed.name);
+            assert!(out.stdout == sealed.plain, "{}: round trip", sealed.name);
+        }
+    }
+}
+
+#[test]
+fn every_single_byte_flip_is_refused() {
+    for mode in Mode::ALL {
+        let sealed = Sealed::new(mode, SMALL, 2);
+        for at in 0..sealed.container.len() {
+            let bad = flipped(&sealed.container, at);
+            sealed.assert_refused(&bad, &format!("byte {at} flipped"));
+        }
+    }
+}
+
+#[test]
+fn every_truncation_is_refused() {
+    for mode in Mode::ALL {
+        let sealed = Sealed::new(mode, SMALL, 3);
+        for len in 0..sealed.container.len() {
+            let bad = &sealed.container[..len];
+            sealed.assert_refused(bad, &format!("truncated to {len} bytes"));
+        }
+    }
+}
+
+/// Positions worth flipping in a multi-chunk container: the header, both ends of every chunk's
+/// ciphertext and tag, and a stride through the rest.
+fn sample_positions(sealed: &Sealed) -> Vec<usize> {
+    let mut at: Vec<usize> = (0..HEADER_LEN).collect();
+    for i in 0..sealed.records() {
+        let record = sealed.record(i);
+        let tag_start = record.end - TAG_LEN;
+        at.extend([record.start, record.start + 1, tag_start - 1]);
+        at.extend([tag_start, tag_start + 1, record.end - 1]);
+    }
+    at.extend((HEADER_LEN..sealed.container.len()).step_by(97));
+    at.sort_unstable();
+    at.dedup();
+    at
+}
+
+#[test]
+fn byte_flips_in_a_multi_chunk_container_are_refused() {
+    for mode in Mode::ALL {
+        let sealed = Sealed::new(mode, THREE_CHUNKS, 4);
+        assert_eq!(sealed.records(), 3, "{}: three chunks", sealed.name);
+        for at in sample_positions(&sealed) {
+            let bad = flipped(&sealed.container, at);
+            sealed.assert_refused(&bad, &format!("byte {at} flipped"));
+        }
+    }
+}
+
+#[test]
+fn truncations_of_a_multi_chunk_container_are_refused() {
+    for mode in Mode::ALL {
+        let sealed = Sealed::new(mode, THREE_CHUNKS, 5);
+        let len = sealed.container.len();
+        let mut cuts: Vec<usize> = (0..len).step_by(89).collect();
+        for i in 0..sealed.records() {
+            let end = sealed.record(i).end;
+            // At a chunk boundary the remaining chunks all verify: only the missing
+            // last-chunk flag tells the cut.
+            cuts.extend([
+                end - TAG_LEN - 1,
+                end - TAG_LEN,
+                end - 1,
+                end,
+                end + 1,
+                end + 16,
+            ]);
+        }
+        for cut in cuts.into_iter().filter(|&cut| cut < len) {
+            let bad = &sealed.container[..cut];
+            sealed.assert_refused(bad, &format!("truncated to {cut} bytes"));
+        }
+    }
+}
+
+#[test]
+fn reordered_duplicated_and_dropped_chunks_are_refused() {
+    for mode in Mode::ALL {
+        let sealed = Sealed::new(mode, THREE_CHUNKS, 6);
+        let forgeries: [(&str, &[usize]); 8] = [
+            ("chunks 0 and 1 swapped", &[1, 0, 2]),
+            ("chunks 1 and 2 swapped", &[0, 2, 1]),
+            ("chunk 0 duplicated", &[0, 0, 1, 2]),
+            ("chunk 1 duplicated", &[0, 1, 1, 2]),
+            ("last chunk duplicated", &[0, 1, 2, 2]),
+            ("middle chunk dropped", &[0, 2]),
+            ("first chunk dropped", &[1, 2]),
+            ("only the last chunk", &[2]),
+        ];
+        for (what, order) in forgeries {
+            let message = sealed.assert_refused(&sealed.reordered(order), what);
+            assert!(message.contains("chunk"), "{what}: {message}");
+        }
+    }
+}
+
+#[test]
+fn appended_bytes_are_refused() {
+    for mode in Mode::ALL {
+        for size in [SMALL, THREE_CHUNKS] {
+            let sealed = Sealed::new(mode, size, 7);
+            let last = sealed.record(sealed.records() - 1);
+            let appendices: [(&str, Vec<u8>); 6] = [
+                ("one zero byte", vec![0]),
+                ("one block", seeded_bytes(70, 16)),
+                ("a tag's worth", seeded_bytes(71, TAG_LEN)),
+                ("a copy of the last record", sealed.container[last].to_vec()),
+                (
+                    "a copy of the first record",
+                    sealed.container[sealed.record(0)].to_vec(),
+                ),
+                ("the whole container again", sealed.container.clone()),
+            ];
+            for (what, extra) in appendices {
+                let bad = [&sealed.container[..], &extra].concat();
+                sealed.assert_refused(&bad, &format!("appended {what}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn parts_of_another_container_under_the_same_key_are_refused() {
+    for mode in Mode::ALL {
+        let sealed = Sealed::new(mode, THREE_CHUNKS, 8);
+        // Same key, same plaintext, fresh nonce: everything but the binding is equal.
+        let other = encrypt(&sealed.scratch, mode, &sealed.plain);
+        let mut foreign_chunk = sealed.container.clone();
+        let record = sealed.record(1);
+        foreign_chunk[record.clone()].copy_from_slice(&other[record]);
+        sealed.assert_refused(&foreign_chunk, "chunk 1 from another container");
+
+        let foreign_header = [&other[..HEADER_LEN], &sealed.container[HEADER_LEN..]].concat();
+        sealed.assert_refused(&foreign_header, "header from another container");
+    }
+}
+
+#[test]
+fn wrong_keys_are_refused() {
+    for mode in Mode::ALL {
+        let sealed = Sealed::new(mode, THREE_CHUNKS, 9);
+        let s = &sealed.scratch;
+        s.key_file("same-size", 256, 99, true);
+        s.key_file("shorter", 128, 9, false);
+        s.write("t.paraes", &sealed.container);
+        for key in ["same-size", "shorter"] {
+            let message = sealed.assert_refused_with(&sealed.container, &["-k", key], key);
+            assert!(
+                message.contains("key"),
+                "{key}: the error should name the key: {message}"
+            );
+        }
+        let other_hex = hex::encode(seeded_bytes(10, 32));
+        let args = ["-q", "--key", &other_hex];
+        let message = sealed.assert_refused_with(&sealed.container, &args, "--key");
+        assert!(message.contains("wrong key"), "--key: {message}");
+    }
+}
+
+#[test]
+fn standard_output_gets_only_verified_chunks() {
+    for mode in Mode::ALL {
+        let sealed = Sealed::new(mode, THREE_CHUNKS, 11);
+        for at in sample_positions(&sealed) {
+            let what = format!("{}: byte {at} flipped, -o -", sealed.name);
+            let out = sealed.decrypt_to_stdout(&flipped(&sealed.container, at));
+            common::assert_error(&out, &what);
+            // Chunks before the damaged one may come out, whole and correct; nothing after.
+            let damaged = at.saturating_sub(HEADER_LEN) / (CHUNK + TAG_LEN);
+            let released = out.stdout.len();
+            assert!(
+                released.is_multiple_of(CHUNK) && released <= damaged * CHUNK,
+                "{what}: {released} bytes released"
+            );
+            assert!(
+                out.stdout == sealed.plain[..released],
+                "{what}: wrong bytes"
+            );
+        }
+    }
+}

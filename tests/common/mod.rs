@@ -1,0 +1,419 @@
+//! Shared helpers of the `cli_*` end-to-end tests: running the `paraes` binary in a scratch
+//! directory, seeded data and keys, the container layout of docs/FORMAT.md, and `openssl enc`.
+
+// Every test file compiles this module on its own and uses a different part of it.
+#![allow(dead_code)]
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+
+/// The chunk size the tests ask for (`--chunk-size 4KiB`): small, so multi-chunk files are cheap.
+pub const CHUNK: usize = 4096;
+/// `CHUNK` as the command line spells it.
+pub const CHUNK_ARG: &str = "4KiB";
+/// Header bytes of a container with a raw key.
+pub const HEADER_LEN: usize = 64;
+/// Header bytes of a container with a passphrase (Argon2id parameters included).
+pub const PASSPHRASE_HEADER_LEN: usize = 92;
+/// Bytes of a chunk tag (docs/FORMAT.md: POLYVAL-then-AES, 16 bytes).
+pub const TAG_LEN: usize = 16;
+/// Bytes of the header tag, the last field of the header (keyed BLAKE3).
+pub const HEADER_TAG_LEN: usize = 32;
+/// The AES key sizes.
+pub const KEY_BITS: [usize; 3] = [128, 192, 256];
+
+/// The modes of operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Ctr,
+    Ecb,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 2] = [Mode::Ctr, Mode::Ecb];
+
+    /// The value of `--mode`.
+    pub fn arg(self) -> &'static str {
+        match self {
+            Mode::Ctr => "ctr",
+            Mode::Ecb => "ecb",
+        }
+    }
+
+    /// The `openssl enc` cipher name, e.g. `-aes-128-ctr`.
+    pub fn openssl_cipher(self, bits: usize) -> String {
+        format!("-aes-{bits}-{}", self.arg())
+    }
+
+    /// The ciphertext length of `plain_len` bytes (ECB adds PKCS#7 padding).
+    pub fn padded_len(self, plain_len: usize) -> usize {
+        match self {
+            Mode::Ctr => plain_len,
+            Mode::Ecb => (plain_len / 16 + 1) * 16,
+        }
+    }
+}
+
+/// `len` bytes from a seeded SplitMix64 generator, so a failure names a reproducible case.
+pub fn seeded_bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed ^ 0x5eed_f00d_da7a;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        out.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+/// Length of the container of `plain_len` bytes: header, body (padded for ECB), one tag per
+/// chunk, and at least one chunk (an empty CTR plaintext is one empty chunk).
+pub fn container_len(mode: Mode, plain_len: usize, header_len: usize) -> usize {
+    let body = mode.padded_len(plain_len);
+    let chunks = body.div_ceil(CHUNK).max(1);
+    header_len + body + chunks * TAG_LEN
+}
+
+/// The `(ciphertext, tag)` records of a container body cut into `CHUNK`-byte chunks.
+pub fn records(container: &[u8], header_len: usize) -> Vec<(&[u8], &[u8])> {
+    let body = &container[header_len..];
+    if body.len() == TAG_LEN {
+        return vec![(&body[..0], body)];
+    }
+    body.chunks(CHUNK + TAG_LEN)
+        .map(|record| {
+            assert!(record.len() > TAG_LEN, "a record shorter than a tag");
+            record.split_at(record.len() - TAG_LEN)
+        })
+        .collect()
+}
+
+/// The container body with the tags removed: the bare ECB/CTR stream.
+pub fn body_without_tags(container: &[u8], header_len: usize) -> Vec<u8> {
+    records(container, header_len)
+        .into_iter()
+        .flat_map(|(ciphertext, _)| ciphertext.iter().copied())
+        .collect()
+}
+
+/// The header's nonce (CTR: the initial counter block), bytes 16..32.
+pub fn nonce(container: &[u8]) -> [u8; 16] {
+    container[16..32].try_into().expect("16 bytes")
+}
+
+/// A temporary directory that `paraes` runs in.
+pub struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Scratch {
+    pub fn new() -> Self {
+        Scratch {
+            dir: tempfile::Builder::new()
+                .prefix("paraes-cli-test.")
+                .tempdir()
+                .expect("a temporary directory"),
+        }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn write(&self, name: &str, contents: &[u8]) -> PathBuf {
+        let path = self.path(name);
+        fs::write(&path, contents).unwrap_or_else(|e| panic!("writing {name}: {e}"));
+        path
+    }
+
+    pub fn read(&self, name: &str) -> Vec<u8> {
+        fs::read(self.path(name)).unwrap_or_else(|e| panic!("reading {name}: {e}"))
+    }
+
+    pub fn exists(&self, name: &str) -> bool {
+        self.path(name).symlink_metadata().is_ok()
+    }
+
+    pub fn remove(&self, name: &str) {
+        fs::remove_file(self.path(name)).unwrap_or_else(|e| panic!("removing {name}: {e}"));
+    }
+
+    pub fn set_mode(&self, name: &str, mode: u32) {
+        fs::set_permissions(self.path(name), fs::Permissions::from_mode(mode))
+            .unwrap_or_else(|e| panic!("chmod {name}: {e}"));
+    }
+
+    pub fn mode(&self, name: &str) -> u32 {
+        fs::metadata(self.path(name))
+            .expect("metadata")
+            .permissions()
+            .mode()
+            & 0o777
+    }
+
+    /// Every entry of the directory, hidden ones (temporaries) included.
+    pub fn names(&self) -> BTreeSet<String> {
+        fs::read_dir(self.dir.path())
+            .expect("readable scratch directory")
+            .map(|entry| {
+                entry
+                    .expect("entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect()
+    }
+
+    /// Writes a seeded key of `bits` as a mode-0600 key file, as hex text or raw bytes;
+    /// returns the key bytes.
+    pub fn key_file(&self, name: &str, bits: usize, seed: u64, hex_text: bool) -> Vec<u8> {
+        let key = seeded_bytes(seed.wrapping_mul(31).wrapping_add(bits as u64), bits / 8);
+        if hex_text {
+            self.write(name, format!("{}\n", hex::encode(&key)).as_bytes());
+        } else {
+            assert!(
+                !key.iter().all(u8::is_ascii_hexdigit),
+                "a raw test key that reads as hex"
+            );
+            self.write(name, &key);
+        }
+        self.set_mode(name, 0o600);
+        key
+    }
+
+    /// `paraes ARGS` in this directory (standard input: nothing).
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(bin());
+        command.args(args).current_dir(self.dir.path());
+        command
+    }
+
+    /// Runs `paraes ARGS` with empty standard input.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("paraes runs")
+    }
+
+    /// Runs `paraes ARGS` with `stdin` on standard input.
+    pub fn run_with_stdin(&self, args: &[&str], stdin: &[u8]) -> Output {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("paraes runs");
+        feed_and_wait(&mut child, stdin)
+    }
+
+    /// Runs `paraes FIRST | paraes SECOND` with `stdin` into the first; returns both outputs
+    /// (the first one's stdout is empty: it went into the pipe).
+    pub fn pipe(&self, first: &[&str], second: &[&str], stdin: &[u8]) -> (Output, Output) {
+        let mut head = self
+            .command(first)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("paraes runs");
+        let tail = self
+            .command(second)
+            .stdin(head.stdout.take().expect("piped stdout"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("paraes runs");
+        // Drain the second while feeding the first, so neither can block on a full pipe.
+        let tail = std::thread::spawn(move || tail.wait_with_output().expect("paraes ends"));
+        let head_output = feed_and_wait(&mut head, stdin);
+        (head_output, tail.join().expect("second paraes"))
+    }
+
+    /// Runs `bash -c SCRIPT` in this directory with `$PARAES` naming the binary.
+    pub fn bash(&self, script: &str) -> Output {
+        Command::new("bash")
+            .args(["-c", script])
+            .env("PARAES", bin())
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .expect("bash runs")
+    }
+
+    /// Asserts that `output` is a clean refusal (see [`assert_error`]) and that the directory
+    /// still holds exactly `before`: no output file, no temporary.
+    pub fn assert_refused(&self, output: &Output, before: &BTreeSet<String>, what: &str) -> String {
+        let message = assert_error(output, what);
+        assert_eq!(
+            &self.names(),
+            before,
+            "{what}: the directory changed although paraes failed ({message})"
+        );
+        message
+    }
+
+    /// Asserts that no `.paraes-tmp` temporary is left in the directory.
+    pub fn assert_no_temporary(&self, what: &str) {
+        let left: Vec<_> = self
+            .names()
+            .into_iter()
+            .filter(|n| n.ends_with(".paraes-tmp"))
+            .collect();
+        assert!(left.is_empty(), "{what}: temporaries left behind: {left:?}");
+    }
+}
+
+/// Writes `stdin` to the child from a thread (so a full stdout pipe cannot deadlock), then
+/// collects its output.
+fn feed_and_wait(child: &mut Child, stdin: &[u8]) -> Output {
+    let mut pipe = child.stdin.take().expect("piped stdin");
+    let data = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        // paraes may stop reading early (an error); that is its business, not the test's.
+        let _ = pipe.write_all(&data);
+    });
+    let mut stdout = Vec::new();
+    let mut err_pipe = child.stderr.take();
+    let err_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(pipe) = err_pipe.as_mut() {
+            pipe.read_to_end(&mut buf).expect("reading stderr");
+        }
+        buf
+    });
+    if let Some(out) = child.stdout.as_mut() {
+        out.read_to_end(&mut stdout).expect("reading stdout");
+    }
+    let stderr = err_reader.join().expect("stderr reader");
+    let status = child.wait().expect("paraes ends");
+    writer.join().expect("stdin writer");
+    Output {
+        status,
+        stdout,
+        stderr,
+    }
+}
+
+/// The binary under test.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_paraes")
+}
+
+/// Standard error as text.
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Asserts exit status 0 and returns stderr.
+pub fn assert_success(output: &Output, what: &str) -> String {
+    let err = stderr(output);
+    assert!(
+        output.status.success(),
+        "{what}: paraes failed ({:?}): {err}",
+        output.status
+    );
+    err
+}
+
+/// Asserts exit status 0 and an empty stderr (no warning, no error).
+pub fn assert_silent_success(output: &Output, what: &str) {
+    let err = assert_success(output, what);
+    assert!(err.is_empty(), "{what}: unexpected stderr: {err}");
+}
+
+/// Asserts a failure with `status` and exactly one stderr line starting `paraes: error: `;
+/// returns the message after the prefix.
+fn assert_one_error_line(output: &Output, status: i32, what: &str) -> String {
+    let err = stderr(output);
+    assert_eq!(
+        output.status.code(),
+        Some(status),
+        "{what}: expected exit status {status}, stderr: {err}"
+    );
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "{what}: expected one stderr line, got: {err}"
+    );
+    lines[0]
+        .strip_prefix("paraes: error: ")
+        .unwrap_or_else(|| panic!("{what}: stderr does not start with 'paraes: error: ': {err}"))
+        .to_owned()
+}
+
+/// Asserts an error (exit status 1, one `paraes: error: ` line); returns the message.
+pub fn assert_error(output: &Output, what: &str) -> String {
+    assert_one_error_line(output, 1, what)
+}
+
+/// Asserts a usage error (exit status 2, one `paraes: error: ` line); returns the message.
+pub fn assert_usage_error(output: &Output, what: &str) -> String {
+    assert_one_error_line(output, 2, what)
+}
+
+/// The value of `name:` in `paraes info` output (alignment spaces trimmed).
+pub fn info_field(info: &str, name: &str) -> Option<String> {
+    info.lines().find_map(|line| {
+        let (field, value) = line.split_once(':')?;
+        (field.trim() == name).then(|| value.trim().to_owned())
+    })
+}
+
+/// Runs `openssl enc CIPHER -K KEY [-iv IV] [-d] [-nopad] -nosalt` on `input`.
+/// Fails the test (rather than skipping it) when `openssl` is not installed.
+pub fn openssl_enc(
+    cipher: &str,
+    key: &[u8],
+    iv: Option<&[u8; 16]>,
+    decrypt: bool,
+    pad: bool,
+    input: &[u8],
+) -> Vec<u8> {
+    let mut command = Command::new("openssl");
+    command.args(["enc", cipher, "-nosalt", "-K", &hex::encode(key)]);
+    if let Some(iv) = iv {
+        command.args(["-iv", &hex::encode(iv)]);
+    }
+    if decrypt {
+        command.arg("-d");
+    }
+    if !pad {
+        command.arg("-nopad");
+    }
+    let mut child = match command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => panic!(
+            "the `openssl` command line is needed for this test (install OpenSSL so that \
+             `openssl` is on PATH): {e}"
+        ),
+    };
+    let output = feed_and_wait(&mut child, input);
+    assert!(
+        output.status.success(),
+        "openssl enc {cipher} failed: {}",
+        stderr(&output)
+    );
+    output.stdout
+}
