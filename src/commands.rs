@@ -357,7 +357,7 @@ fn info(args: &InfoArgs) -> Result<()> {
         ),
     }
     if let Some(len) = input.len() {
-        let body = len.saturating_sub(header.len() as u64);
+        let body = len.saturating_sub(header.encoded_len() as u64);
         let record = (header.chunk_size + container::TAG_LEN) as u64;
         let chunks = body.div_ceil(record).max(1);
         let payload = body.saturating_sub(chunks * container::TAG_LEN as u64);

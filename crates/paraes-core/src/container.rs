@@ -291,13 +291,8 @@ impl Header {
     }
 
     /// Length of the encoded header, tag included.
-    pub fn len(&self) -> usize {
+    pub fn encoded_len(&self) -> usize {
         self.encode_fields().len() + HEADER_TAG_LEN
-    }
-
-    /// Always false: a header is never empty (provided for symmetry with `len`).
-    pub fn is_empty(&self) -> bool {
-        false
     }
 }
 
@@ -446,7 +441,7 @@ mod tests {
             .unwrap(),
         ] {
             let (bytes, auth) = header.seal(&keys);
-            assert_eq!(bytes.len(), header.len());
+            assert_eq!(bytes.len(), header.encoded_len());
             let parsed = Header::read(&mut &bytes[..]).unwrap();
             assert_eq!(parsed.header, header);
             let auth2 = parsed.verify(&keys).unwrap();
