@@ -29,20 +29,4 @@ echo "## openssl (after)"
 openssl_row
 
 echo "## criterion medians"
-python3 - <<'PY'
-import json, pathlib
-root = pathlib.Path("target/criterion")
-rows = []
-for est in sorted(root.glob("*/*/*/new/estimates.json")):
-    group, fn, size = est.parts[-5], est.parts[-4], est.parts[-3]
-    bench = json.loads((est.parent / "benchmark.json").read_text())
-    nbytes = bench.get("throughput", {}).get("Bytes")
-    if not nbytes:
-        continue
-    median_ns = json.loads(est.read_text())["median"]["point_estimate"]
-    rows.append((group, int(size), fn, nbytes / median_ns))
-print("| group | bytes | implementation | GB/s (median) |")
-print("|---|---:|---|---:|")
-for group, size, fn, gbs in sorted(rows):
-    print(f"| {group} | {size} | {fn} | {gbs:.2f} |")
-PY
+benches/criterion_table.py ctr- ecb-
