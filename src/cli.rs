@@ -1,4 +1,4 @@
-//! The command line: clap definitions of `paraes enc|dec|keygen|info` and their options.
+//! The command line: clap definitions of `paraes enc|dec|keygen|info|bench` and their options.
 
 use std::path::PathBuf;
 
@@ -14,7 +14,8 @@ Examples:
   paraes enc -p notes.txt                         passphrase from the terminal (Argon2id)
   paraes enc --raw --mode ctr --iv 000102030405060708090a0b0c0d0e0f -k my.key f -o f.ctr
                                                   bare CTR stream, same bytes as openssl enc
-  paraes info big.dat.paraes                      show a container's header";
+  paraes info big.dat.paraes                      show a container's header
+  paraes bench --quick                            engine throughput on this machine, in a minute";
 
 /// Encrypt and decrypt files with AES (CTR or ECB) as fast as the machine allows.
 #[derive(Parser, Debug)]
@@ -36,6 +37,8 @@ pub enum Command {
     Keygen(KeygenArgs),
     /// Print the header fields of a container.
     Info(InfoArgs),
+    /// Measure engine throughput across buffer sizes (table, JSON, CSV, SVG plot).
+    Bench(BenchArgs),
 }
 
 /// The options of `enc` and `dec`.
@@ -133,6 +136,63 @@ pub struct KeygenArgs {
 pub struct InfoArgs {
     /// The container to describe.
     pub file: PathBuf,
+}
+
+/// The options of `bench`. Lists are checked by the bench glue, so that a bad value is one
+/// `paraes: error:` line with exit status 1.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Engines to measure, comma-separated: cpu, gpu, mpi, sunway-sim, or all. Engines absent
+    /// from this build are reported as absent.
+    #[arg(short, long, value_name = "LIST", default_value = "all")]
+    pub backend: String,
+
+    /// Modes, comma-separated: ctr, ecb.
+    #[arg(short, long, value_name = "LIST", default_value = "ctr")]
+    pub mode: String,
+
+    /// Key sizes, comma-separated: 128, 192, 256.
+    #[arg(long, value_name = "LIST", default_value = "128")]
+    pub bits: String,
+
+    /// Buffer sizes: FROM..TO (powers of 4 from FROM to TO, inclusive) or a comma-separated
+    /// list. Default 1KiB..256MiB (--quick: 1KiB..1MiB).
+    #[arg(long, value_name = "RANGE|LIST")]
+    pub sizes: Option<String>,
+
+    /// Threads of the parallel CPU engine (default: all cores); the one-thread engine, the
+    /// speedup baseline, is always measured too.
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+
+    /// Timed samples per measurement (default 11; --quick: 5).
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<usize>,
+
+    /// Also run this reference in the same run and print the ratio (only: openssl).
+    #[arg(long, value_name = "NAME")]
+    pub baseline: Option<String>,
+
+    /// Write the rows as JSON to PATH ("-": standard output, and the table goes to stderr).
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+
+    /// Write the rows as CSV to PATH.
+    #[arg(long, value_name = "PATH")]
+    pub csv: Option<PathBuf>,
+
+    /// Draw throughput vs size as an SVG plot at PATH.
+    #[arg(long, value_name = "PATH.svg")]
+    pub plot: Option<PathBuf>,
+
+    /// Fewer sizes, samples and warm-up: done in well under a minute.
+    #[arg(long)]
+    pub quick: bool,
+
+    /// Also time the whole enc pipeline (container, chunk tags, temporary files) for sizes of at
+    /// least 1 MiB (rows `ENGINE-e2e`).
+    #[arg(long)]
+    pub e2e: bool,
 }
 
 /// `--mode`.

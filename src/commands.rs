@@ -28,6 +28,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Dec(args) => crypt(&args, Direction::Decrypt),
         Command::Keygen(args) => keygen(&args),
         Command::Info(args) => info(&args),
+        Command::Bench(args) => crate::bench::run(&args),
     }
 }
 

@@ -2,6 +2,7 @@
 //! paraes-core (AES, engines, container, pipeline) and the glue modules beside this file.
 
 mod backend;
+mod bench;
 mod cli;
 mod commands;
 mod keys;

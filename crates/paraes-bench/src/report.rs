@@ -1,0 +1,310 @@
+//! One row per measurement, and its renderings: a readable table, CSV and JSON (same columns;
+//! schema in docs/BENCH.md).
+
+use paraes_core::Mode;
+use serde::Serialize;
+
+use crate::stats::Stats;
+
+/// The engine label of the single-thread CPU engine, the baseline of `speedup`.
+pub const BASELINE_ENGINE: &str = "cpu";
+
+/// One measurement: an engine on one mode, key size and buffer size.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Row {
+    /// Engine label (`cpu`, `gpu`, `mpi`, `sunway-sim`; `cpu-e2e` for the whole file pipeline).
+    pub engine: String,
+    /// `ctr` or `ecb`.
+    pub mode: String,
+    /// AES key size: 128, 192 or 256.
+    pub bits: u32,
+    /// Bytes per call (buffer or file size).
+    pub bytes: u64,
+    /// Parallel workers of the engine (threads, ranks, simulated cores).
+    pub threads: usize,
+    /// Median seconds per call.
+    pub seconds: f64,
+    /// Fastest sample, seconds per call.
+    pub seconds_min: f64,
+    /// Slowest sample, seconds per call.
+    pub seconds_max: f64,
+    /// Throughput at the median, 1e9 bytes per second.
+    pub gb_per_s: f64,
+    /// Throughput at the median, 1e9 bits per second (8 x `gb_per_s`).
+    pub gbps: f64,
+    /// Throughput over the single-thread CPU engine's on the same mode, bits and bytes
+    /// (`None` when that baseline was not measured).
+    pub speedup: Option<f64>,
+    /// Parallel efficiency: `speedup / threads`.
+    pub efficiency: Option<f64>,
+    /// Simulated seconds per call (sunway-sim only).
+    pub sim_seconds: Option<f64>,
+    /// Simulated throughput, 1e9 bits per second (sunway-sim only).
+    pub sim_gbps: Option<f64>,
+}
+
+/// The column names, in order, of the CSV (and the keys of each JSON object).
+pub const COLUMNS: [&str; 14] = [
+    "engine",
+    "mode",
+    "bits",
+    "bytes",
+    "threads",
+    "seconds",
+    "seconds_min",
+    "seconds_max",
+    "gb_per_s",
+    "gbps",
+    "speedup",
+    "efficiency",
+    "sim_seconds",
+    "sim_gbps",
+];
+
+/// The lowercase name of `mode` used in rows.
+pub fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Ctr => "ctr",
+        Mode::Ecb => "ecb",
+    }
+}
+
+impl Row {
+    /// A row for `stats` (seconds per call of `bytes`), without speedup (see [`fill_speedups`]).
+    pub fn new(
+        engine: &str,
+        mode: Mode,
+        bits: u32,
+        bytes: u64,
+        threads: usize,
+        stats: Stats,
+    ) -> Row {
+        let gb_per_s = bytes as f64 / stats.median / 1e9;
+        Row {
+            engine: engine.to_string(),
+            mode: mode_name(mode).to_string(),
+            bits,
+            bytes,
+            threads,
+            seconds: stats.median,
+            seconds_min: stats.min,
+            seconds_max: stats.max,
+            gb_per_s,
+            gbps: 8.0 * gb_per_s,
+            speedup: None,
+            efficiency: None,
+            sim_seconds: None,
+            sim_gbps: None,
+        }
+    }
+}
+
+/// Sets `speedup` and `efficiency` of every row that has a baseline row (engine `cpu`, one
+/// thread, same mode, bits and bytes).
+pub fn fill_speedups(rows: &mut [Row]) {
+    let baselines: Vec<(String, u32, u64, f64)> = rows
+        .iter()
+        .filter(|r| r.engine == BASELINE_ENGINE && r.threads == 1)
+        .map(|r| (r.mode.clone(), r.bits, r.bytes, r.seconds))
+        .collect();
+    for row in rows.iter_mut() {
+        let base = baselines
+            .iter()
+            .find(|(m, b, n, _)| *m == row.mode && *b == row.bits && *n == row.bytes);
+        if let Some((_, _, _, base_seconds)) = base {
+            let speedup = base_seconds / row.seconds;
+            row.speedup = Some(speedup);
+            row.efficiency = Some(speedup / row.threads.max(1) as f64);
+        }
+    }
+}
+
+/// `1 KiB`, `256 MiB`, `23000 B`: binary units where the size is a whole multiple.
+pub fn format_size(bytes: u64) -> String {
+    for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
+            return format!("{} {unit}", bytes >> shift);
+        }
+    }
+    format!("{bytes} B")
+}
+
+/// Seconds with three significant digits in a readable unit: `812 ns`, `12.3 us`, `4.56 ms`.
+pub fn format_seconds(seconds: f64) -> String {
+    let (value, unit) = if seconds < 1e-6 {
+        (seconds * 1e9, "ns")
+    } else if seconds < 1e-3 {
+        (seconds * 1e6, "us")
+    } else if seconds < 1.0 {
+        (seconds * 1e3, "ms")
+    } else {
+        (seconds, "s")
+    };
+    let digits = if value >= 100.0 {
+        0
+    } else if value >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{value:.digits$} {unit}")
+}
+
+fn opt(value: Option<f64>, digits: usize) -> String {
+    value.map_or_else(|| "-".to_string(), |v| format!("{v:.digits$}"))
+}
+
+/// A markdown table of `rows`, then a note line for each absent engine (`label`, `reason`).
+pub fn table(rows: &[Row], absent: &[(String, String)]) -> String {
+    let mut out = String::from(
+        "| engine | mode | bits | size | threads | median | min | max | GB/s | Gbps | speedup | efficiency |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in rows {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.2} | {:.2} | {} | {} |\n",
+            r.engine,
+            r.mode,
+            r.bits,
+            format_size(r.bytes),
+            r.threads,
+            format_seconds(r.seconds),
+            format_seconds(r.seconds_min),
+            format_seconds(r.seconds_max),
+            r.gb_per_s,
+            r.gbps,
+            opt(r.speedup, 2),
+            opt(r.efficiency, 2),
+        ));
+    }
+    for (label, reason) in absent {
+        out.push_str(&format!("| {label} | absent: {reason} |\n"));
+    }
+    out
+}
+
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+fn csv_opt(value: Option<f64>) -> String {
+    value.map_or_else(String::new, |v| v.to_string())
+}
+
+/// CSV with a header line of [`COLUMNS`]; absent optional values are empty fields.
+pub fn csv(rows: &[Row]) -> String {
+    let mut out = COLUMNS.join(",");
+    out.push('\n');
+    for r in rows {
+        let fields = [
+            csv_field(&r.engine),
+            csv_field(&r.mode),
+            r.bits.to_string(),
+            r.bytes.to_string(),
+            r.threads.to_string(),
+            r.seconds.to_string(),
+            r.seconds_min.to_string(),
+            r.seconds_max.to_string(),
+            r.gb_per_s.to_string(),
+            r.gbps.to_string(),
+            csv_opt(r.speedup),
+            csv_opt(r.efficiency),
+            csv_opt(r.sim_seconds),
+            csv_opt(r.sim_gbps),
+        ];
+        out.push_str(&fields.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// A JSON array of row objects (keys: [`COLUMNS`]; absent optional values are `null`).
+pub fn json(rows: &[Row]) -> String {
+    let mut text = serde_json::to_string_pretty(rows).expect("rows serialize");
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample_rows() -> Vec<Row> {
+        let s = |m| Stats {
+            median: m,
+            min: m * 0.9,
+            max: m * 1.1,
+        };
+        let mut rows = vec![
+            Row::new("cpu", Mode::Ctr, 128, 1 << 20, 1, s(1e-4)),
+            Row::new("cpu", Mode::Ctr, 128, 1 << 20, 2, s(0.5e-4)),
+            Row::new("gpu", Mode::Ecb, 256, 1 << 20, 1, s(1e-4)),
+        ];
+        fill_speedups(&mut rows);
+        rows
+    }
+
+    #[test]
+    fn throughput_speedup_and_efficiency() {
+        let rows = sample_rows();
+        assert!((rows[0].gb_per_s - 10.48576).abs() < 1e-9);
+        assert_eq!(rows[0].gbps, 8.0 * rows[0].gb_per_s);
+        assert_eq!(rows[0].speedup, Some(1.0));
+        assert_eq!(rows[1].speedup, Some(2.0));
+        assert_eq!(rows[1].efficiency, Some(1.0));
+        // No single-thread CPU row for ECB-256: no speedup.
+        assert_eq!(rows[2].speedup, None);
+    }
+
+    #[test]
+    fn csv_has_the_columns_and_one_line_per_row() {
+        let text = csv(&sample_rows());
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4);
+        assert_eq!(lines[0], COLUMNS.join(","));
+        for line in &lines[1..] {
+            assert_eq!(line.split(',').count(), COLUMNS.len(), "{line}");
+        }
+        assert!(lines[1].starts_with("cpu,ctr,128,1048576,1,"));
+        assert!(lines[3].ends_with(",,,,"), "{}", lines[3]);
+    }
+
+    #[test]
+    fn json_objects_have_every_key() {
+        let value: serde_json::Value = serde_json::from_str(&json(&sample_rows())).unwrap();
+        let rows = value.as_array().unwrap();
+        assert_eq!(rows.len(), 3);
+        for row in rows {
+            let object = row.as_object().unwrap();
+            let keys: Vec<&str> = object.keys().map(String::as_str).collect();
+            assert_eq!(keys.len(), COLUMNS.len());
+            for column in COLUMNS {
+                assert!(object.contains_key(column), "missing {column}");
+            }
+        }
+        assert!(rows[2]["speedup"].is_null());
+        assert_eq!(rows[1]["speedup"], 2.0);
+    }
+
+    #[test]
+    fn table_lists_rows_and_absent_engines() {
+        let text = table(&sample_rows(), &[("mpi".into(), "not built".into())]);
+        assert!(text.contains("| cpu | ctr | 128 | 1 MiB | 2 |"), "{text}");
+        assert!(text.contains("| mpi | absent: not built |"), "{text}");
+    }
+
+    #[test]
+    fn sizes_and_times_read_well() {
+        assert_eq!(format_size(16), "16 B");
+        assert_eq!(format_size(23000), "23000 B");
+        assert_eq!(format_size(1 << 30), "1 GiB");
+        assert_eq!(format_size(256 << 20), "256 MiB");
+        assert_eq!(format_seconds(1.234e-5), "12.3 us");
+        assert_eq!(format_seconds(4.5e-7), "450 ns");
+        assert_eq!(format_seconds(2.0), "2.00 s");
+    }
+}
