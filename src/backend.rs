@@ -12,15 +12,15 @@ pub fn select(backend: BackendArg, threads: Option<usize>) -> Result<Box<dyn Eng
         BackendArg::Auto | BackendArg::Cpu => Ok(Box::new(CpuEngine::new(threads)?)),
         BackendArg::Gpu => bail!(
             "the gpu backend is not available in this build (no GPU engine yet): \
-             use --backend cpu or auto"
+             use --backend cpu"
         ),
         BackendArg::Mpi => bail!(
             "the mpi backend is not available in this build (no MPI engine yet): \
-             use --backend cpu or auto"
+             use --backend cpu"
         ),
         BackendArg::SunwaySim => bail!(
             "the sunway-sim backend is not available in this build (no simulator yet): \
-             use --backend cpu or auto"
+             use --backend cpu"
         ),
     }
 }
