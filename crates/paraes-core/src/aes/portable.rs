@@ -76,13 +76,15 @@ pub(crate) fn ctr_blocks(key: &ExpandedKey, counter: u128, blocks: &mut [u8]) {
         counter = counter.wrapping_add(4);
     }
     if !tail.is_empty() {
-        let stream = keys.keystream(counter);
+        // The unused part of this batch's keystream belongs to counters later calls will use.
+        let mut stream = keys.keystream(counter);
         for (byte, k) in tail
             .iter_mut()
             .zip(stream.iter().flat_map(|w| w.to_le_bytes()))
         {
             *byte ^= k;
         }
+        stream.zeroize();
     }
 }
 
