@@ -150,36 +150,26 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             let key = bench_key(bits);
             let expanded = key.expand();
             let cipher = format!("AES-{bits}-{}", mode_upper(mode));
-            for &size in &sizes {
+            let runs = sizes.iter().map(|&size| (size, false));
+            for (size, e2e) in runs.chain(e2e_sizes.iter().map(|&size| (size, true))) {
                 for &(label, engine) in &present {
+                    let label = if e2e {
+                        format!("{label}-e2e")
+                    } else {
+                        label.to_string()
+                    };
                     bar.set_message(format!(
                         "{label} x{} {cipher} {}",
                         engine.workers(),
                         format_size(size as u64)
                     ));
-                    let stats = measure_engine(engine, mode, &expanded, size, &timing)
-                        .with_context(|| format!("{} on {cipher}", engine.name()))?;
-                    rows.push(Row::new(
-                        label,
-                        mode,
-                        bits,
-                        size as u64,
-                        engine.workers(),
-                        stats,
-                    ));
-                    bar.inc(1);
-                }
-            }
-            for &size in &e2e_sizes {
-                for &(label, engine) in &present {
-                    let label = format!("{label}-e2e");
-                    bar.set_message(format!(
-                        "{label} x{} {cipher} {}",
-                        engine.workers(),
-                        format_size(size as u64)
-                    ));
-                    let stats = measure_e2e(engine, mode, &key, size, DEFAULT_CHUNK_SIZE, &timing)
-                        .map_err(|e| anyhow!("{label} on {cipher}: {e}"))?;
+                    let stats = if e2e {
+                        measure_e2e(engine, mode, &key, size, DEFAULT_CHUNK_SIZE, &timing)
+                            .map_err(|e| anyhow!("{label} on {cipher}: {e}"))?
+                    } else {
+                        measure_engine(engine, mode, &expanded, size, &timing)
+                            .with_context(|| format!("{} on {cipher}", engine.name()))?
+                    };
                     rows.push(Row::new(
                         &label,
                         mode,
