@@ -87,17 +87,12 @@ fn pipeline_cost(c: &mut Criterion) {
         .sample_size(10)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(4));
-    for (label, auth) in [("raw-ctr", None), ("container-ctr", Some(&auth))] {
-        let spec = StreamSpec {
-            engine: &engine,
-            mode: Mode::Ctr,
-            direction: Direction::Encrypt,
-            key: keys.aes(),
-            iv: header.nonce,
-            chunk_size: DEFAULT_CHUNK_SIZE,
-            padding: true,
-            auth,
-        };
+    let container = StreamSpec::for_container(&engine, &header, &keys, &auth, Direction::Encrypt);
+    let raw = StreamSpec {
+        auth: None,
+        ..StreamSpec::for_container(&engine, &header, &keys, &auth, Direction::Encrypt)
+    };
+    for (label, spec) in [("raw-ctr", raw), ("container-ctr", container)] {
         group.bench_function(format!("{label}-{}t", engine.workers()), |b| {
             b.iter(|| {
                 pipeline::run(&spec, &mut &input[..], &mut std::io::sink(), &|_| {})

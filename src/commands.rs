@@ -11,7 +11,7 @@ use paraes_core::container::{
     self, Argon2Params, ContainerKeys, Header, KeySource, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE,
 };
 use paraes_core::pipeline::{self, StreamSpec, DEFAULT_CHUNK_SIZE};
-use paraes_core::{Direction, Engine, Key, KeySize, Mode};
+use paraes_core::{Direction, Key, KeySize, Mode};
 
 use crate::backend;
 use crate::cli::{Command, CryptArgs, InfoArgs, KeygenArgs, ModeArg};
@@ -186,7 +186,7 @@ fn crypt(args: &CryptArgs, direction: Direction) -> Result<()> {
                 .writer()
                 .write_all(&header_bytes)
                 .context("writing the output failed")?;
-            let spec = container_spec(engine.as_ref(), &header, &keys, &auth, direction);
+            let spec = StreamSpec::for_container(engine.as_ref(), &header, &keys, &auth, direction);
             stream(&spec, &mut input, &mut output, args.quiet)?;
             output.commit()
         }
@@ -219,7 +219,7 @@ fn crypt(args: &CryptArgs, direction: Direction) -> Result<()> {
             let keys = ContainerKeys::derive(&key);
             let auth = unverified.verify(&keys)?;
             let mut output = Output::create(dest.as_deref(), args.force, &input, false)?;
-            let spec = container_spec(engine.as_ref(), &header, &keys, &auth, direction);
+            let spec = StreamSpec::for_container(engine.as_ref(), &header, &keys, &auth, direction);
             stream(&spec, &mut input, &mut output, args.quiet)?;
             output.commit()
         }
@@ -246,26 +246,6 @@ fn check_key_bits(key: &Key, wanted: KeySize) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// The stream of a container with `header`.
-fn container_spec<'a>(
-    engine: &'a dyn Engine,
-    header: &Header,
-    keys: &'a ContainerKeys,
-    auth: &'a container::Authenticator,
-    direction: Direction,
-) -> StreamSpec<'a> {
-    StreamSpec {
-        engine,
-        mode: header.mode,
-        direction,
-        key: keys.aes(),
-        iv: header.nonce,
-        chunk_size: header.chunk_size,
-        padding: true,
-        auth: Some(auth),
-    }
 }
 
 /// Runs the pipeline with a progress bar when it is worth watching.

@@ -141,16 +141,7 @@ pub fn measure_e2e(
         let mut input = File::open(&input_path)?;
         let mut output = File::create(&output_path)?;
         output.write_all(&header_bytes)?;
-        let spec = StreamSpec {
-            engine,
-            mode,
-            direction: Direction::Encrypt,
-            key: keys.aes(),
-            iv: header.nonce,
-            chunk_size,
-            padding: true,
-            auth: Some(&auth),
-        };
+        let spec = StreamSpec::for_container(engine, &header, &keys, &auth, Direction::Encrypt);
         pipeline::run(&spec, &mut input, &mut output, &|_| {})?;
         output.flush()?;
         Ok(())

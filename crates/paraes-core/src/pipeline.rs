@@ -8,7 +8,7 @@
 use std::io::{self, Read, Write};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
-use crate::container::{Authenticator, TAG_LEN};
+use crate::container::{Authenticator, ContainerKeys, Header, TAG_LEN};
 use crate::engine::{Direction, Engine, EngineError, Job, Mode};
 use crate::key::ExpandedKey;
 
@@ -37,6 +37,29 @@ pub struct StreamSpec<'a> {
     pub padding: bool,
     /// Per-chunk tags (the container), or `None` for a raw stream.
     pub auth: Option<&'a Authenticator>,
+}
+
+impl<'a> StreamSpec<'a> {
+    /// The stream of a container: mode, chunk size and initial counter from its `header`, the
+    /// AES key from `keys`, and chunk tags from `auth`.
+    pub fn for_container(
+        engine: &'a dyn Engine,
+        header: &Header,
+        keys: &'a ContainerKeys,
+        auth: &'a Authenticator,
+        direction: Direction,
+    ) -> Self {
+        StreamSpec {
+            engine,
+            mode: header.mode,
+            direction,
+            key: keys.aes(),
+            iv: header.nonce,
+            chunk_size: header.chunk_size,
+            padding: true,
+            auth: Some(auth),
+        }
+    }
 }
 
 /// Why a stream could not be processed.

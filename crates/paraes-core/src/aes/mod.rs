@@ -63,7 +63,7 @@ impl Implementation {
     /// The implementation to use: the fastest available one, or the portable path when
     /// [`FORCE_PORTABLE_ENV`] is `1`.
     pub fn detect() -> Self {
-        if std::env::var(FORCE_PORTABLE_ENV).is_ok_and(|v| v == "1") {
+        if portable_forced() {
             Implementation::Portable
         } else {
             Self::fastest()
@@ -121,11 +121,6 @@ impl Implementation {
         }
     }
 
-    /// The implementation called `name` (as printed by [`Implementation::name`]).
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|imp| imp.name() == name)
-    }
-
     /// Panics if the CPU lacks the implementation's features: reaching a hardware kernel on such a
     /// CPU would be undefined behaviour, and every constructor of a user of this type checks
     /// availability first, so this is a bug guard, not an error path.
@@ -156,12 +151,17 @@ impl Implementation {
     }
 }
 
+/// Whether [`FORCE_PORTABLE_ENV`] asks for the portable paths.
+fn portable_forced() -> bool {
+    std::env::var(FORCE_PORTABLE_ENV).is_ok_and(|v| v == "1")
+}
+
 /// Whether the CPU has the AVX-512 carry-less multiplier of the fast POLYVAL path
 /// (`crate::polyval`); detection of every CPU feature paraes uses lives in this file.
 pub(crate) fn fast_polyval_available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::env::var(FORCE_PORTABLE_ENV).map_or(true, |v| v != "1")
+        !portable_forced()
             && is_x86_feature_detected!("pclmulqdq")
             && is_x86_feature_detected!("avx2")
             && is_x86_feature_detected!("avx512f")
