@@ -1,0 +1,1 @@
+//! paraes-gpu: the CUDA GPU engine (work in progress).

@@ -1,0 +1,1 @@
+//! paraes-mpi: the MPI runner (work in progress).

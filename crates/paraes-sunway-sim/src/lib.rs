@@ -1,0 +1,1 @@
+//! paraes-sunway-sim: the SW26010 simulator (work in progress).
