@@ -94,11 +94,80 @@ pub enum PipelineError {
     NotWholeBlocks(u64),
 }
 
-/// One unit of work: `data` holds the record read (plaintext chunk, or ciphertext chunk + tag).
-struct Chunk {
-    index: u64,
-    last: bool,
-    data: Vec<u8>,
+/// One unit of work: `data` holds the record read (plaintext chunk, or ciphertext chunk + tag)
+/// and, after [`seal`] or [`open`], what goes out.
+#[derive(Debug)]
+pub struct Chunk {
+    /// Position of the chunk in the stream (0, 1, 2, ...).
+    pub index: u64,
+    /// Whether this is the stream's final chunk.
+    pub last: bool,
+    /// The chunk's bytes.
+    pub data: Vec<u8>,
+}
+
+impl StreamSpec<'_> {
+    /// Bytes of one record of the input: a chunk, plus its tag when decrypting a container.
+    pub fn input_record_len(&self) -> usize {
+        match self.direction {
+            Direction::Encrypt => self.chunk_size,
+            Direction::Decrypt => self.chunk_size + self.tag_len(),
+        }
+    }
+
+    /// Bytes of one record of the output: a chunk, plus its tag when encrypting a container.
+    pub fn output_record_len(&self) -> usize {
+        match self.direction {
+            Direction::Encrypt => self.chunk_size + self.tag_len(),
+            Direction::Decrypt => self.chunk_size,
+        }
+    }
+
+    /// Room for any record of the stream with its padding or tag, so buffers never regrow.
+    pub fn buffer_capacity(&self) -> usize {
+        self.chunk_size + TAG_LEN
+    }
+
+    /// An empty buffer with room for any record of the stream.
+    pub fn new_buffer(&self) -> Vec<u8> {
+        Vec::with_capacity(self.buffer_capacity())
+    }
+
+    /// Bytes of a chunk tag (0 for a raw stream).
+    pub fn tag_len(&self) -> usize {
+        if self.auth.is_some() {
+            TAG_LEN
+        } else {
+            0
+        }
+    }
+
+    /// Whether the stream's final chunk must be shorter than a full chunk: ECB encryption with
+    /// padding always adds a padding block, so input that ends on a chunk boundary gets a final
+    /// chunk of padding only.
+    pub fn last_chunk_short(&self) -> bool {
+        self.direction == Direction::Encrypt && self.mode == Mode::Ecb && self.padding
+    }
+}
+
+/// Everything one chunk needs on the way out, on the calling thread: padding, encryption and tag
+/// for [`Direction::Encrypt`]. The pipeline runs the same steps in separate stages; distributed
+/// runners (MPI ranks) call this on the chunks they own.
+pub fn seal(spec: &StreamSpec<'_>, chunk: &mut Chunk) -> Result<(), PipelineError> {
+    crypt_chunk(spec, chunk)?;
+    if let Some(auth) = spec.auth {
+        tag_chunk(auth, chunk)?;
+    }
+    Ok(())
+}
+
+/// Everything one chunk needs on the way in: tag check, decryption and padding removal for
+/// [`Direction::Decrypt`] (see [`seal`]).
+pub fn open(spec: &StreamSpec<'_>, chunk: &mut Chunk) -> Result<(), PipelineError> {
+    if let Some(auth) = spec.auth {
+        verify_chunk(spec, auth, chunk)?;
+    }
+    crypt_chunk(spec, chunk)
 }
 
 /// Runs the stream `spec` from `input` to `output`; returns the number of bytes written.
@@ -109,17 +178,10 @@ pub fn run(
     output: &mut (impl Write + Send),
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<u64, PipelineError> {
-    let tag_len = if spec.auth.is_some() { TAG_LEN } else { 0 };
-    let record_len = match spec.direction {
-        Direction::Encrypt => spec.chunk_size,
-        Direction::Decrypt => spec.chunk_size + tag_len,
-    };
-    let pad_on_read =
-        spec.direction == Direction::Encrypt && spec.mode == Mode::Ecb && spec.padding;
     let (free_tx, free_rx) = sync_channel::<Vec<u8>>(BUFFERS);
-    for _ in 0..BUFFERS {
+    for _ in 0..BUFFERS - 1 {
         free_tx
-            .send(Vec::with_capacity(record_len + tag_len))
+            .send(spec.new_buffer())
             .expect("the free list holds all buffers");
     }
     let (read_tx, read_rx) = sync_channel::<Result<Chunk, io::Error>>(1);
@@ -129,7 +191,7 @@ pub fn run(
         .map(|chunk| chunk.map_err(PipelineError::Read));
 
     std::thread::scope(|scope| {
-        scope.spawn(move || read_chunks(input, record_len, pad_on_read, &free_rx, &read_tx));
+        scope.spawn(move || read_chunks(ChunkReader::new(spec, input), &free_rx, &read_tx));
         let writer = scope.spawn(move || write_chunks(output, done_rx, free_tx, progress));
         // Authentication runs in its own stage, so one chunk's tag is computed while the next
         // chunk is encrypted: on a two-core machine that hides most of the MAC's cost.
@@ -189,62 +251,95 @@ fn run_stage(
     Err(PipelineError::Truncated(next_index))
 }
 
-/// Reads records into buffers from the free list. A full record is held back until the next
-/// read shows whether more input follows, so every chunk goes out knowing whether it is last.
+/// Feeds the pipeline from `reader`, with buffers from the free list.
 fn read_chunks(
-    input: &mut impl Read,
-    record_len: usize,
-    pad_on_read: bool,
+    mut reader: ChunkReader<'_, impl Read>,
     free: &Receiver<Vec<u8>>,
     work: &SyncSender<Result<Chunk, io::Error>>,
 ) {
-    let mut index = 0u64;
-    let mut held: Option<Vec<u8>> = None;
-    let mut send = |data: Vec<u8>, last: bool| {
-        let sent = work.send(Ok(Chunk { index, last, data })).is_ok();
-        index += 1;
-        sent
-    };
-    loop {
-        let Ok(mut buf) = free.recv() else { return };
-        if let Err(e) = fill(input, &mut buf, record_len) {
-            let _ = work.send(Err(e));
-            return;
-        }
-        if buf.len() == record_len {
-            if let Some(previous) = held.replace(buf) {
-                if !send(previous, false) {
+    while let Ok(buf) = free.recv() {
+        match reader.next_chunk(buf) {
+            Ok(Some(chunk)) => {
+                if work.send(Ok(chunk)).is_err() {
                     return;
                 }
             }
-            continue;
-        }
-        // End of input: `buf` is the short (possibly empty) final record.
-        if pad_on_read {
-            if let Some(previous) = held.take() {
-                if !send(previous, false) {
-                    return;
-                }
+            Ok(None) => return,
+            Err(e) => {
+                let _ = work.send(Err(e));
+                return;
             }
-            let pad = 16 - buf.len() % 16;
-            buf.resize(buf.len() + pad, pad as u8);
-            send(buf, true);
-        } else {
-            match held.take() {
-                Some(previous) if buf.is_empty() => {
-                    send(previous, true);
-                }
-                Some(previous) => {
-                    if send(previous, false) {
-                        send(buf, true);
+        }
+    }
+}
+
+/// Cuts an input into the records of a stream. A full record is held back until the next read
+/// shows whether more input follows, so every chunk comes out knowing whether it is the last;
+/// the final chunk may be short or empty (see [`StreamSpec::last_chunk_short`]).
+pub struct ChunkReader<'a, R> {
+    input: &'a mut R,
+    record_len: usize,
+    last_short: bool,
+    next_index: u64,
+    held: Option<Vec<u8>>,
+    final_record: Option<Vec<u8>>,
+    finished: bool,
+    buffer_capacity: usize,
+}
+
+impl<'a, R: Read> ChunkReader<'a, R> {
+    /// A reader of `input` cut into the input records of `spec`.
+    pub fn new(spec: &StreamSpec<'_>, input: &'a mut R) -> Self {
+        ChunkReader {
+            input,
+            record_len: spec.input_record_len(),
+            last_short: spec.last_chunk_short(),
+            next_index: 0,
+            held: None,
+            final_record: None,
+            finished: false,
+            buffer_capacity: spec.buffer_capacity(),
+        }
+    }
+
+    /// The next chunk, read into `buf` (whose allocation is reused); `None` after the last one.
+    /// The reader keeps one buffer of its own for the record it holds back.
+    pub fn next_chunk(&mut self, mut buf: Vec<u8>) -> io::Result<Option<Chunk>> {
+        if let Some(last) = self.final_record.take() {
+            return Ok(Some(self.emit(last, true)));
+        }
+        if self.finished {
+            return Ok(None);
+        }
+        loop {
+            fill(self.input, &mut buf, self.record_len)?;
+            if buf.len() == self.record_len {
+                match self.held.replace(buf) {
+                    Some(previous) => return Ok(Some(self.emit(previous, false))),
+                    None => {
+                        buf = Vec::with_capacity(self.buffer_capacity);
+                        continue;
                     }
                 }
-                None => {
-                    send(buf, true);
-                }
             }
+            // End of input: `buf` is the short (possibly empty) final record.
+            self.finished = true;
+            let chunk = match self.held.take() {
+                Some(previous) if self.last_short || !buf.is_empty() => {
+                    self.final_record = Some(buf);
+                    self.emit(previous, false)
+                }
+                Some(previous) => self.emit(previous, true),
+                None => self.emit(buf, true),
+            };
+            return Ok(Some(chunk));
         }
-        return;
+    }
+
+    fn emit(&mut self, data: Vec<u8>, last: bool) -> Chunk {
+        let index = self.next_index;
+        self.next_index += 1;
+        Chunk { index, last, data }
     }
 }
 
@@ -268,8 +363,13 @@ fn fill(input: &mut impl Read, buf: &mut Vec<u8>, len: usize) -> io::Result<()> 
     Ok(())
 }
 
-/// Encrypts or decrypts one chunk in place (removing the padding after the last one).
+/// Encrypts or decrypts one chunk in place (padding the last one before encryption, removing the
+/// padding after decryption).
 fn crypt_chunk(spec: &StreamSpec<'_>, chunk: &mut Chunk) -> Result<(), PipelineError> {
+    if chunk.last && spec.last_chunk_short() {
+        let pad = 16 - chunk.data.len() % 16;
+        chunk.data.resize(chunk.data.len() + pad, pad as u8);
+    }
     check_whole_blocks(spec, chunk)?;
     let job = Job {
         mode: spec.mode,
@@ -444,6 +544,53 @@ mod tests {
     }
 
     /// Dropping the last chunk, or appending one, fails authentication.
+    /// Chunk by chunk through [`ChunkReader`] and [`seal`]/[`open`] (as a distributed runner
+    /// does it) gives the same bytes as the threaded pipeline, whatever the chunk boundaries.
+    #[test]
+    fn chunk_at_a_time_matches_the_pipeline() {
+        let engine = CpuEngine::new(Some(1)).unwrap();
+        let keys = ContainerKeys::derive(&Key::new(&[9; 16]).unwrap());
+        let header = Header::new(Mode::Ecb, KeySize::Aes128, CHUNK, KeySource::RawKey).unwrap();
+        let (_, auth) = header.seal(&keys);
+        for mode in [Mode::Ctr, Mode::Ecb] {
+            for auth in [None, Some(&auth)] {
+                for len in [
+                    0,
+                    1,
+                    16,
+                    CHUNK - 1,
+                    CHUNK,
+                    CHUNK + 1,
+                    2 * CHUNK,
+                    2 * CHUNK + 17,
+                ] {
+                    let plain = data(len);
+                    let mut expected_chunks = 0;
+                    let mut sealed = Vec::new();
+                    let enc = spec(&engine, &keys, mode, Direction::Encrypt, auth);
+                    let mut input = &plain[..];
+                    let mut reader = ChunkReader::new(&enc, &mut input);
+                    while let Some(mut chunk) = reader.next_chunk(enc.new_buffer()).unwrap() {
+                        assert_eq!(chunk.index, expected_chunks);
+                        expected_chunks += 1;
+                        seal(&enc, &mut chunk).unwrap();
+                        sealed.extend_from_slice(&chunk.data);
+                    }
+                    assert_eq!(sealed, run_spec(&enc, &plain).unwrap(), "{mode:?} {len}");
+                    let dec = spec(&engine, &keys, mode, Direction::Decrypt, auth);
+                    let mut opened = Vec::new();
+                    let mut input = &sealed[..];
+                    let mut reader = ChunkReader::new(&dec, &mut input);
+                    while let Some(mut chunk) = reader.next_chunk(dec.new_buffer()).unwrap() {
+                        open(&dec, &mut chunk).unwrap();
+                        opened.extend_from_slice(&chunk.data);
+                    }
+                    assert_eq!(opened, plain, "{mode:?} {len}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn chunk_level_truncation_and_extension_fail() {
         let engine = CpuEngine::new(Some(1)).unwrap();
