@@ -39,6 +39,13 @@ pub enum Command {
     Info(InfoArgs),
     /// Measure engine throughput across buffer sizes (table, JSON, CSV, SVG plot).
     Bench(BenchArgs),
+    /// (internal) Remove the unfinished output PATH if the process that writes it dies: waits
+    /// for its standard input to close, then removes PATH if it is still there.
+    #[command(hide = true)]
+    WatchOutput {
+        /// The temporary output to watch.
+        path: PathBuf,
+    },
 }
 
 /// The options of `enc` and `dec`.
@@ -102,9 +109,20 @@ pub struct CryptArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub chunk_size: Option<usize>,
 
-    /// Worker threads for the CPU engine (default: all cores).
+    /// Worker threads for the CPU engine (default: all cores; with --backend mpi, the cores
+    /// of the node divided among its ranks).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+
+    /// With --backend mpi: how chunks reach the ranks. direct: every rank reads and writes its
+    /// own range of the files (needs a shared file system); scatter: rank 0 reads and writes,
+    /// chunks travel over MPI. Default: direct for files, scatter for pipes.
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub mpi_io: Option<MpiIoArg>,
+
+    /// With --backend mpi: the engine each rank runs.
+    #[arg(long, value_enum, default_value_t = RankEngineArg::Cpu)]
+    pub rank_engine: RankEngineArg,
 
     /// Overwrite an existing output file.
     #[arg(short, long)]
@@ -217,6 +235,24 @@ pub enum BackendArg {
     Mpi,
     /// The Sunway SW26010 simulator.
     SunwaySim,
+}
+
+/// `--mpi-io`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MpiIoArg {
+    /// Every rank reads and writes its own chunks in the shared files.
+    Direct,
+    /// Rank 0 reads and writes; chunks travel by Scatterv/Gatherv.
+    Scatter,
+}
+
+/// `--rank-engine`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RankEngineArg {
+    /// The CPU cores of the rank's share of its node.
+    Cpu,
+    /// The rank's GPU (ranks on a node take the node's GPUs in turn).
+    Gpu,
 }
 
 /// Parses sizes such as `4MiB`, `512KiB`, `1M`, `65536` (binary multiples).

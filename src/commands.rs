@@ -14,7 +14,7 @@ use paraes_core::pipeline::{self, StreamSpec, DEFAULT_CHUNK_SIZE};
 use paraes_core::{Direction, Key, KeySize, Mode};
 
 use crate::backend;
-use crate::cli::{Command, CryptArgs, InfoArgs, KeygenArgs, ModeArg};
+use crate::cli::{BackendArg, Command, CryptArgs, InfoArgs, KeygenArgs, ModeArg};
 use crate::keys::{self, Secret};
 use crate::output::{Input, Output};
 
@@ -29,11 +29,12 @@ pub fn run(command: Command) -> Result<()> {
         Command::Keygen(args) => keygen(&args),
         Command::Info(args) => info(&args),
         Command::Bench(args) => crate::bench::run(&args),
+        Command::WatchOutput { path } => crate::output::watch_output(&path),
     }
 }
 
 /// Refuses option combinations that make no sense, naming the fix.
-fn check_options(args: &CryptArgs, direction: Direction) -> Result<()> {
+pub fn check_options(args: &CryptArgs, direction: Direction) -> Result<()> {
     let ecb = args.mode == Some(ModeArg::Ecb);
     if args.iv.is_some() && !args.raw {
         bail!("--iv works only with --raw (a container makes its own random counter): add --raw or drop --iv");
@@ -113,14 +114,83 @@ fn parse_iv(text: &str) -> Result<[u8; 16]> {
         .context("--iv needs exactly 32 hex digits (16 bytes)")
 }
 
-/// `enc` and `dec`.
+/// A job of `enc` or `dec`, ready to run on any runner: the stream's parameters, the key, the
+/// container header (`None`: a raw stream), and both ends, opened.
+pub struct Prepared {
+    /// Mode of operation.
+    pub mode: Mode,
+    /// The AES key.
+    pub key: Key,
+    /// Raw CTR's initial counter block (a container's is in its header).
+    pub iv: [u8; 16],
+    /// Plaintext bytes per chunk.
+    pub chunk_size: usize,
+    /// PKCS#7 padding of ECB's final block.
+    pub padding: bool,
+    /// The container header: to write (enc) or read and verified (dec); `None` for --raw.
+    pub header: Option<Header>,
+    /// Where the stream comes from (after the header when decrypting a container).
+    pub input: Input,
+    /// Where it goes.
+    pub output: Output,
+}
+
+impl Prepared {
+    /// The container's keys, its sealed header bytes and its chunk authenticator.
+    pub fn container(&self) -> Option<(ContainerKeys, Vec<u8>, container::Authenticator)> {
+        self.header.as_ref().map(|header| {
+            let keys = ContainerKeys::derive(&self.key);
+            let (bytes, auth) = header.seal(&keys);
+            (keys, bytes, auth)
+        })
+    }
+}
+
+/// `enc` and `dec` on one machine.
 fn crypt(args: &CryptArgs, direction: Direction) -> Result<()> {
+    if args.backend == BackendArg::Mpi {
+        return crate::mpi::crypt(args, direction);
+    }
     check_options(args, direction)?;
+    let engine = backend::select(args.backend, args.threads)?;
+    let mut job = prepare(args, direction)?;
+    let expanded;
+    let container = job.container();
+    let spec = match &container {
+        Some((keys, header_bytes, auth)) => {
+            if direction == Direction::Encrypt {
+                job.output
+                    .writer()
+                    .write_all(header_bytes)
+                    .context("writing the output failed")?;
+            }
+            let header = job.header.as_ref().expect("a container has a header");
+            StreamSpec::for_container(engine.as_ref(), header, keys, auth, direction)
+        }
+        None => {
+            expanded = job.key.expand();
+            StreamSpec {
+                engine: engine.as_ref(),
+                mode: job.mode,
+                direction,
+                key: &expanded,
+                iv: job.iv,
+                chunk_size: job.chunk_size,
+                padding: job.padding,
+                auth: None,
+            }
+        }
+    };
+    stream(&spec, &mut job.input, &mut job.output, args.quiet)?;
+    job.output.commit()
+}
+
+/// After [`check_options`]: opens the input, gets the key (asking for a passphrase if need be), makes
+/// or reads and verifies the container header, and prepares the output.
+pub fn prepare(args: &CryptArgs, direction: Direction) -> Result<Prepared> {
     let warn = warner(args.quiet);
     let mut input = Input::open(args.input.as_deref())?;
     let dest = output_path(args, direction)?;
-    let engine = backend::select(args.backend, args.threads)?;
-    let binary_output = direction == Direction::Encrypt;
 
     if args.raw {
         let Secret::Key(key) = keys::secret(args, false, &warn)? else {
@@ -139,23 +209,21 @@ fn crypt(args: &CryptArgs, direction: Direction) -> Result<()> {
             .map(parse_iv)
             .transpose()?
             .unwrap_or_default();
-        let expanded = key.expand();
-        let spec = StreamSpec {
-            engine: engine.as_ref(),
+        let binary_output = direction == Direction::Encrypt;
+        let output = Output::create(dest.as_deref(), args.force, &input, binary_output)?;
+        return Ok(Prepared {
             mode,
-            direction,
-            key: &expanded,
+            key,
             iv,
             chunk_size: args.chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE),
             padding: !args.no_pad,
-            auth: None,
-        };
-        let mut output = Output::create(dest.as_deref(), args.force, &input, binary_output)?;
-        stream(&spec, &mut input, &mut output, args.quiet)?;
-        return output.commit();
+            header: None,
+            input,
+            output,
+        });
     }
 
-    match direction {
+    let (key, header) = match direction {
         Direction::Encrypt => {
             let mode = mode_of(args.mode);
             if mode == Mode::Ecb {
@@ -179,16 +247,7 @@ fn crypt(args: &CryptArgs, direction: Direction) -> Result<()> {
             };
             let chunk_size = args.chunk_size.unwrap_or(DEFAULT_CHUNK_SIZE);
             let header = Header::new(mode, key.size(), chunk_size, key_source)?;
-            let keys = ContainerKeys::derive(&key);
-            let (header_bytes, auth) = header.seal(&keys);
-            let mut output = Output::create(dest.as_deref(), args.force, &input, true)?;
-            output
-                .writer()
-                .write_all(&header_bytes)
-                .context("writing the output failed")?;
-            let spec = StreamSpec::for_container(engine.as_ref(), &header, &keys, &auth, direction);
-            stream(&spec, &mut input, &mut output, args.quiet)?;
-            output.commit()
+            (key, header)
         }
         Direction::Decrypt => {
             let unverified = Header::read(&mut input)?;
@@ -216,14 +275,26 @@ fn crypt(args: &CryptArgs, direction: Direction) -> Result<()> {
                     "this container was encrypted with a key, not a passphrase: use --key-file"
                 ),
             };
-            let keys = ContainerKeys::derive(&key);
-            let auth = unverified.verify(&keys)?;
-            let mut output = Output::create(dest.as_deref(), args.force, &input, false)?;
-            let spec = StreamSpec::for_container(engine.as_ref(), &header, &keys, &auth, direction);
-            stream(&spec, &mut input, &mut output, args.quiet)?;
-            output.commit()
+            unverified.verify(&ContainerKeys::derive(&key))?;
+            (key, header)
         }
-    }
+    };
+    let output = Output::create(
+        dest.as_deref(),
+        args.force,
+        &input,
+        direction == Direction::Encrypt,
+    )?;
+    Ok(Prepared {
+        mode: header.mode,
+        key,
+        iv: header.nonce,
+        chunk_size: header.chunk_size,
+        padding: true,
+        header: Some(header),
+        input,
+        output,
+    })
 }
 
 fn mode_of(arg: Option<ModeArg>) -> Mode {

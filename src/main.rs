@@ -6,6 +6,11 @@ mod bench;
 mod cli;
 mod commands;
 mod keys;
+#[cfg(feature = "mpi")]
+mod mpi;
+#[cfg(not(feature = "mpi"))]
+#[path = "mpi_stub.rs"]
+mod mpi;
 mod output;
 
 use std::process::ExitCode;
@@ -26,12 +31,26 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         // `paraes dec x | head`: the reader left; that is a normal end, not an error.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        // Another process (MPI rank 0) has already told the user.
+        Err(e) if e.is::<Reported>() => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("paraes: error: {e:#}");
             ExitCode::FAILURE
         }
     }
 }
+
+/// A failure that has already been reported to the user by another process of the same job.
+#[derive(Debug)]
+pub struct Reported;
+
+impl std::fmt::Display for Reported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the job failed (reported by rank 0)")
+    }
+}
+
+impl std::error::Error for Reported {}
 
 /// Help and version go out as clap prints them; usage errors become one line.
 fn usage_error(e: &clap::Error) -> ExitCode {

@@ -6,7 +6,9 @@
 use std::fs::{self, File};
 use std::io::{self, IsTerminal, Read, Write};
 use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
+use std::process::{ChildStdin, Command, Stdio};
 use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
@@ -33,6 +35,25 @@ pub fn install_interrupt_handler() -> Result<()> {
         std::process::exit(130);
     })
     .context("cannot install the interrupt handler")
+}
+
+/// The write end of the pipe to the watcher of the temporary output; held until the process
+/// ends, however it ends.
+static WATCHER: Mutex<Option<ChildStdin>> = Mutex::new(None);
+
+/// The watcher (`paraes watch-output PATH`, started by [`Output::watch_for_kill`]): waits until
+/// the process writing PATH ends, which closes our standard input, then removes PATH if it was
+/// not renamed into place. The only cleanup that survives SIGKILL of the writer.
+pub fn watch_output(path: &Path) -> Result<()> {
+    let mut sink = [0u8; 64];
+    let mut stdin = io::stdin();
+    while !matches!(stdin.read(&mut sink), Ok(0) | Err(_)) {}
+    if fs::remove_file(path).is_ok() {
+        eprintln!(
+            "paraes: error: the job was killed before it finished: removed its unfinished output"
+        );
+    }
+    Ok(())
 }
 
 /// Where the data comes from.
@@ -157,6 +178,35 @@ impl Output {
             dest: dest.to_path_buf(),
             force,
         })
+    }
+
+    /// Starts a watcher process that removes the temporary if this process dies without
+    /// committing it, even by SIGKILL (as MPI launchers kill the ranks of a failed job).
+    pub fn watch_for_kill(&self) -> Result<()> {
+        let Some(temp) = self.temporary_path() else {
+            return Ok(());
+        };
+        let exe = std::env::current_exe().context("cannot find the paraes executable")?;
+        let mut child = Command::new(exe)
+            .arg("watch-output")
+            .arg(temp)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            // Its own process group: a launcher killing ours leaves the watcher to clean up.
+            .process_group(0)
+            .spawn()
+            .context("cannot start the watcher of the output")?;
+        *WATCHER.lock().unwrap_or_else(|e| e.into_inner()) = child.stdin.take();
+        Ok(())
+    }
+
+    /// The temporary file being written, when the output is a file (it becomes the output on
+    /// [`Output::commit`]).
+    pub fn temporary_path(&self) -> Option<&Path> {
+        match self {
+            Output::File { temp, .. } => Some(temp.path()),
+            _ => None,
+        }
     }
 
     /// The stream to write to.

@@ -1,0 +1,224 @@
+//! The job description rank 0 broadcasts to the other ranks: what to do to which bytes with
+//! which key, and where. A small length-prefixed binary encoding, wiped after use.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::PathBuf;
+
+use paraes_core::{Direction, Mode};
+use zeroize::Zeroizing;
+
+use crate::world::Mpi;
+
+/// How chunks reach the ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoStrategy {
+    /// Every rank reads and writes its own range of chunks in the shared files.
+    Direct,
+    /// Rank 0 reads and writes; chunks travel by Scatterv/Gatherv.
+    Scatter,
+}
+
+/// A plan that did not arrive intact (a bug or a mismatched binary on some rank).
+#[derive(Debug, thiserror::Error)]
+#[error("the job plan from rank 0 is malformed ({0}): run the same paraes binary on every rank")]
+pub struct PlanError(&'static str);
+
+/// Everything a rank needs to do its share of the job.
+pub struct Plan {
+    /// How chunks reach the ranks.
+    pub strategy: IoStrategy,
+    /// Encrypt or decrypt.
+    pub direction: Direction,
+    /// Mode of operation.
+    pub mode: Mode,
+    /// PKCS#7 padding of ECB's final block.
+    pub padding: bool,
+    /// Plaintext bytes per chunk.
+    pub chunk_size: usize,
+    /// Initial counter block of a raw CTR stream (a container's comes from its header).
+    pub iv: [u8; 16],
+    /// The AES key (16, 24 or 32 bytes).
+    pub key: Zeroizing<Vec<u8>>,
+    /// The sealed container header, or empty for a raw stream.
+    pub header: Vec<u8>,
+    /// The input file ([`IoStrategy::Direct`]).
+    pub input: Option<PathBuf>,
+    /// The output temporary every rank writes into ([`IoStrategy::Direct`]).
+    pub output: Option<PathBuf>,
+    /// The input's size in bytes when the job began ([`IoStrategy::Direct`]).
+    pub input_len: u64,
+}
+
+impl Plan {
+    /// Rank 0's plan on every rank: rank 0 passes `Some(plan)` to go on or `None` to stop the
+    /// job (it could not prepare it); the other ranks pass `None`. Returns `None` on a stop.
+    pub fn broadcast(mpi: &Mpi, plan: Option<&Plan>) -> Result<Option<Plan>, PlanError> {
+        let bytes = match plan {
+            Some(plan) if mpi.is_root() => plan.encode(),
+            _ => Zeroizing::new(Vec::new()),
+        };
+        let received = Zeroizing::new(mpi.broadcast_bytes(bytes.to_vec()));
+        if received.is_empty() {
+            return Ok(None);
+        }
+        Plan::decode(&received).map(Some)
+    }
+
+    /// The plan as bytes (never empty: the empty message means "stop").
+    pub fn encode(&self) -> Zeroizing<Vec<u8>> {
+        let mut out = Zeroizing::new(vec![1u8]);
+        out.push(match self.strategy {
+            IoStrategy::Direct => 0,
+            IoStrategy::Scatter => 1,
+        });
+        out.push(match self.direction {
+            Direction::Encrypt => 0,
+            Direction::Decrypt => 1,
+        });
+        out.push(match self.mode {
+            Mode::Ecb => 0,
+            Mode::Ctr => 1,
+        });
+        out.push(u8::from(self.padding));
+        out.extend_from_slice(&(self.chunk_size as u64).to_le_bytes());
+        out.extend_from_slice(&self.iv);
+        out.extend_from_slice(&self.input_len.to_le_bytes());
+        let path_bytes = |path: &Option<PathBuf>| {
+            path.as_ref()
+                .map(|p| p.as_os_str().as_bytes().to_vec())
+                .unwrap_or_default()
+        };
+        for field in [
+            &self.key[..],
+            &self.header[..],
+            &path_bytes(&self.input),
+            &path_bytes(&self.output),
+        ] {
+            out.extend_from_slice(&(field.len() as u64).to_le_bytes());
+            out.extend_from_slice(field);
+        }
+        out
+    }
+
+    /// Reads a plan written by [`Plan::encode`].
+    pub fn decode(bytes: &[u8]) -> Result<Plan, PlanError> {
+        let mut reader = Reader(bytes);
+        if reader.take(1)? != [1] {
+            return Err(PlanError("unknown version"));
+        }
+        let strategy = match reader.byte()? {
+            0 => IoStrategy::Direct,
+            1 => IoStrategy::Scatter,
+            _ => return Err(PlanError("strategy")),
+        };
+        let direction = match reader.byte()? {
+            0 => Direction::Encrypt,
+            1 => Direction::Decrypt,
+            _ => return Err(PlanError("direction")),
+        };
+        let mode = match reader.byte()? {
+            0 => Mode::Ecb,
+            1 => Mode::Ctr,
+            _ => return Err(PlanError("mode")),
+        };
+        let padding = reader.byte()? == 1;
+        let chunk_size = usize::try_from(reader.u64()?).map_err(|_| PlanError("chunk size"))?;
+        let iv = reader.take(16)?.try_into().expect("16 bytes");
+        let input_len = reader.u64()?;
+        let key = Zeroizing::new(reader.field()?.to_vec());
+        let header = reader.field()?.to_vec();
+        let path = |bytes: &[u8]| {
+            (!bytes.is_empty()).then(|| PathBuf::from(OsString::from_vec(bytes.to_vec())))
+        };
+        let input = path(reader.field()?);
+        let output = path(reader.field()?);
+        if !reader.0.is_empty() {
+            return Err(PlanError("trailing bytes"));
+        }
+        Ok(Plan {
+            strategy,
+            direction,
+            mode,
+            padding,
+            chunk_size,
+            iv,
+            key,
+            header,
+            input,
+            output,
+            input_len,
+        })
+    }
+}
+
+/// A cursor over the encoded plan.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, len: usize) -> Result<&'a [u8], PlanError> {
+        if self.0.len() < len {
+            return Err(PlanError("too short"));
+        }
+        let (head, rest) = self.0.split_at(len);
+        self.0 = rest;
+        Ok(head)
+    }
+
+    fn byte(&mut self) -> Result<u8, PlanError> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn u64(&mut self) -> Result<u64, PlanError> {
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+
+    fn field(&mut self) -> Result<&'a [u8], PlanError> {
+        let len = usize::try_from(self.u64()?).map_err(|_| PlanError("field length"))?;
+        self.take(len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_survive_the_round_trip_and_damage_is_refused() {
+        let plan = Plan {
+            strategy: IoStrategy::Direct,
+            direction: Direction::Decrypt,
+            mode: Mode::Ecb,
+            padding: true,
+            chunk_size: 1 << 20,
+            iv: [7; 16],
+            key: Zeroizing::new(vec![9; 24]),
+            header: vec![1, 2, 3],
+            input: Some(PathBuf::from("/data/in put ü.paraes")),
+            output: None,
+            input_len: 12345,
+        };
+        let bytes = plan.encode();
+        let back = Plan::decode(&bytes).unwrap();
+        assert_eq!(back.encode(), bytes);
+        assert_eq!(back.strategy, IoStrategy::Direct);
+        assert_eq!(back.direction, Direction::Decrypt);
+        assert_eq!(back.mode, Mode::Ecb);
+        assert!(back.padding);
+        assert_eq!(back.chunk_size, 1 << 20);
+        assert_eq!(back.iv, [7; 16]);
+        assert_eq!(&back.key[..], &[9; 24]);
+        assert_eq!(back.header, [1, 2, 3]);
+        assert_eq!(back.input, plan.input);
+        assert_eq!(back.output, None);
+        assert_eq!(back.input_len, 12345);
+        for cut in 0..bytes.len() {
+            assert!(Plan::decode(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut longer = bytes.to_vec();
+        longer.push(0);
+        assert!(Plan::decode(&longer).is_err());
+    }
+}

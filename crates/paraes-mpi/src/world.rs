@@ -1,0 +1,141 @@
+//! The MPI world of a paraes job: start-up, rank facts, and the few collectives the runners use
+//! (byte broadcast, agreement on success or the first failure, sums).
+
+use mpi::collective::SystemOperation;
+use mpi::datatype::PartitionMut;
+use mpi::environment::Universe;
+use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::traits::{CommunicatorCollectives, Root};
+
+/// A failure of the whole job, the same on every rank: one line that says which rank failed and
+/// why (rank 0 prints it; the others exit quietly).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct JobError(pub String);
+
+/// The MPI environment: initialised on creation, finalised on drop.
+pub struct Mpi {
+    world: SimpleCommunicator,
+    local_size: usize,
+    local_rank: usize,
+    // Dropped last: finalises MPI.
+    _universe: Universe,
+}
+
+impl Mpi {
+    /// Initialises MPI (a process started without mpiexec becomes a job of one rank).
+    pub fn init() -> Result<Mpi, JobError> {
+        let universe = mpi::initialize().ok_or_else(|| {
+            JobError(
+                "MPI was already initialised in this process: start paraes once per rank".into(),
+            )
+        })?;
+        let world = universe.world();
+        let node = world.split_shared(world.rank());
+        Ok(Mpi {
+            local_size: node.size() as usize,
+            local_rank: node.rank() as usize,
+            world,
+            _universe: universe,
+        })
+    }
+
+    /// This process's rank, from 0.
+    pub fn rank(&self) -> usize {
+        self.world.rank() as usize
+    }
+
+    /// The number of ranks in the job.
+    pub fn size(&self) -> usize {
+        self.world.size() as usize
+    }
+
+    /// Whether this is rank 0, the one that talks to the user.
+    pub fn is_root(&self) -> bool {
+        self.rank() == 0
+    }
+
+    /// Ranks on this node (sharing its memory), for splitting the node's cores or GPUs.
+    pub fn local_size(&self) -> usize {
+        self.local_size
+    }
+
+    /// This rank's position among the ranks on its node.
+    pub fn local_rank(&self) -> usize {
+        self.local_rank
+    }
+
+    pub(crate) fn world(&self) -> &SimpleCommunicator {
+        &self.world
+    }
+
+    /// Rank 0's `bytes` on every rank (other ranks pass anything, e.g. an empty vector).
+    pub fn broadcast_bytes(&self, bytes: Vec<u8>) -> Vec<u8> {
+        let root = self.world.process_at_rank(0);
+        let mut len = bytes.len() as u64;
+        root.broadcast_into(&mut len);
+        let mut buf = if self.is_root() {
+            bytes
+        } else {
+            vec![0u8; len as usize]
+        };
+        root.broadcast_into(&mut buf[..]);
+        buf
+    }
+
+    /// `message` prefixed with this rank when the job has several ranks.
+    pub fn tag(&self, message: &str) -> String {
+        if self.size() > 1 {
+            format!("rank {} of {}: {message}", self.rank(), self.size())
+        } else {
+            message.to_string()
+        }
+    }
+
+    /// Every rank's outcome, agreed: `Ok` on every rank if every rank succeeded, otherwise the
+    /// failure of the lowest failing rank (callers say which rank with [`Mpi::tag`]).
+    /// Collective: every rank must call it, even after a local failure.
+    pub fn agree(&self, mine: Result<(), String>) -> Result<(), JobError> {
+        let message = match &mine {
+            Ok(()) => Vec::new(),
+            Err(text) if text.is_empty() => b"failed".to_vec(),
+            Err(text) => text.as_bytes().to_vec(),
+        };
+        let size = self.size();
+        let mut lens = vec![0i32; size];
+        self.world
+            .all_gather_into(&(message.len() as i32), &mut lens[..]);
+        if lens.iter().all(|&len| len == 0) {
+            return Ok(());
+        }
+        let displs: Vec<i32> = lens
+            .iter()
+            .scan(0, |at, &len| {
+                let here = *at;
+                *at += len;
+                Some(here)
+            })
+            .collect();
+        let mut all = vec![0u8; lens.iter().map(|&len| len as usize).sum()];
+        {
+            let mut partition = PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
+            self.world
+                .all_gather_varcount_into(&message[..], &mut partition);
+        }
+        let failed = lens
+            .iter()
+            .position(|&len| len > 0)
+            .expect("one rank failed");
+        let start = displs[failed] as usize;
+        let text = String::from_utf8_lossy(&all[start..start + lens[failed] as usize]);
+        Err(JobError(text.into_owned()))
+    }
+
+    /// The sum of `value` over all ranks, on every rank.
+    pub fn sum(&self, value: u64) -> u64 {
+        let mut total = 0u64;
+        self.world
+            .all_reduce_into(&value, &mut total, SystemOperation::sum());
+        total
+    }
+}

@@ -1,0 +1,412 @@
+//! `paraes enc|dec --backend mpi` under `mpiexec -n 1|2|3`: both I/O strategies, both
+//! directions, ECB and CTR at every key size, sizes from empty to several chunks plus a few
+//! bytes, all identical to the single-process tool; and the failures that must end the whole job
+//! with one message and no output. Without the `mpi` feature, the one error that says how to get
+//! it. Needs MPICH's `mpiexec` (the test command in README.md installs it): a missing launcher
+//! fails the tests, it does not skip them.
+
+mod common;
+
+/// A build without the feature answers `--backend mpi` with how to get it.
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn without_the_feature_mpi_says_how_to_build_it() {
+    let scratch = common::Scratch::new();
+
+    scratch.key_file("k", 256, 1, true);
+    scratch.write("in", b"data");
+    let before = scratch.names();
+    let out = scratch.run(&["enc", "--backend", "mpi", "-k", "k", "in", "-o", "out"]);
+    let message = scratch.assert_refused(&out, &before, "mpi without the feature");
+    assert!(
+        message.starts_with("not built with MPI support: cargo build --features mpi"),
+        "{message}"
+    );
+}
+
+#[cfg(feature = "mpi")]
+mod with_mpi {
+    use std::process::{Command, Output, Stdio};
+    use std::time::{Duration, Instant};
+
+    use super::common::{
+        assert_success, bin, body_without_tags, container_len, nonce, seeded_bytes, stderr, Mode,
+        Scratch, CHUNK, CHUNK_ARG, HEADER_LEN, KEY_BITS,
+    };
+
+    const RANKS: [usize; 3] = [1, 2, 3];
+    const STRATEGIES: [&str; 2] = ["direct", "scatter"];
+    /// Empty, one byte (fewer chunks than ranks), exactly one chunk, several chunks + a few bytes.
+    const SIZES: [usize; 4] = [0, 1, CHUNK, 3 * CHUNK + 5];
+
+    /// The launcher; its absence fails the test loudly.
+    fn mpiexec() -> &'static str {
+        let found = Command::new("mpiexec")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            found,
+            "mpiexec not found: install MPICH (apt-get install mpich libmpich-dev libclang-dev); \
+             the test command in README.md does this"
+        );
+        "mpiexec"
+    }
+
+    /// `mpiexec -n RANKS paraes ARGS` in the scratch directory.
+    fn run_mpi(scratch: &Scratch, ranks: usize, args: &[&str]) -> Output {
+        Command::new(mpiexec())
+            .arg("-n")
+            .arg(ranks.to_string())
+            .arg(bin())
+            .args(args)
+            .current_dir(scratch.path(""))
+            .stdin(Stdio::null())
+            .output()
+            .expect("mpiexec runs")
+    }
+
+    /// A multiple-program launch: `mpiexec -n A paraes X : -n B PROGRAM Y ...`.
+    fn run_mpmd(scratch: &Scratch, parts: &[(usize, Vec<String>)]) -> Output {
+        let mut command = Command::new(mpiexec());
+        for (i, (ranks, program)) in parts.iter().enumerate() {
+            if i > 0 {
+                command.arg(":");
+            }
+            command.arg("-n").arg(ranks.to_string()).args(program);
+        }
+        command
+            .current_dir(scratch.path(""))
+            .stdin(Stdio::null())
+            .output()
+            .expect("mpiexec runs")
+    }
+
+    /// `paraes ARGS` as a program line of [`run_mpmd`].
+    fn paraes(args: &[&str]) -> Vec<String> {
+        std::iter::once(bin())
+            .chain(args.iter().copied())
+            .map(String::from)
+            .collect()
+    }
+
+    /// The raw stream the single-process tool makes of `plain` for the body of a container.
+    fn single_process_raw(scratch: &Scratch, mode: Mode, iv: &[u8; 16], plain: &str) -> Vec<u8> {
+        let iv_hex = hex::encode(iv);
+        let mut args = vec!["enc", "--raw", "-q", "--backend", "cpu", "-k", "k", "-m"];
+        args.push(mode.arg());
+        if mode == Mode::Ctr {
+            args.extend(["--iv", &iv_hex]);
+        }
+        args.extend([plain, "-o", "-"]);
+        let out = scratch.run(&args);
+        assert_success(&out, "single-process raw stream");
+        out.stdout
+    }
+
+    /// Containers made by any rank count and strategy are the single-process tool's: same
+    /// length, body equal to the raw mode stream from the header's counter, tags that the
+    /// single-process tool verifies; and containers of the single-process tool decrypt the same
+    /// under MPI.
+    #[test]
+    fn containers_match_the_single_process_tool() {
+        let scratch = Scratch::new();
+        let mut case = 0u64;
+        for ranks in RANKS {
+            for strategy in STRATEGIES {
+                for mode in Mode::ALL {
+                    for (i, &len) in SIZES.iter().enumerate() {
+                        case += 1;
+                        let bits = KEY_BITS[(i + ranks) % 3];
+                        let what = format!("{ranks} ranks, {strategy}, {mode:?}-{bits}, {len} B");
+                        scratch.key_file("k", bits, case, true);
+                        let plain = seeded_bytes(case, len);
+                        scratch.write("plain", &plain);
+                        let common = ["--backend", "mpi", "--mpi-io", strategy, "-q", "-k", "k"];
+
+                        let mut args = vec!["enc", "-m", mode.arg(), "--chunk-size", CHUNK_ARG];
+                        args.extend(common);
+                        args.extend(["plain", "-o", "mpi.paraes", "-f"]);
+                        assert_success(&run_mpi(&scratch, ranks, &args), &what);
+                        let sealed = scratch.read("mpi.paraes");
+                        assert_eq!(sealed.len(), container_len(mode, len, HEADER_LEN), "{what}");
+                        let raw = single_process_raw(&scratch, mode, &nonce(&sealed), "plain");
+                        assert_eq!(body_without_tags(&sealed, HEADER_LEN), raw, "{what}: body");
+                        let out = scratch.run(&["dec", "-k", "k", "mpi.paraes", "-o", "-"]);
+                        assert_success(&out, &what);
+                        assert_eq!(out.stdout, plain, "{what}: single-process decryption");
+
+                        let out = scratch.run(&[
+                            "enc",
+                            "-q",
+                            "-m",
+                            mode.arg(),
+                            "--chunk-size",
+                            CHUNK_ARG,
+                            "-k",
+                            "k",
+                            "plain",
+                            "-o",
+                            "one.paraes",
+                            "-f",
+                        ]);
+                        assert_success(&out, &what);
+                        let mut args = vec!["dec"];
+                        args.extend(common);
+                        args.extend(["one.paraes", "-o", "back", "-f"]);
+                        assert_success(&run_mpi(&scratch, ranks, &args), &what);
+                        assert_eq!(scratch.read("back"), plain, "{what}: MPI decryption");
+                        scratch.assert_no_temporary(&what);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Raw streams (no container) are byte-identical to the single-process tool's, both ways.
+    #[test]
+    fn raw_streams_match_the_single_process_tool() {
+        let scratch = Scratch::new();
+        let iv = "fffffffffffffffffffffffffffffff0";
+        for ranks in [2, 3] {
+            for strategy in STRATEGIES {
+                for (mode_args, sizes) in [
+                    (vec!["-m", "ctr", "--iv", iv], vec![0, 1, 3 * CHUNK + 5]),
+                    (vec!["-m", "ecb"], vec![0, 17, 2 * CHUNK]),
+                    (vec!["-m", "ecb", "--no-pad"], vec![0, 16, 3 * CHUNK + 16]),
+                ] {
+                    for len in sizes {
+                        let what = format!("{ranks} ranks, {strategy}, {mode_args:?}, {len} B");
+                        scratch.key_file("k", 192, len as u64, true);
+                        scratch.write("plain", &seeded_bytes(len as u64, len));
+                        let mut raw = vec!["--raw", "-q", "-k", "k", "--chunk-size", CHUNK_ARG];
+                        raw.extend(&mode_args);
+                        // Encrypt the plaintext, then decrypt the single-process ciphertext.
+                        for (direction, input) in [("enc", "plain"), ("dec", "cipher")] {
+                            let with = |backend: &'static str, output: &'static str| {
+                                let mut args = vec![direction, "--backend", backend];
+                                if backend == "mpi" {
+                                    args.extend(["--mpi-io", strategy]);
+                                }
+                                args.extend(&raw);
+                                args.extend([input, "-o", output, "-f"]);
+                                args
+                            };
+                            assert_success(&scratch.run(&with("cpu", "one")), &what);
+                            let expected = scratch.read("one");
+                            assert_success(&run_mpi(&scratch, ranks, &with("mpi", "many")), &what);
+                            assert_eq!(scratch.read("many"), expected, "{what} {direction}");
+                            if direction == "enc" {
+                                scratch.write("cipher", &expected);
+                            } else {
+                                assert_eq!(expected, scratch.read("plain"), "{what}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Scatter streams from a named pipe to standard output (the way to pipe data into an
+    /// MPI job, see README.md) and back.
+    #[test]
+    fn scatter_streams_through_pipes() {
+        let scratch = Scratch::new();
+        scratch.key_file("k", 256, 7, true);
+        let plain = seeded_bytes(7, 5 * CHUNK + 3);
+        scratch.write("plain", &plain);
+        let script = format!(
+            "set -e; mkfifo in.pipe; cat plain > in.pipe & \
+             mpiexec -n 3 \"$PARAES\" enc --backend mpi -q -k k --chunk-size {CHUNK_ARG} \
+             in.pipe -o - > sealed; \
+             mpiexec -n 2 \"$PARAES\" dec --backend mpi -q -k k sealed -o - --mpi-io scatter > back"
+        );
+        mpiexec();
+        let out = scratch.bash(&script);
+        assert!(out.status.success(), "pipes: {}", stderr(&out));
+        assert_eq!(scratch.read("back"), plain);
+        let out = scratch.run(&["dec", "-k", "k", "sealed", "-o", "-"]);
+        assert_eq!(
+            out.stdout, plain,
+            "the single-process tool reads the piped container"
+        );
+    }
+
+    /// Refusals and failures: one `paraes: error:` line from rank 0, a non-zero exit, the
+    /// directory unchanged (no output, no temporary).
+    #[test]
+    fn failures_end_the_job_with_one_message_and_no_output() {
+        let scratch = Scratch::new();
+        scratch.key_file("k", 128, 1, true);
+        scratch.key_file("other", 128, 2, true);
+        scratch.write("plain", &seeded_bytes(3, 6 * CHUNK + 9));
+        let enc = [
+            "enc",
+            "--backend",
+            "mpi",
+            "-q",
+            "-k",
+            "k",
+            "--chunk-size",
+            CHUNK_ARG,
+        ];
+        let mut args = enc.to_vec();
+        args.extend(["plain", "-o", "sealed"]);
+        assert_success(&run_mpi(&scratch, 2, &args), "setup");
+        let mut tampered = scratch.read("sealed");
+        let chunk_4 = HEADER_LEN + 4 * (CHUNK + 16) + 100;
+        tampered[chunk_4] ^= 1;
+        scratch.write("tampered", &tampered);
+        let before = scratch.names();
+
+        for strategy in STRATEGIES {
+            let io = ["--backend", "mpi", "--mpi-io", strategy];
+            let what = format!("wrong key, {strategy}");
+            let mut args = vec!["dec", "-k", "other", "sealed", "-o", "out"];
+            args.extend(io);
+            let message = scratch.assert_refused(&run_mpi(&scratch, 3, &args), &before, &what);
+            assert!(message.contains("wrong key"), "{what}: {message}");
+
+            let what = format!("tampered chunk, {strategy}");
+            let mut args = vec!["dec", "-k", "k", "tampered", "-o", "out"];
+            args.extend(io);
+            let message = scratch.assert_refused(&run_mpi(&scratch, 3, &args), &before, &what);
+            assert!(
+                message.contains("chunk 4 failed authentication"),
+                "{what}: {message}"
+            );
+
+            let what = format!("missing input, {strategy}");
+            let mut args = vec!["enc", "-k", "k", "missing", "-o", "out"];
+            args.extend(io);
+            let message = scratch.assert_refused(&run_mpi(&scratch, 3, &args), &before, &what);
+            assert!(message.contains("cannot open missing"), "{what}: {message}");
+
+            let what = format!("a rank whose engine cannot start, {strategy}");
+            let mut good = enc.to_vec();
+            good.extend(["--mpi-io", strategy, "plain", "-o", "out"]);
+            let mut bad = good.clone();
+            bad.extend(["--threads", "0"]);
+            let out = run_mpmd(&scratch, &[(2, paraes(&good)), (1, paraes(&bad))]);
+            let message = scratch.assert_refused(&out, &before, &what);
+            assert!(message.starts_with("rank 2 of 3: "), "{what}: {message}");
+        }
+
+        let what = "standard input under mpiexec";
+        let out = Command::new(mpiexec())
+            .args([
+                "-n",
+                "2",
+                bin(),
+                "enc",
+                "--backend",
+                "mpi",
+                "-k",
+                "k",
+                "-o",
+                "out",
+            ])
+            .current_dir(scratch.path(""))
+            .stdin(Stdio::null())
+            .output()
+            .expect("mpiexec runs");
+        let message = scratch.assert_refused(&out, &before, what);
+        assert!(message.contains("named pipe"), "{what}: {message}");
+    }
+
+    /// A rank that cannot see the files (no shared file system) fails a direct job before
+    /// anything is written, and says to use scatter. Needs `unshare` (root) to hide the files
+    /// from one rank; says so loudly where it cannot.
+    #[test]
+    fn a_rank_without_the_files_fails_direct_io_cleanly() {
+        let scratch = Scratch::new();
+        let probe = scratch.bash("unshare -m --propagation private true");
+        if !probe.status.success() {
+            eprintln!(
+                "\n*** SKIPPED a_rank_without_the_files_fails_direct_io_cleanly: cannot make a \
+                 private mount namespace here (needs root and unshare): {}\n",
+                stderr(&probe).trim()
+            );
+            return;
+        }
+        scratch.key_file("k", 256, 4, true);
+        scratch.write("plain", &seeded_bytes(4, 3 * CHUNK));
+        let before = scratch.names();
+        let dir = scratch.path("");
+        let dir = dir.to_str().expect("utf-8 path");
+        let args = [
+            "enc",
+            "--backend",
+            "mpi",
+            "--mpi-io",
+            "direct",
+            "-q",
+            "-k",
+            "k",
+        ];
+        let mut good = paraes(&args);
+        good.extend(["plain".into(), "-o".into(), "out".into()]);
+        // Rank 1 sees an empty file system where the scratch directory is.
+        let hide = format!("mount -t tmpfs none {dir} && cd {dir} && exec \"$0\" \"$@\"");
+        let mut blind = vec![
+            "unshare".to_string(),
+            "-m".into(),
+            "--propagation".into(),
+            "private".into(),
+            "sh".into(),
+            "-c".into(),
+            hide,
+        ];
+        blind.extend(good.iter().cloned());
+        let out = run_mpmd(&scratch, &[(1, good), (1, blind)]);
+        let message = scratch.assert_refused(&out, &before, "rank without the files");
+        assert!(message.starts_with("rank 1 of 2: cannot open"), "{message}");
+        assert!(message.contains("--mpi-io scatter"), "{message}");
+    }
+
+    /// A rank killed mid-job ends the whole job (the launcher kills the others), with a
+    /// non-zero exit and no output file: the watcher removes rank 0's temporary.
+    #[test]
+    fn a_rank_that_dies_leaves_no_output() {
+        let scratch = Scratch::new();
+        scratch.key_file("k", 128, 5, true);
+        // Large enough that the job is still running when rank 1 is killed (a sparse file).
+        let big = std::fs::File::create(scratch.path("big")).expect("create");
+        big.set_len(2 << 30).expect("sparse file");
+        let before = scratch.names();
+        let args = [
+            "enc",
+            "--backend",
+            "mpi",
+            "--threads",
+            "1",
+            "-k",
+            "k",
+            "big",
+            "-o",
+            "out",
+        ];
+        let mut doomed = vec![
+            "timeout".to_string(),
+            "-s".into(),
+            "KILL".into(),
+            "0.5".into(),
+        ];
+        doomed.extend(paraes(&args));
+        let out = run_mpmd(&scratch, &[(1, paraes(&args)), (1, doomed)]);
+        assert!(!out.status.success(), "the job must fail: {}", stderr(&out));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while scratch.names() != before && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(
+            scratch.names(),
+            before,
+            "output left behind: {}",
+            stderr(&out)
+        );
+    }
+}
