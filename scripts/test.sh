@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh Debian-family machine or a developer's: installs what the
+# tests need when it is missing, then runs every test. README.md gives this as the test command
+# and .ci/run calls it, so what CI runs is what a user runs.
+#
+#   1. cargo test --workspace --release           every crate and the CLI end to end
+#   2. cargo test --release --features mpi ...    the MPI backend under mpiexec -n 1, 2, 3
+#
+# Tests that need hardware this machine lacks (a GPU) say so loudly in their output.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== test tools"
+# Debian package names: openssl (raw streams are checked against `openssl enc`), util-linux
+# (script), coreutils (mkfifo, head), mpich + libmpich-dev + libclang-dev (the MPI backend;
+# rsmpi's bindings are generated with libclang), python3-venv (the PTX toolchain's wheels).
+need=()
+command -v openssl >/dev/null || need+=(openssl)
+command -v script >/dev/null || need+=(util-linux)
+command -v mkfifo >/dev/null || need+=(coreutils)
+command -v mpiexec >/dev/null || need+=(mpich)
+[ -e /usr/include/x86_64-linux-gnu/mpich/mpi.h ] || [ -e /usr/include/mpich/mpi.h ] \
+  || compgen -G "/usr/include/*/mpich/mpi.h" >/dev/null || need+=(libmpich-dev)
+compgen -G "/usr/lib/llvm-*/lib/libclang*.so*" >/dev/null || compgen -G "/usr/lib/*/libclang*.so*" >/dev/null \
+  || need+=(libclang-dev)
+python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing: ${need[*]}"
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
+fi
+openssl version
+mpiexec --version | head -2
+
+echo "== unit, property and end-to-end tests"
+cargo test --workspace --release
+
+echo "== the MPI backend under mpiexec"
+cargo test --release --features mpi --test cli_mpi
