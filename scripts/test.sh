@@ -19,10 +19,9 @@ command -v openssl >/dev/null || need+=(openssl)
 command -v script >/dev/null || need+=(util-linux)
 command -v mkfifo >/dev/null || need+=(coreutils)
 command -v mpiexec >/dev/null || need+=(mpich)
-[ -e /usr/include/x86_64-linux-gnu/mpich/mpi.h ] || [ -e /usr/include/mpich/mpi.h ] \
-  || compgen -G "/usr/include/*/mpich/mpi.h" >/dev/null || need+=(libmpich-dev)
-compgen -G "/usr/lib/llvm-*/lib/libclang*.so*" >/dev/null || compgen -G "/usr/lib/*/libclang*.so*" >/dev/null \
-  || need+=(libclang-dev)
+compgen -G "/usr/include/*/mpich/mpi.h" >/dev/null || [ -e /usr/include/mpich/mpi.h ] \
+  || need+=(libmpich-dev)
+compgen -G "/usr/lib/llvm-*/lib/libclang.so" >/dev/null || need+=(libclang-dev)
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
