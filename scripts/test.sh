@@ -5,6 +5,8 @@
 #
 #   1. cargo test --workspace --release           every crate and the CLI end to end
 #   2. cargo test --release --features mpi ...    the MPI backend under mpiexec -n 1, 2, 3
+#   3. kernels/check-ptx.sh                       committed PTX is current; ptxas sm_80/sm_90,
+#                                                 no spills (NVRTC/ptxas wheels from PyPI)
 #
 # Tests that need hardware this machine lacks (a GPU) say so loudly in their output.
 set -euo pipefail
@@ -13,7 +15,7 @@ cd "$(dirname "$0")/.."
 echo "== test tools"
 # Debian package names: openssl (raw streams are checked against `openssl enc`), util-linux
 # (script), coreutils (mkfifo, head), mpich + libmpich-dev + libclang-dev (the MPI backend;
-# rsmpi's bindings are generated with libclang), python3-venv (the PTX toolchain's wheels).
+# rsmpi's bindings are generated with libclang), python3-pip (the PTX toolchain's wheels).
 need=()
 command -v openssl >/dev/null || need+=(openssl)
 command -v script >/dev/null || need+=(util-linux)
@@ -22,7 +24,7 @@ command -v mpiexec >/dev/null || need+=(mpich)
 compgen -G "/usr/include/*/mpich/mpi.h" >/dev/null || [ -e /usr/include/mpich/mpi.h ] \
   || need+=(libmpich-dev)
 compgen -G "/usr/lib/llvm-*/lib/libclang.so" >/dev/null || need+=(libclang-dev)
-python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
+python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   sudo=""
@@ -38,3 +40,6 @@ cargo test --workspace --release
 
 echo "== the MPI backend under mpiexec"
 cargo test --release --features mpi --test cli_mpi
+
+echo "== PTX kernels"
+kernels/check-ptx.sh

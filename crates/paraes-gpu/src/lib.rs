@@ -1,1 +1,35 @@
-//! paraes-gpu: the CUDA GPU engine (work in progress).
+//! paraes-gpu: the CUDA GPU engine of paraes, a PTX AES kernel (kernels/aes.cu) driven
+//! through cudarc's run-time-loaded driver API.
+//!
+//! One `cargo build` serves every machine: the CUDA driver (`libcuda.so.1`) is looked for
+//! at run time, before the first driver call, so on a machine without a driver or a device
+//! [`probe`] and [`GpuEngine::new`] return a one-line [`GpuError`] and nothing panics.
+//!
+//! * [`GpuEngine`] implements [`paraes_core::Engine`], byte-identical to the CPU engine.
+//! * [`probe`] says cheaply whether a usable GPU is there (for `--backend auto`).
+//! * [`model`] is a CPU emulation of the kernel's table layout and round function, tested
+//!   against the AES oracle so the kernel's logic is checked even where there is no GPU.
+//!
+//! docs/GPU.md describes the design, the side-channel discussion and how to benchmark.
+#![deny(missing_docs)]
+
+mod driver;
+mod engine;
+mod error;
+pub mod model;
+pub mod plan;
+pub mod xor;
+
+pub use driver::{probe, DeviceInfo};
+pub use engine::{CopyDirection, CtrVariant, GpuEngine, GpuOptions, KernelKind};
+pub use error::GpuError;
+
+/// The kernels' PTX, generated from kernels/aes.cu by kernels/build-ptx.sh and committed.
+pub const PTX: &str = include_str!("../../../kernels/aes.ptx");
+
+/// AES blocks each GPU thread works on per tile (the kernels' `BLOCKS_PER_THREAD`, set in
+/// kernels/build-ptx.py; a test checks that the two agree). Used to size the grid.
+pub const BLOCKS_PER_THREAD: u32 = 4;
+
+/// The largest thread block the kernels are compiled for (`MAX_THREADS`, `__launch_bounds__`).
+pub const MAX_THREADS_PER_BLOCK: u32 = 512;

@@ -1,0 +1,540 @@
+//! The CUDA driver layer, the crate's only `unsafe`: finding the driver without panicking,
+//! one context and one loaded module per device (cached for the process), and small RAII
+//! wrappers for streams, events, device memory and pinned host memory.
+//!
+//! cudarc loads `libcuda.so.1` on its first driver call and panics if it cannot; so before
+//! any call, [`load_driver`] asks cudarc's `is_culib_present` (a plain dlopen attempt) and
+//! returns [`GpuError::NoDriver`] instead. Every entry point also runs under
+//! `catch_unwind`, so a panic inside the bindings (a symbol missing from an ancient driver)
+//! still becomes an error.
+
+use std::collections::HashMap;
+use std::ffi::{c_void, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::driver::{result, sys};
+
+use crate::engine::KernelKind;
+use crate::error::GpuError;
+use crate::plan::RoundKeyWords;
+
+/// What the driver says about a GPU, for `--backend auto`, logs and benchmark records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// Device ordinal.
+    pub ordinal: usize,
+    /// Marketing name, e.g. `NVIDIA H100 80GB HBM3`.
+    pub name: String,
+    /// Compute capability (major, minor), e.g. (9, 0).
+    pub compute_capability: (u32, u32),
+    /// Streaming multiprocessors.
+    pub sms: u32,
+    /// Device memory in bytes.
+    pub total_memory: u64,
+    /// Shared memory per SM in bytes.
+    pub shared_memory_per_sm: u32,
+    /// Resident threads per SM at most.
+    pub max_threads_per_sm: u32,
+    /// Driver API version, e.g. 12080 for CUDA 12.8.
+    pub driver_version: u32,
+    /// Devices the driver sees.
+    pub device_count: usize,
+}
+
+impl std::fmt::Display for DeviceInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (sm_{}{}, {} SMs, {:.0} GiB, driver CUDA {}.{})",
+            self.name,
+            self.compute_capability.0,
+            self.compute_capability.1,
+            self.sms,
+            self.total_memory as f64 / (1u64 << 30) as f64,
+            self.driver_version / 1000,
+            self.driver_version % 1000 / 10
+        )
+    }
+}
+
+/// Runs `f`, turning a panic inside the CUDA bindings into an error.
+pub(crate) fn guard<T>(what: &str, f: impl FnOnce() -> Result<T, GpuError>) -> Result<T, GpuError> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            Err(GpuError::Unsupported(format!(
+                "{what}: the CUDA bindings failed: {message}"
+            )))
+        }
+    }
+}
+
+/// True when `PARAES_NO_GPU` is set to something other than empty or `0`.
+fn disabled_by_env() -> bool {
+    std::env::var_os("PARAES_NO_GPU").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// Loads and initialises the driver once per process; never panics.
+pub(crate) fn load_driver() -> Result<(), GpuError> {
+    if disabled_by_env() {
+        return Err(GpuError::Disabled);
+    }
+    static DRIVER: OnceLock<Result<(), GpuError>> = OnceLock::new();
+    DRIVER
+        .get_or_init(|| {
+            guard("loading the CUDA driver", || {
+                // SAFETY: is_culib_present only tries dlopen on the driver's library names and
+                // drops what it opened; it runs no driver code besides library constructors.
+                if !unsafe { sys::is_culib_present() } {
+                    return Err(GpuError::NoDriver);
+                }
+                result::init().map_err(|e| GpuError::driver("initialising the CUDA driver", e))
+            })
+        })
+        .clone()
+}
+
+/// Information about device `ordinal` without creating a context: cheap enough for
+/// `--backend auto` (driver load and init, a few attribute queries).
+pub fn probe_device(ordinal: usize) -> Result<DeviceInfo, GpuError> {
+    load_driver()?;
+    guard("querying the GPU", || {
+        let count =
+            result::device::get_count().map_err(|e| GpuError::driver("counting devices", e))?;
+        let count = count.max(0) as usize;
+        if count == 0 {
+            return Err(GpuError::NoDevice("the driver sees no device".into()));
+        }
+        if ordinal >= count {
+            return Err(GpuError::BadDevice {
+                device: ordinal,
+                count,
+            });
+        }
+        let dev = result::device::get(ordinal as i32)
+            .map_err(|e| GpuError::driver("opening the device", e))?;
+        let attr = |a: sys::CUdevice_attribute| -> Result<u32, GpuError> {
+            // SAFETY: `dev` came from cuDeviceGet above; the attribute is a valid enum value.
+            unsafe { result::device::get_attribute(dev, a) }
+                .map(|v| v.max(0) as u32)
+                .map_err(|e| GpuError::driver("querying a device attribute", e))
+        };
+        use sys::CUdevice_attribute::*;
+        let name = result::device::get_name(dev)
+            .map_err(|e| GpuError::driver("querying the device name", e))?;
+        // SAFETY: `dev` came from cuDeviceGet.
+        let total = unsafe { result::device::total_mem(dev) }
+            .map_err(|e| GpuError::driver("querying device memory", e))?;
+        let mut version = 0i32;
+        // SAFETY: cuDriverGetVersion writes one int through a valid pointer.
+        unsafe { sys::cuDriverGetVersion(&mut version) }
+            .result()
+            .map_err(|e| GpuError::driver("querying the driver version", e))?;
+        Ok(DeviceInfo {
+            ordinal,
+            name,
+            compute_capability: (
+                attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+                attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+            ),
+            sms: attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            total_memory: total as u64,
+            shared_memory_per_sm: attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)?,
+            max_threads_per_sm: attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
+            driver_version: version.max(0) as u32,
+            device_count: count,
+        })
+    })
+}
+
+/// Information about device 0 (see [`probe_device`]). `Err` means "no usable GPU here";
+/// its message says why and what to do.
+pub fn probe() -> Result<DeviceInfo, GpuError> {
+    probe_device(0)
+}
+
+/// One device: its primary context and the loaded kernels. Made once per device and kept
+/// for the life of the process (module load JIT-compiles the PTX, which takes a while).
+pub(crate) struct Device {
+    pub(crate) info: DeviceInfo,
+    ctx: sys::CUcontext,
+    /// kernels[key size index][kind index], see [`KernelKind::index`].
+    kernels: [[sys::CUfunction; 4]; 3],
+}
+
+// SAFETY: CUDA driver handles (contexts, functions) may be used from any thread once the
+// context is made current there, which every operation does first (Device::bind).
+unsafe impl Send for Device {}
+// SAFETY: as above; the handles are immutable after creation.
+unsafe impl Sync for Device {}
+
+impl Device {
+    /// The device `ordinal`, opened and its module loaded on first use, then cached.
+    pub(crate) fn get(ordinal: usize) -> Result<Arc<Device>, GpuError> {
+        static DEVICES: OnceLock<Mutex<HashMap<usize, Arc<Device>>>> = OnceLock::new();
+        let info = probe_device(ordinal)?;
+        if info.compute_capability.0 < 8 {
+            return Err(GpuError::Unsupported(format!(
+                "{} has compute capability {}.{}, the kernels are built for 8.0 (Ampere) and newer",
+                info.name, info.compute_capability.0, info.compute_capability.1
+            )));
+        }
+        let mut devices = DEVICES
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(device) = devices.get(&ordinal) {
+            return Ok(device.clone());
+        }
+        let device = guard("loading the AES kernels", || Device::open(info))?;
+        let device = Arc::new(device);
+        devices.insert(ordinal, device.clone());
+        Ok(device)
+    }
+
+    fn open(info: DeviceInfo) -> Result<Device, GpuError> {
+        let dev = result::device::get(info.ordinal as i32)
+            .map_err(|e| GpuError::driver("opening the device", e))?;
+        // SAFETY: `dev` came from cuDeviceGet; the primary context is retained for the life
+        // of the process (never released: the device is cached forever).
+        let ctx = unsafe { result::primary_ctx::retain(dev) }
+            .map_err(|e| GpuError::driver("creating the CUDA context", e))?;
+        // SAFETY: `ctx` is the valid context just retained.
+        unsafe { result::ctx::set_current(ctx) }
+            .map_err(|e| GpuError::driver("binding the CUDA context", e))?;
+        let image = CString::new(crate::PTX)
+            .map_err(|_| GpuError::Unsupported("the PTX contains a NUL byte".into()))?;
+        // SAFETY: `image` is a NUL-terminated PTX text that outlives the call; the driver
+        // copies what it needs. The context is current on this thread.
+        let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
+            .map_err(|e| GpuError::driver("loading the AES kernels (PTX JIT)", e))?;
+        let mut kernels = [[std::ptr::null_mut(); 4]; 3];
+        for (size_index, bits) in [128, 192, 256].into_iter().enumerate() {
+            for kind in KernelKind::ALL {
+                let name = CString::new(format!("aes{bits}_{}", kind.name()))
+                    .expect("no NUL in kernel names");
+                // SAFETY: `module` was just loaded and is never unloaded.
+                let func = unsafe { result::module::get_function(module, name) }
+                    .map_err(|e| GpuError::driver("finding an AES kernel in the module", e))?;
+                // A hint (the driver may ignore it): prefer shared memory over L1, so that
+                // more 32-40 KiB thread blocks fit on an SM. Failure is harmless.
+                // SAFETY: `func` is a valid function of the loaded module.
+                let _ = unsafe {
+                    result::function::set_function_attribute(
+                        func,
+                        sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                        100,
+                    )
+                };
+                kernels[size_index][kind.index()] = func;
+            }
+        }
+        Ok(Device { info, ctx, kernels })
+    }
+
+    /// Makes the device's context current on the calling thread (every operation does this
+    /// first: the pipeline may call from any thread).
+    pub(crate) fn bind(&self) -> Result<(), GpuError> {
+        // SAFETY: `ctx` is a retained primary context that is never released.
+        unsafe { result::ctx::set_current(self.ctx) }
+            .map_err(|e| GpuError::driver("binding the CUDA context", e))
+    }
+
+    /// The kernel for `rounds` (10, 12, 14) and `kind`.
+    pub(crate) fn kernel(&self, rounds: usize, kind: KernelKind) -> sys::CUfunction {
+        self.kernels[(rounds - 10) / 2][kind.index()]
+    }
+
+    /// Thread blocks of `threads` threads of `func` that fit on one SM at once.
+    pub(crate) fn resident_per_sm(
+        &self,
+        func: sys::CUfunction,
+        threads: u32,
+    ) -> Result<u32, GpuError> {
+        self.bind()?;
+        // SAFETY: `func` is a valid function of the loaded module; the context is current.
+        unsafe { result::occupancy::max_active_block_per_multiprocessor(func, threads as i32, 0) }
+            .map(|n| n.max(1) as u32)
+            .map_err(|e| GpuError::driver("querying kernel occupancy", e))
+    }
+
+    /// Enqueues one kernel launch on `stream`. `input` and `output` must hold `nblocks`
+    /// blocks (input unused by the keystream kernels, may be 0 then) and stay allocated
+    /// until the stream has run the launch.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn launch(
+        &self,
+        func: sys::CUfunction,
+        grid: u32,
+        threads: u32,
+        stream: &Stream,
+        input: sys::CUdeviceptr,
+        output: sys::CUdeviceptr,
+        nblocks: u64,
+        counter: (u64, u64),
+        keys: &RoundKeyWords,
+    ) -> Result<(), GpuError> {
+        let mut input = input;
+        let mut output = output;
+        let mut nblocks = nblocks;
+        let (mut hi, mut lo) = counter;
+        let mut keys = *keys;
+        let mut params: [*mut c_void; 6] = [
+            (&mut input as *mut sys::CUdeviceptr).cast(),
+            (&mut output as *mut sys::CUdeviceptr).cast(),
+            (&mut nblocks as *mut u64).cast(),
+            (&mut hi as *mut u64).cast(),
+            (&mut lo as *mut u64).cast(),
+            (&mut keys as *mut RoundKeyWords).cast(),
+        ];
+        // SAFETY: the six parameters match the kernels' signature in kernels/aes.cu
+        // (u64 pointers, three u64, a 240-byte struct of u32) and live until cuLaunchKernel
+        // returns, which copies them; the caller guarantees the device buffers' extent and
+        // lifetime; `func` belongs to this device's module.
+        let launched = unsafe {
+            result::launch_kernel(
+                func,
+                (grid, 1, 1),
+                (threads, 1, 1),
+                0,
+                stream.raw,
+                &mut params,
+            )
+        };
+        keys.wipe();
+        launched.map_err(|e| GpuError::driver("launching the AES kernel", e))
+    }
+}
+
+/// A CUDA stream (non-blocking with respect to the legacy default stream).
+pub(crate) struct Stream {
+    device: Arc<Device>,
+    raw: sys::CUstream,
+}
+
+// SAFETY: a stream handle may be used from any thread with its context current.
+unsafe impl Send for Stream {}
+
+impl Stream {
+    pub(crate) fn new(device: &Arc<Device>) -> Result<Stream, GpuError> {
+        device.bind()?;
+        let raw = result::stream::create(result::stream::StreamKind::NonBlocking)
+            .map_err(|e| GpuError::driver("creating a CUDA stream", e))?;
+        Ok(Stream {
+            device: device.clone(),
+            raw,
+        })
+    }
+
+    /// Waits for everything enqueued so far.
+    pub(crate) fn synchronize(&self) -> Result<(), GpuError> {
+        self.device.bind()?;
+        // SAFETY: `raw` is a live stream of this context.
+        unsafe { result::stream::synchronize(self.raw) }
+            .map_err(|e| GpuError::driver("waiting for the GPU", e))
+    }
+
+    /// Enqueues a copy of the first `len` bytes of pinned `src` to device `dst` at `dst_at`.
+    pub(crate) fn copy_to_device(
+        &self,
+        dst: &DeviceBuffer,
+        dst_at: usize,
+        src: &PinnedBuffer,
+        len: usize,
+    ) -> Result<(), GpuError> {
+        assert!(len <= src.len && dst_at + len <= dst.len);
+        // SAFETY: both buffers hold at least `len` bytes and outlive the copy (the engine
+        // synchronizes the stream before touching or freeing them); the source is pinned.
+        unsafe {
+            sys::cuMemcpyHtoDAsync_v2(
+                dst.ptr + dst_at as u64,
+                src.ptr as *const c_void,
+                len,
+                self.raw,
+            )
+        }
+        .result()
+        .map_err(|e| GpuError::driver("copying to the GPU", e))
+    }
+
+    /// Enqueues a copy of `len` bytes from device `src` to pinned `dst`.
+    pub(crate) fn copy_to_host(
+        &self,
+        dst: &PinnedBuffer,
+        src: &DeviceBuffer,
+        len: usize,
+    ) -> Result<(), GpuError> {
+        assert!(len <= src.len && len <= dst.len);
+        // SAFETY: as in copy_to_device; the host side is written only by the DMA until the
+        // engine synchronizes the stream.
+        unsafe { sys::cuMemcpyDtoHAsync_v2(dst.ptr as *mut c_void, src.ptr, len, self.raw) }
+            .result()
+            .map_err(|e| GpuError::driver("copying from the GPU", e))
+    }
+
+    /// Enqueues a device-to-device copy of `len` bytes.
+    pub(crate) fn copy_on_device(
+        &self,
+        dst: &DeviceBuffer,
+        src: &DeviceBuffer,
+        len: usize,
+    ) -> Result<(), GpuError> {
+        assert!(len <= src.len && len <= dst.len);
+        // SAFETY: both device buffers hold `len` bytes and outlive the copy.
+        unsafe { result::memcpy_dtod_async(dst.ptr, src.ptr, len, self.raw) }
+            .map_err(|e| GpuError::driver("copying on the GPU", e))
+    }
+
+    /// Records `event` on this stream.
+    pub(crate) fn record(&self, event: &Event) -> Result<(), GpuError> {
+        // SAFETY: both handles are live and belong to the same context.
+        unsafe { result::event::record(event.raw, self.raw) }
+            .map_err(|e| GpuError::driver("recording an event", e))
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if self.device.bind().is_ok() {
+            // SAFETY: the stream is live; destroying waits for nothing but releases the
+            // handle once its work is done (the engine synchronized it already).
+            let _ = unsafe { result::stream::destroy(self.raw) };
+        }
+    }
+}
+
+/// A CUDA event for timing.
+pub(crate) struct Event {
+    device: Arc<Device>,
+    raw: sys::CUevent,
+}
+
+impl Event {
+    pub(crate) fn new(device: &Arc<Device>) -> Result<Event, GpuError> {
+        device.bind()?;
+        let raw = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
+            .map_err(|e| GpuError::driver("creating an event", e))?;
+        Ok(Event {
+            device: device.clone(),
+            raw,
+        })
+    }
+
+    /// Seconds from `self` to `end` (both recorded and complete).
+    pub(crate) fn seconds_until(&self, end: &Event) -> Result<f64, GpuError> {
+        // SAFETY: both events are live; cuEventSynchronize waits for `end` to complete.
+        unsafe { result::event::synchronize(end.raw) }
+            .map_err(|e| GpuError::driver("waiting for an event", e))?;
+        // SAFETY: both events were recorded and have completed.
+        let ms = unsafe { result::event::elapsed(self.raw, end.raw) }
+            .map_err(|e| GpuError::driver("reading an event timer", e))?;
+        Ok(f64::from(ms) / 1e3)
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        if self.device.bind().is_ok() {
+            // SAFETY: the event is live and not used after this.
+            let _ = unsafe { result::event::destroy(self.raw) };
+        }
+    }
+}
+
+/// Device memory.
+pub(crate) struct DeviceBuffer {
+    device: Arc<Device>,
+    pub(crate) ptr: sys::CUdeviceptr,
+    pub(crate) len: usize,
+}
+
+// SAFETY: a device pointer is a plain address valid in its context from any thread.
+unsafe impl Send for DeviceBuffer {}
+
+impl DeviceBuffer {
+    pub(crate) fn new(device: &Arc<Device>, len: usize) -> Result<DeviceBuffer, GpuError> {
+        device.bind()?;
+        // SAFETY: plain allocation in the current context; the contents start undefined
+        // and are only read after a copy or a kernel has written them.
+        let ptr = unsafe { result::malloc_sync(len.max(16)) }.map_err(|e| {
+            GpuError::driver(&format!("allocating {} MiB on the GPU", len >> 20), e)
+        })?;
+        Ok(DeviceBuffer {
+            device: device.clone(),
+            ptr,
+            len,
+        })
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        if self.device.bind().is_ok() {
+            // SAFETY: `ptr` came from cuMemAlloc and holds len.max(16) bytes; every stream
+            // using it was synchronized. The bytes (plaintext, keystream) are cleared before
+            // the memory goes back to the driver.
+            unsafe {
+                let _ = result::memset_d8_sync(self.ptr, 0, self.len.max(16));
+                let _ = result::free_sync(self.ptr);
+            }
+        }
+    }
+}
+
+/// Page-locked host memory (DMA-able, so copies run at full bus speed and asynchronously).
+pub(crate) struct PinnedBuffer {
+    device: Arc<Device>,
+    ptr: *mut u8,
+    pub(crate) len: usize,
+}
+
+// SAFETY: the memory is owned by this value; access goes through &self / &mut self.
+unsafe impl Send for PinnedBuffer {}
+
+impl PinnedBuffer {
+    pub(crate) fn new(device: &Arc<Device>, len: usize) -> Result<PinnedBuffer, GpuError> {
+        device.bind()?;
+        // SAFETY: plain page-locked allocation (no write-combining: the host reads it back).
+        let ptr = unsafe { result::malloc_host(len.max(16), 0) }.map_err(|e| {
+            GpuError::driver(
+                &format!("allocating {} MiB of pinned host memory", len >> 20),
+                e,
+            )
+        })?;
+        let ptr: *mut u8 = ptr.cast();
+        // SAFETY: `ptr` points at len.max(16) writable bytes just allocated; zeroing them
+        // once makes every later &[u8] view initialised memory.
+        unsafe { ptr.write_bytes(0, len.max(16)) };
+        Ok(PinnedBuffer {
+            device: device.clone(),
+            ptr,
+            len,
+        })
+    }
+
+    /// The bytes. Callers synchronize every stream that copies to or from this buffer first
+    /// (the engine does so in `Slot::finish` and before each staging copy).
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: `ptr` points at `len` bytes allocated above and owned by self; no DMA is
+        // in flight by the caller's contract; the borrow of self prevents aliasing.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl Drop for PinnedBuffer {
+    fn drop(&mut self) {
+        // Clear the bytes (plaintext, keystream) before the memory goes back.
+        self.as_mut_slice().fill(0);
+        std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+        if self.device.bind().is_ok() {
+            // SAFETY: `ptr` came from cuMemHostAlloc and no copy uses it any more.
+            let _ = unsafe { result::free_host(self.ptr.cast()) };
+        }
+    }
+}

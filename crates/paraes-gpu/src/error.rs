@@ -1,0 +1,128 @@
+//! GpuError: every way the GPU engine can fail, each a one-line message saying what to do.
+
+use cudarc::driver::result::DriverError;
+use cudarc::driver::sys::CUresult;
+use paraes_core::EngineError;
+
+/// Why the GPU engine could not start or could not finish a job.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum GpuError {
+    /// `libcuda.so.1` could not be loaded.
+    #[error(
+        "no CUDA driver found (libcuda.so.1 not loadable): install the NVIDIA driver \
+         or use --backend cpu"
+    )]
+    NoDriver,
+    /// The environment variable `PARAES_NO_GPU` is set (to a non-empty value other than 0).
+    #[error("GPU use disabled by PARAES_NO_GPU: unset it or use --backend cpu")]
+    Disabled,
+    /// The driver is there but sees no device.
+    #[error("no CUDA device ({0}): check `nvidia-smi`, or use --backend cpu")]
+    NoDevice(String),
+    /// The requested device ordinal does not exist.
+    #[error("there is no CUDA device {device} (the driver sees {count}): pick one below {count}")]
+    BadDevice {
+        /// The ordinal asked for.
+        device: usize,
+        /// How many devices the driver sees.
+        count: usize,
+    },
+    /// The driver is too old for the kernels' PTX, or cannot compile it for this GPU.
+    #[error(
+        "the CUDA driver cannot load the AES kernels ({0}): they need an NVIDIA driver \
+         R550 (CUDA 12.4) or newer and a GPU of compute capability 7.0+; update the driver \
+         or use --backend cpu"
+    )]
+    Unsupported(String),
+    /// Device or pinned host memory ran out.
+    #[error(
+        "out of GPU memory while {0}: free the GPU, use a smaller --chunk-size, \
+         or use --backend cpu"
+    )]
+    OutOfMemory(String),
+    /// A kernel could not be launched.
+    #[error("the AES kernel failed to launch ({0}): use --backend cpu and report this")]
+    LaunchFailed(String),
+    /// The device failed while working (illegal address, ECC error, Xid, fallen off the bus).
+    #[error(
+        "the GPU failed while working ({0}): no output was kept; check `nvidia-smi` and the \
+         kernel log, then rerun or use --backend cpu"
+    )]
+    DeviceLost(String),
+    /// Any other driver error.
+    #[error("CUDA error while {0}")]
+    Driver(String),
+    /// An option is out of range.
+    #[error("bad GPU option: {0}")]
+    BadOption(String),
+}
+
+impl GpuError {
+    /// Maps a driver error met while doing `what` to the error a user can act on.
+    pub(crate) fn driver(what: &str, error: DriverError) -> GpuError {
+        let detail = format!("{what}: {}", describe(error));
+        match error.0 {
+            CUresult::CUDA_ERROR_NO_DEVICE => GpuError::NoDevice(describe(error)),
+            CUresult::CUDA_ERROR_OUT_OF_MEMORY => GpuError::OutOfMemory(detail),
+            CUresult::CUDA_ERROR_UNSUPPORTED_PTX_VERSION
+            | CUresult::CUDA_ERROR_INVALID_PTX
+            | CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU
+            | CUresult::CUDA_ERROR_JIT_COMPILER_NOT_FOUND
+            | CUresult::CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE => GpuError::Unsupported(detail),
+            CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+            | CUresult::CUDA_ERROR_INVALID_VALUE
+            | CUresult::CUDA_ERROR_INVALID_HANDLE
+                if what.starts_with("launching") =>
+            {
+                GpuError::LaunchFailed(detail)
+            }
+            CUresult::CUDA_ERROR_LAUNCH_FAILED
+            | CUresult::CUDA_ERROR_ILLEGAL_ADDRESS
+            | CUresult::CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | CUresult::CUDA_ERROR_MISALIGNED_ADDRESS
+            | CUresult::CUDA_ERROR_HARDWARE_STACK_ERROR
+            | CUresult::CUDA_ERROR_ECC_UNCORRECTABLE
+            | CUresult::CUDA_ERROR_LAUNCH_TIMEOUT
+            | CUresult::CUDA_ERROR_DEVICE_UNAVAILABLE
+            | CUresult::CUDA_ERROR_DEVICE_NOT_LICENSED
+            | CUresult::CUDA_ERROR_CONTEXT_IS_DESTROYED
+            | CUresult::CUDA_ERROR_DEINITIALIZED => GpuError::DeviceLost(detail),
+            _ => GpuError::Driver(detail),
+        }
+    }
+
+    /// True when the error means "no usable GPU here" rather than a failure while working:
+    /// `--backend auto` falls back to the CPU silently on these.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            GpuError::NoDriver
+                | GpuError::Disabled
+                | GpuError::NoDevice(_)
+                | GpuError::BadDevice { .. }
+                | GpuError::Unsupported(_)
+        )
+    }
+}
+
+impl From<GpuError> for EngineError {
+    fn from(error: GpuError) -> Self {
+        if error.is_unavailable() {
+            EngineError::Unavailable(error.to_string())
+        } else {
+            EngineError::Failed(error.to_string())
+        }
+    }
+}
+
+/// `CUDA_ERROR_X (text)` for a driver error (the driver is loaded whenever one exists).
+fn describe(error: DriverError) -> String {
+    let name = error
+        .error_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| format!("{:?}", error.0));
+    match error.error_string() {
+        Ok(text) => format!("{name}: {}", text.to_string_lossy()),
+        Err(_) => name,
+    }
+}

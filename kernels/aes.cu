@@ -1,0 +1,301 @@
+// aes.cu: AES-128/192/256 ECB encrypt/decrypt and CTR (fused and keystream-only) for paraes.
+//
+// Compiled to PTX by build-ptx.py (NVRTC, no nvcc); the generated aes.ptx is committed and
+// embedded by crates/paraes-gpu. docs/GPU.md explains the design; the Rust model in
+// crates/paraes-gpu/src/model.rs mirrors this file operation for operation and is tested
+// against the AES oracle on machines without a GPU. Keep the two in step.
+//
+// State layout: one AES block is four 32-bit column words, each loaded little-endian from
+// its 4 bytes (byte 0 of the block = row 0 of column 0 = bits 0..7 of word 0), exactly as a
+// 16-byte uint4 load yields it.
+//
+// Tables: ONE 256-entry T-table (Te0 for encryption, Td0 for decryption) in shared memory,
+// replicated 32 times and interleaved so that entry e of lane l lives at word e * 32 + l,
+// i.e. always in bank l. Every lookup of a lane hits that lane's own bank whatever the
+// data: no bank conflicts, and the shared-memory timing does not depend on the key or the
+// data. Te1..Te3 (Td1..Td3) are byte rotations of Te0 (Td0), done with __funnelshift_l,
+// which keeps the table at 32 KiB. The last encryption round takes the S-box byte out of
+// Te0 entries with __byte_perm; the last decryption round reads a lane-replicated inverse
+// S-box packed four bytes to a word (8 KiB) and picks the byte with __byte_perm.
+
+#define LANES 32
+#define TABLE_WORDS (256 * LANES)
+#define INV_SBOX_WORDS (64 * LANES)
+#ifndef BLOCKS_PER_THREAD
+#define BLOCKS_PER_THREAD 4
+#endif
+#ifndef MAX_THREADS
+#define MAX_THREADS 512
+#endif
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+// Round keys as column words (see the state layout), by value in the kernel's parameter
+// space: uniform across the grid, broadcast to all lanes, private to each launch (so
+// concurrent launches with different keys cannot race, unlike a __constant__ symbol).
+struct RoundKeys {
+    u32 w[60];
+};
+
+__device__ const unsigned char SBOX[256] = {
+    0x63, 0x7c, 0x77, 0x7b, 0xf2, 0x6b, 0x6f, 0xc5, 0x30, 0x01, 0x67, 0x2b, 0xfe, 0xd7, 0xab, 0x76,
+    0xca, 0x82, 0xc9, 0x7d, 0xfa, 0x59, 0x47, 0xf0, 0xad, 0xd4, 0xa2, 0xaf, 0x9c, 0xa4, 0x72, 0xc0,
+    0xb7, 0xfd, 0x93, 0x26, 0x36, 0x3f, 0xf7, 0xcc, 0x34, 0xa5, 0xe5, 0xf1, 0x71, 0xd8, 0x31, 0x15,
+    0x04, 0xc7, 0x23, 0xc3, 0x18, 0x96, 0x05, 0x9a, 0x07, 0x12, 0x80, 0xe2, 0xeb, 0x27, 0xb2, 0x75,
+    0x09, 0x83, 0x2c, 0x1a, 0x1b, 0x6e, 0x5a, 0xa0, 0x52, 0x3b, 0xd6, 0xb3, 0x29, 0xe3, 0x2f, 0x84,
+    0x53, 0xd1, 0x00, 0xed, 0x20, 0xfc, 0xb1, 0x5b, 0x6a, 0xcb, 0xbe, 0x39, 0x4a, 0x4c, 0x58, 0xcf,
+    0xd0, 0xef, 0xaa, 0xfb, 0x43, 0x4d, 0x33, 0x85, 0x45, 0xf9, 0x02, 0x7f, 0x50, 0x3c, 0x9f, 0xa8,
+    0x51, 0xa3, 0x40, 0x8f, 0x92, 0x9d, 0x38, 0xf5, 0xbc, 0xb6, 0xda, 0x21, 0x10, 0xff, 0xf3, 0xd2,
+    0xcd, 0x0c, 0x13, 0xec, 0x5f, 0x97, 0x44, 0x17, 0xc4, 0xa7, 0x7e, 0x3d, 0x64, 0x5d, 0x19, 0x73,
+    0x60, 0x81, 0x4f, 0xdc, 0x22, 0x2a, 0x90, 0x88, 0x46, 0xee, 0xb8, 0x14, 0xde, 0x5e, 0x0b, 0xdb,
+    0xe0, 0x32, 0x3a, 0x0a, 0x49, 0x06, 0x24, 0x5c, 0xc2, 0xd3, 0xac, 0x62, 0x91, 0x95, 0xe4, 0x79,
+    0xe7, 0xc8, 0x37, 0x6d, 0x8d, 0xd5, 0x4e, 0xa9, 0x6c, 0x56, 0xf4, 0xea, 0x65, 0x7a, 0xae, 0x08,
+    0xba, 0x78, 0x25, 0x2e, 0x1c, 0xa6, 0xb4, 0xc6, 0xe8, 0xdd, 0x74, 0x1f, 0x4b, 0xbd, 0x8b, 0x8a,
+    0x70, 0x3e, 0xb5, 0x66, 0x48, 0x03, 0xf6, 0x0e, 0x61, 0x35, 0x57, 0xb9, 0x86, 0xc1, 0x1d, 0x9e,
+    0xe1, 0xf8, 0x98, 0x11, 0x69, 0xd9, 0x8e, 0x94, 0x9b, 0x1e, 0x87, 0xe9, 0xce, 0x55, 0x28, 0xdf,
+    0x8c, 0xa1, 0x89, 0x0d, 0xbf, 0xe6, 0x42, 0x68, 0x41, 0x99, 0x2d, 0x0f, 0xb0, 0x54, 0xbb, 0x16,
+};
+
+__device__ const unsigned char INV_SBOX[256] = {
+    0x52, 0x09, 0x6a, 0xd5, 0x30, 0x36, 0xa5, 0x38, 0xbf, 0x40, 0xa3, 0x9e, 0x81, 0xf3, 0xd7, 0xfb,
+    0x7c, 0xe3, 0x39, 0x82, 0x9b, 0x2f, 0xff, 0x87, 0x34, 0x8e, 0x43, 0x44, 0xc4, 0xde, 0xe9, 0xcb,
+    0x54, 0x7b, 0x94, 0x32, 0xa6, 0xc2, 0x23, 0x3d, 0xee, 0x4c, 0x95, 0x0b, 0x42, 0xfa, 0xc3, 0x4e,
+    0x08, 0x2e, 0xa1, 0x66, 0x28, 0xd9, 0x24, 0xb2, 0x76, 0x5b, 0xa2, 0x49, 0x6d, 0x8b, 0xd1, 0x25,
+    0x72, 0xf8, 0xf6, 0x64, 0x86, 0x68, 0x98, 0x16, 0xd4, 0xa4, 0x5c, 0xcc, 0x5d, 0x65, 0xb6, 0x92,
+    0x6c, 0x70, 0x48, 0x50, 0xfd, 0xed, 0xb9, 0xda, 0x5e, 0x15, 0x46, 0x57, 0xa7, 0x8d, 0x9d, 0x84,
+    0x90, 0xd8, 0xab, 0x00, 0x8c, 0xbc, 0xd3, 0x0a, 0xf7, 0xe4, 0x58, 0x05, 0xb8, 0xb3, 0x45, 0x06,
+    0xd0, 0x2c, 0x1e, 0x8f, 0xca, 0x3f, 0x0f, 0x02, 0xc1, 0xaf, 0xbd, 0x03, 0x01, 0x13, 0x8a, 0x6b,
+    0x3a, 0x91, 0x11, 0x41, 0x4f, 0x67, 0xdc, 0xea, 0x97, 0xf2, 0xcf, 0xce, 0xf0, 0xb4, 0xe6, 0x73,
+    0x96, 0xac, 0x74, 0x22, 0xe7, 0xad, 0x35, 0x85, 0xe2, 0xf9, 0x37, 0xe8, 0x1c, 0x75, 0xdf, 0x6e,
+    0x47, 0xf1, 0x1a, 0x71, 0x1d, 0x29, 0xc5, 0x89, 0x6f, 0xb7, 0x62, 0x0e, 0xaa, 0x18, 0xbe, 0x1b,
+    0xfc, 0x56, 0x3e, 0x4b, 0xc6, 0xd2, 0x79, 0x20, 0x9a, 0xdb, 0xc0, 0xfe, 0x78, 0xcd, 0x5a, 0xf4,
+    0x1f, 0xdd, 0xa8, 0x33, 0x88, 0x07, 0xc7, 0x31, 0xb1, 0x12, 0x10, 0x59, 0x27, 0x80, 0xec, 0x5f,
+    0x60, 0x51, 0x7f, 0xa9, 0x19, 0xb5, 0x4a, 0x0d, 0x2d, 0xe5, 0x7a, 0x9f, 0x93, 0xc9, 0x9c, 0xef,
+    0xa0, 0xe0, 0x3b, 0x4d, 0xae, 0x2a, 0xf5, 0xb0, 0xc8, 0xeb, 0xbb, 0x3c, 0x83, 0x53, 0x99, 0x61,
+    0x17, 0x2b, 0x04, 0x7e, 0xba, 0x77, 0xd6, 0x26, 0xe1, 0x69, 0x14, 0x63, 0x55, 0x21, 0x0c, 0x7d,
+};
+
+__device__ __forceinline__ u32 xtime(u32 b) { return ((b << 1) ^ ((b >> 7) * 0x1bu)) & 0xffu; }
+
+// GF(2^8) product of b with a small constant c (c < 16).
+__device__ __forceinline__ u32 gmul(u32 b, u32 c) {
+    u32 r = 0;
+    for (int i = 0; i < 4; ++i) {
+        if (c & (1u << i)) r ^= b;
+        b = xtime(b);
+    }
+    return r;
+}
+
+__device__ __forceinline__ u32 rotl(u32 x, u32 n) { return __funnelshift_l(x, x, n); }
+
+// Te0[e] = (2s, s, s, 3s) with s = S[e], rows 0..3 in bytes 0..3.
+__device__ __forceinline__ u32 te0_entry(u32 e) {
+    u32 s = SBOX[e];
+    u32 s2 = xtime(s);
+    return s2 | (s << 8) | (s << 16) | ((s2 ^ s) << 24);
+}
+
+// Td0[e] = (14s, 9s, 13s, 11s) with s = InvS[e].
+__device__ __forceinline__ u32 td0_entry(u32 e) {
+    u32 s = INV_SBOX[e];
+    return gmul(s, 14) | (gmul(s, 9) << 8) | (gmul(s, 13) << 16) | (gmul(s, 11) << 24);
+}
+
+// Word w of the packed inverse S-box: InvS[4w .. 4w + 4], little-endian.
+__device__ __forceinline__ u32 inv_sbox_word(u32 w) {
+    return INV_SBOX[4 * w] | (INV_SBOX[4 * w + 1] << 8) | (INV_SBOX[4 * w + 2] << 16) |
+           ((u32)INV_SBOX[4 * w + 3] << 24);
+}
+
+// Byte k of x, alone in the low byte: one PRMT (ALU pipe), where shift-and-mask is two.
+__device__ __forceinline__ u32 byte_of(u32 x, int k) { return __byte_perm(x, 0, 0x4440 + k); }
+
+// Byte address of entry e of the calling lane in an interleaved table: e * 128 + lane * 4,
+// one IMAD (FMA pipe, leaving the busier ALU pipe alone) that ptxas adds to the table's
+// shared-memory address as an immediate. The index depends on the data; the bank
+// (address / 4 mod 32 = lane) never does.
+__device__ __forceinline__ u32 entry_offset(u32 e, u32 lane4) { return e * (LANES * 4) + lane4; }
+
+__device__ __forceinline__ u32 load_word(const u32* table, u32 offset) {
+    return *(const u32*)((const char*)table + offset);
+}
+
+// Te0/Td0 entry byte_of(x, k) for the calling lane (lane4 = 4 * lane).
+__device__ __forceinline__ u32 lookup(const u32* table, u32 lane4, u32 x, int k) {
+    return load_word(table, entry_offset(byte_of(x, k), lane4));
+}
+
+// Encrypts BLOCKS_PER_THREAD blocks, interleaved for instruction-level parallelism.
+template <int NR>
+__device__ __forceinline__ void encrypt(u32 (&s)[BLOCKS_PER_THREAD][4], const u32* te,
+                                        u32 lane4, const RoundKeys& rk) {
+#pragma unroll
+    for (int b = 0; b < BLOCKS_PER_THREAD; ++b)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) s[b][c] ^= rk.w[c];
+#pragma unroll
+    for (int r = 1; r < NR; ++r) {
+#pragma unroll
+        for (int b = 0; b < BLOCKS_PER_THREAD; ++b) {
+            u32 t[4];
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+                // Row k of output column c comes from column c + k (ShiftRows).
+                t[c] = lookup(te, lane4, s[b][c], 0) ^ rotl(lookup(te, lane4, s[b][(c + 1) & 3], 1), 8) ^
+                       rotl(lookup(te, lane4, s[b][(c + 2) & 3], 2), 16) ^
+                       rotl(lookup(te, lane4, s[b][(c + 3) & 3], 3), 24) ^ rk.w[4 * r + c];
+            }
+#pragma unroll
+            for (int c = 0; c < 4; ++c) s[b][c] = t[c];
+        }
+    }
+#pragma unroll
+    for (int b = 0; b < BLOCKS_PER_THREAD; ++b) {
+        u32 t[4];
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            // S[x] is byte 1 of Te0[x]: gather byte 1 of four entries into one word.
+            u32 lo = __byte_perm(lookup(te, lane4, s[b][c], 0), lookup(te, lane4, s[b][(c + 1) & 3], 1), 0x0051);
+            u32 hi = __byte_perm(lookup(te, lane4, s[b][(c + 2) & 3], 2), lookup(te, lane4, s[b][(c + 3) & 3], 3),
+                                 0x0051);
+            t[c] = __byte_perm(lo, hi, 0x5410) ^ rk.w[4 * NR + c];
+        }
+#pragma unroll
+        for (int c = 0; c < 4; ++c) s[b][c] = t[c];
+    }
+}
+
+// Inverse S-box byte for entry `byte` (bits 8k..8k+7 of x), in byte 0 of the result.
+__device__ __forceinline__ u32 inv_sub(const u32* inv, u32 lane4, u32 x, int k) {
+    u32 e = byte_of(x, k);
+    return __byte_perm(load_word(inv, entry_offset(e >> 2, lane4)), 0, e & 3u);
+}
+
+// Decrypts with the equivalent inverse cipher (FIPS-197 5.3.5; rk = decryption keys).
+template <int NR>
+__device__ __forceinline__ void decrypt(u32 (&s)[BLOCKS_PER_THREAD][4], const u32* td,
+                                        const u32* inv, u32 lane4, const RoundKeys& rk) {
+#pragma unroll
+    for (int b = 0; b < BLOCKS_PER_THREAD; ++b)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) s[b][c] ^= rk.w[c];
+#pragma unroll
+    for (int r = 1; r < NR; ++r) {
+#pragma unroll
+        for (int b = 0; b < BLOCKS_PER_THREAD; ++b) {
+            u32 t[4];
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+                // Row k of output column c comes from column c - k (InvShiftRows).
+                t[c] = lookup(td, lane4, s[b][c], 0) ^ rotl(lookup(td, lane4, s[b][(c + 3) & 3], 1), 8) ^
+                       rotl(lookup(td, lane4, s[b][(c + 2) & 3], 2), 16) ^
+                       rotl(lookup(td, lane4, s[b][(c + 1) & 3], 3), 24) ^ rk.w[4 * r + c];
+            }
+#pragma unroll
+            for (int c = 0; c < 4; ++c) s[b][c] = t[c];
+        }
+    }
+#pragma unroll
+    for (int b = 0; b < BLOCKS_PER_THREAD; ++b) {
+        u32 t[4];
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            u32 lo = __byte_perm(inv_sub(inv, lane4, s[b][c], 0), inv_sub(inv, lane4, s[b][(c + 3) & 3], 1), 0x0040);
+            u32 hi = __byte_perm(inv_sub(inv, lane4, s[b][(c + 2) & 3], 2), inv_sub(inv, lane4, s[b][(c + 1) & 3], 3),
+                                 0x0040);
+            t[c] = __byte_perm(lo, hi, 0x5410) ^ rk.w[4 * NR + c];
+        }
+#pragma unroll
+        for (int c = 0; c < 4; ++c) s[b][c] = t[c];
+    }
+}
+
+__device__ __forceinline__ u32 bswap(u32 x) { return __byte_perm(x, 0, 0x0123); }
+
+enum Kind { ECB_ENCRYPT = 0, ECB_DECRYPT = 1, CTR_FUSED = 2, CTR_KEYSTREAM = 3 };
+
+// The grid-stride loop shared by every kernel. A tile is BLOCKS_PER_THREAD * blockDim.x
+// consecutive AES blocks; block k of a thread in a tile is tile + k * blockDim.x + tid, so
+// each of a warp's 16-byte loads and stores covers 512 contiguous bytes (coalesced).
+// CTR: the counter of block g is (ctr_hi:ctr_lo) + g, a 128-bit big-endian add with carry,
+// made here from the block index (never copied from the host).
+template <int NR, int KIND>
+__device__ __forceinline__ void run(const uint4* in, uint4* out, u64 nblocks, u64 ctr_hi,
+                                    u64 ctr_lo, const RoundKeys& rk) {
+    __shared__ u32 table[TABLE_WORDS];
+    __shared__ u32 inv_sbox[KIND == ECB_DECRYPT ? INV_SBOX_WORDS : 1];
+    for (u32 i = threadIdx.x; i < TABLE_WORDS; i += blockDim.x)
+        table[i] = KIND == ECB_DECRYPT ? td0_entry(i / LANES) : te0_entry(i / LANES);
+    if (KIND == ECB_DECRYPT)
+        for (u32 i = threadIdx.x; i < INV_SBOX_WORDS; i += blockDim.x)
+            inv_sbox[i] = inv_sbox_word(i / LANES);
+    __syncthreads();
+
+    const u32 lane4 = (threadIdx.x % LANES) * 4;
+    const u64 tile = (u64)BLOCKS_PER_THREAD * blockDim.x;
+    for (u64 base = (u64)blockIdx.x * tile; base < nblocks; base += (u64)gridDim.x * tile) {
+        u32 s[BLOCKS_PER_THREAD][4];
+        uint4 data[BLOCKS_PER_THREAD];
+#pragma unroll
+        for (int b = 0; b < BLOCKS_PER_THREAD; ++b) {
+            u64 g = base + (u64)b * blockDim.x + threadIdx.x;
+            bool live = g < nblocks;
+            if (KIND == ECB_ENCRYPT || KIND == ECB_DECRYPT || KIND == CTR_FUSED)
+                data[b] = live ? in[g] : make_uint4(0, 0, 0, 0);
+            if (KIND == CTR_FUSED || KIND == CTR_KEYSTREAM) {
+                u64 lo = ctr_lo + g;
+                u64 hi = ctr_hi + (lo < ctr_lo ? 1 : 0);
+                s[b][0] = bswap((u32)(hi >> 32));
+                s[b][1] = bswap((u32)hi);
+                s[b][2] = bswap((u32)(lo >> 32));
+                s[b][3] = bswap((u32)lo);
+            } else {
+                s[b][0] = data[b].x;
+                s[b][1] = data[b].y;
+                s[b][2] = data[b].z;
+                s[b][3] = data[b].w;
+            }
+        }
+        if (KIND == ECB_DECRYPT)
+            decrypt<NR>(s, table, inv_sbox, lane4, rk);
+        else
+            encrypt<NR>(s, table, lane4, rk);
+#pragma unroll
+        for (int b = 0; b < BLOCKS_PER_THREAD; ++b) {
+            u64 g = base + (u64)b * blockDim.x + threadIdx.x;
+            uint4 o = make_uint4(s[b][0], s[b][1], s[b][2], s[b][3]);
+            if (KIND == CTR_FUSED) {
+                o.x ^= data[b].x;
+                o.y ^= data[b].y;
+                o.z ^= data[b].z;
+                o.w ^= data[b].w;
+            }
+            if (g < nblocks) out[g] = o;
+        }
+    }
+}
+
+// Every entry point has the same parameters, so the host launches them all one way:
+//   in      source blocks (ECB, CTR fused; unused by the keystream kernel; may equal out)
+//   out     destination blocks
+//   nblocks number of 16-byte blocks
+//   ctr_hi, ctr_lo  CTR: the 128-bit counter of block 0 of this launch (unused by ECB)
+//   rk      round keys (encryption keys, or equivalent-inverse-cipher keys for decryption)
+#define AES_KERNEL(name, NR, KIND)                                                              \
+    extern "C" __global__ void __launch_bounds__(MAX_THREADS)                                  \
+        name(const uint4* in, uint4* out, u64 nblocks, u64 ctr_hi, u64 ctr_lo,                 \
+             const __grid_constant__ RoundKeys rk) {                                            \
+        run<NR, KIND>(in, out, nblocks, ctr_hi, ctr_lo, rk);                                    \
+    }
+
+#define AES_KERNELS(bits, NR)                                   \
+    AES_KERNEL(aes##bits##_ecb_encrypt, NR, ECB_ENCRYPT)        \
+    AES_KERNEL(aes##bits##_ecb_decrypt, NR, ECB_DECRYPT)        \
+    AES_KERNEL(aes##bits##_ctr_fused, NR, CTR_FUSED)            \
+    AES_KERNEL(aes##bits##_ctr_keystream, NR, CTR_KEYSTREAM)
+
+AES_KERNELS(128, 10)
+AES_KERNELS(192, 12)
+AES_KERNELS(256, 14)
