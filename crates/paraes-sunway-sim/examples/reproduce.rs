@@ -1,0 +1,389 @@
+//! Reproduces the SW-AES paper's figures with the simulator: really runs every size through
+//! the engine (data and timing), writes docs/sunway-fig6.svg, -fig7.svg, -fig8.svg and prints
+//! the tables of docs/SUNWAY.md (parameters, Fig. 6/7/8 numbers, Table III, 1024 nodes, host
+//! simulation speed).
+//!
+//! `cargo run --release -p paraes-sunway-sim --example reproduce [-- OUT_DIR]` (default `docs`).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use paraes_core::{Direction, Job, Mode};
+use paraes_sunway_sim::params::PARAMETER_TABLE;
+use paraes_sunway_sim::{expand_key, Buffering, SimConfig, SimReport, SunwaySimEngine, Variant};
+use plotters::prelude::*;
+
+type Plot = Result<(), Box<dyn std::error::Error>>;
+
+/// Sizes of Figs. 6-8: 1 KiB to 256 MiB, powers of two.
+fn sizes() -> Vec<usize> {
+    (10..=28).map(|p| 1usize << p).collect()
+}
+
+fn label(size: usize) -> String {
+    match size {
+        s if s >= 1 << 20 => format!("{}M", s >> 20),
+        s => format!("{}K", s >> 10),
+    }
+}
+
+/// CPU seconds this process has used (user + system), from /proc/self/stat; None elsewhere.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let fields: Vec<&str> = stat.rsplit(')').next()?.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
+}
+
+struct Run {
+    report: SimReport,
+    host_seconds: f64,
+    host_cpu_seconds: f64,
+}
+
+/// Really encrypts `size` bytes (AES-128 ECB, as the paper) in one offload.
+fn run(engine: &SunwaySimEngine, buffer: &mut [u8]) -> Run {
+    let key = expand_key(&[
+        0x2b, 0x7e, 0x15, 0x16, 0x28, 0xae, 0xd2, 0xa6, 0xab, 0xf7, 0x15, 0x88, 0x09, 0xcf, 0x4f,
+        0x3c,
+    ]);
+    let job = Job {
+        mode: Mode::Ecb,
+        direction: Direction::Encrypt,
+        key: &key,
+        iv: [0; 16],
+        offset: 0,
+    };
+    let cpu = cpu_seconds();
+    let start = Instant::now();
+    let report = engine.process_timed(&job, buffer).expect("simulation runs");
+    let host_seconds = start.elapsed().as_secs_f64();
+    let host_cpu_seconds = match (cpu, cpu_seconds()) {
+        (Some(a), Some(b)) => b - a,
+        _ => f64::NAN,
+    };
+    Run {
+        report,
+        host_seconds,
+        host_cpu_seconds,
+    }
+}
+
+fn log_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    caption: &str,
+    y_range: std::ops::Range<f64>,
+    y_label: &str,
+) -> Result<
+    ChartContext<
+        'a,
+        SVGBackend<'b>,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    Box<dyn std::error::Error>,
+> {
+    let mut chart = ChartBuilder::on(root)
+        .caption(caption, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(9.5f64..28.5f64, y_range)?;
+    chart
+        .configure_mesh()
+        .x_desc("input size (log2 scale)")
+        .y_desc(y_label)
+        .x_labels(10)
+        .x_label_formatter(&|x| label(1usize << (x.round() as u32)))
+        .draw()?;
+    Ok(chart)
+}
+
+fn fig6(path: &Path, runs: &[(usize, Run)]) -> Plot {
+    let root = SVGBackend::new(path, (760, 440)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = log_chart(
+        &root,
+        "Fig. 6 (simulated): SW-AES on one SW26010, AES-128 ECB",
+        0.0..240.0,
+        "Gbps",
+    )?;
+    let points: Vec<(f64, f64)> = runs
+        .iter()
+        .map(|(s, r)| ((*s as f64).log2(), r.report.gbps()))
+        .collect();
+    chart
+        .draw_series(LineSeries::new(points.clone(), BLUE.stroke_width(2)))?
+        .label("simulated (pipelined, double buffering, 4 CGs)")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], BLUE));
+    chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, BLUE.filled())))?;
+    chart
+        .draw_series(LineSeries::new(
+            [(10.0, 107.9), (28.0, 107.9)],
+            RED.stroke_width(1),
+        ))?
+        .label("paper peak 107.9 Gbps")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 16, y)], RED));
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+fn fig7(path: &Path, runs: &[(usize, Run)]) -> Plot {
+    let root = SVGBackend::new(path, (760, 440)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = log_chart(
+        &root,
+        "Fig. 7 (simulated): where the time goes",
+        0.0..135.0,
+        "% of simulated time",
+    )?;
+    let parts: [(&str, RGBColor); 4] = [
+        ("computation", BLUE),
+        ("overlapped by double buffering", GREEN),
+        ("DMA transfer", RED),
+        ("thread start-up", RGBColor(120, 120, 120)),
+    ];
+    for (index, &(name, color)) in parts.iter().enumerate() {
+        let bars = runs.iter().map(|(size, run)| {
+            let r = &run.report;
+            let values = [
+                r.compute_seconds,
+                r.overlapped_seconds,
+                r.dma_seconds,
+                r.startup_seconds,
+            ]
+            .map(|v| 100.0 * v / r.seconds);
+            let below: f64 = values[..index].iter().sum();
+            let x = (*size as f64).log2();
+            Rectangle::new(
+                [(x - 0.4, below), (x + 0.4, below + values[index])],
+                color.filled(),
+            )
+        });
+        chart
+            .draw_series(bars)?
+            .label(name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+fn fig8(path: &Path, ladder: &[(Variant, Vec<(usize, Run)>)]) -> Plot {
+    let root = SVGBackend::new(path, (760, 440)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let peak = ladder
+        .iter()
+        .flat_map(|(_, runs)| runs.iter().map(|(_, r)| r.report.gbps()))
+        .fold(0.0, f64::max);
+    let mut chart = log_chart(
+        &root,
+        "Fig. 8 (simulated): the optimisation ladder on one CG",
+        0.0..peak * 1.15,
+        "Gbps",
+    )?;
+    let colors = [BLACK, RED, BLUE, GREEN];
+    for ((variant, runs), color) in ladder.iter().zip(colors) {
+        let points: Vec<(f64, f64)> = runs
+            .iter()
+            .map(|(s, r)| ((*s as f64).log2(), r.report.gbps()))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(points, color.stroke_width(2)))?
+            .label(variant.name())
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+fn sweep(config: SimConfig, buffer: &mut [u8]) -> Vec<(usize, Run)> {
+    let engine = SunwaySimEngine::new(config).expect("valid configuration");
+    sizes()
+        .into_iter()
+        .map(|size| (size, run(&engine, &mut buffer[..size])))
+        .collect()
+}
+
+fn main() -> Plot {
+    let out = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "docs".into()));
+    std::fs::create_dir_all(&out)?;
+    let mut buffer: Vec<u8> = (0..1usize << 28).map(|i| (i * 131 + 7) as u8).collect();
+
+    println!("## Parameters\n\n| parameter | value | source |\n|---|---|---|");
+    for row in PARAMETER_TABLE {
+        println!("| {} | {} | {} |", row.name, row.value, row.source);
+    }
+
+    let chip = sweep(SimConfig::default(), &mut buffer);
+    println!("\n## Fig. 6 and 7 (pipelined, double buffering, 4 CGs, AES-128 ECB)\n");
+    println!("| size | simulated s | Gbps | compute % | overlapped % | DMA % | start-up % | host s | host CPU s |\n|---|---|---|---|---|---|---|---|---|");
+    for (size, run) in &chip {
+        let r = &run.report;
+        let pct = |v: f64| 100.0 * v / r.seconds;
+        println!(
+            "| {} | {:.3e} | {:.2} | {:.1} | {:.1} | {:.1} | {:.1} | {:.3} | {:.3} |",
+            label(*size),
+            r.seconds,
+            r.gbps(),
+            pct(r.compute_seconds),
+            pct(r.overlapped_seconds),
+            pct(r.dma_seconds),
+            pct(r.startup_seconds),
+            run.host_seconds,
+            run.host_cpu_seconds
+        );
+    }
+    fig6(&out.join("sunway-fig6.svg"), &chip)?;
+    fig7(&out.join("sunway-fig7.svg"), &chip)?;
+    let peak = chip
+        .iter()
+        .map(|(_, r)| r.report.gbps())
+        .fold(0.0, f64::max);
+    let first_above_100 = chip
+        .iter()
+        .find(|(_, r)| r.report.gbps() > 100.0)
+        .map(|(s, _)| label(*s));
+    println!("\npeak {peak:.1} Gbps ({:.2} GB/s) vs paper 107.9 Gbps: {:+.0}%; first size above 100 Gbps: {}", peak / 8.0, 100.0 * (peak / 107.9 - 1.0), first_above_100.unwrap_or_else(|| "none".into()));
+    let r = &chip.last().expect("sizes").1.report;
+    println!("steady state: {:.0} cycles per 8-block batch per CPE, {:.0} simulated instructions per batch", r.cycles_per_batch, r.instructions_per_batch);
+
+    let single = sweep(
+        SimConfig {
+            buffering: Buffering::Single,
+            ..SimConfig::default()
+        },
+        &mut buffer,
+    );
+    println!("\n## Single vs double buffering (4 CGs, pipelined)\n\n| size | single Gbps | double Gbps | gain |\n|---|---|---|---|");
+    for ((size, s), (_, d)) in single
+        .iter()
+        .zip(&chip)
+        .filter(|((size, _), _)| size.trailing_zeros() % 3 == 1)
+    {
+        println!(
+            "| {} | {:.2} | {:.2} | {:.3}x |",
+            label(*size),
+            s.report.gbps(),
+            d.report.gbps(),
+            d.report.gbps() / s.report.gbps()
+        );
+    }
+
+    let ladder: Vec<(Variant, Vec<(usize, Run)>)> = Variant::ALL
+        .into_iter()
+        .map(|variant| {
+            (
+                variant,
+                sweep(
+                    SimConfig {
+                        variant,
+                        cgs: 1,
+                        ..SimConfig::default()
+                    },
+                    &mut buffer,
+                ),
+            )
+        })
+        .collect();
+    fig8(&out.join("sunway-fig8.svg"), &ladder)?;
+    println!("\n## Fig. 8 (one CG, double buffering): Gbps and speedup over original\n");
+    println!("| size | original | simd | selldw | pipelined | simd x | selldw x | pipelined x |\n|---|---|---|---|---|---|---|---|");
+    for (index, size) in sizes().into_iter().enumerate() {
+        let g: Vec<f64> = ladder
+            .iter()
+            .map(|(_, runs)| runs[index].1.report.gbps())
+            .collect();
+        println!(
+            "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            label(size),
+            g[0],
+            g[1],
+            g[2],
+            g[3],
+            g[1] / g[0],
+            g[2] / g[0],
+            g[3] / g[0]
+        );
+    }
+    let ratio_range = |v: usize| {
+        let ratios: Vec<f64> = (0..sizes().len())
+            .map(|i| ladder[v].1[i].1.report.gbps() / ladder[0].1[i].1.report.gbps())
+            .collect();
+        (
+            ratios.iter().cloned().fold(f64::MAX, f64::min),
+            ratios.iter().cloned().fold(0.0, f64::max),
+        )
+    };
+    for (v, paper) in [(1, "~1x"), (2, "1.4x-4.6x"), (3, "2.3x-6.9x")] {
+        let (lo, hi) = ratio_range(v);
+        println!(
+            "{} over original: {lo:.2}x-{hi:.2}x (paper {paper})",
+            Variant::ALL[v]
+        );
+    }
+    println!("\ncycles per batch on one CPE:");
+    for (variant, runs) in &ladder {
+        let r = &runs.last().expect("sizes").1.report;
+        println!(
+            "- {variant}: {:.0} cycles, {:.0} instructions per 8-block batch",
+            r.cycles_per_batch, r.instructions_per_batch
+        );
+    }
+
+    println!("\n## Table III\n\n| device | Gbps | SW26010 paper speedup | simulated SW26010 speedup |\n|---|---|---|---|");
+    for (device, gbps) in [
+        ("FPGA XC7VX690T [22]", 66.1),
+        ("FPGA XC6VLX240T [21]", 78.2),
+        ("GeForce GTX 285 [15]", 35.2),
+        ("Tesla C2050 [17]", 50.6),
+        ("NVIDIA GT200 [16]", 31.7),
+        ("GeForce GTX 480 [19]", 78.6),
+    ] {
+        println!(
+            "| {device} | {gbps} | {:.2}x | {:.2}x |",
+            107.9 / gbps,
+            peak / gbps
+        );
+    }
+    println!("| SW26010 (this model) | {peak:.1} | - | - |");
+    println!("\n## 1024 nodes\n\n1024 x {:.2} GB/s = {:.0} GB/s (paper: 13,819 GB/s; no network modelled: each node encrypts its own share)", peak / 8.0, 1024.0 * peak / 8.0);
+
+    let all_runs: Vec<&Run> = chip
+        .iter()
+        .chain(&single)
+        .map(|(_, r)| r)
+        .chain(
+            ladder
+                .iter()
+                .flat_map(|(_, runs)| runs.iter().map(|(_, r)| r)),
+        )
+        .collect();
+    let bytes: f64 = all_runs.iter().map(|r| r.report.bytes as f64).sum();
+    let wall: f64 = all_runs.iter().map(|r| r.host_seconds).sum();
+    let cpu: f64 = all_runs.iter().map(|r| r.host_cpu_seconds).sum();
+    println!("\n## Host simulation speed\n\n{:.0} MB simulated in {wall:.1} s wall, {cpu:.1} s CPU on {} host threads: {:.0} MB/s wall, {:.0} MB/s per host core (CPU time)", bytes / 1e6, rayon::current_num_threads(), bytes / 1e6 / wall, bytes / 1e6 / cpu);
+    for (variant, runs) in &ladder {
+        let b: f64 = runs.iter().map(|(_, r)| r.report.bytes as f64).sum();
+        let c: f64 = runs.iter().map(|(_, r)| r.host_cpu_seconds).sum();
+        println!("- {variant}: {:.0} MB/s per host core", b / 1e6 / c);
+    }
+    Ok(())
+}

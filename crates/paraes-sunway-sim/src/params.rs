@@ -1,0 +1,126 @@
+//! The one table of cost parameters of the SW26010 model, each with where its value comes from.
+//!
+//! Nothing here is tuned to reproduce a figure of the paper: every value is either stated in the
+//! SW-AES paper, read from the measured DMA table of `ANCHORS.md`, or an explicit assumption
+//! (marked as such, with the reason). `docs/SUNWAY.md` prints the same table.
+
+/// Measured DMA bandwidth of one core group (64 CPEs, blocking copies, swCandle STREAM) by
+/// transfer size: `(bytes per transfer, GB/s)`. Source: ANCHORS.md. Read as bytes moved (read
+/// plus written) per second, the STREAM convention (assumption, see [`Params::dma_counts_both_ways`]).
+pub const DMA_TABLE: [(f64, f64); 9] = [
+    (8.0, 0.47),
+    (64.0, 1.86),
+    (256.0, 5.99),
+    (512.0, 8.78),
+    (1024.0, 12.5),
+    (2048.0, 15.3),
+    (4096.0, 18.4),
+    (8192.0, 19.1),
+    (24576.0, 20.4),
+];
+
+/// Every cost parameter of the model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Params {
+    /// CPE and MPE clock, Hz.
+    pub clock_hz: f64,
+    /// Core groups on one SW26010.
+    pub cgs_per_chip: usize,
+    /// CPEs per core group (8 x 8 mesh).
+    pub cpes_per_cg: usize,
+    /// Local data memory per CPE, bytes.
+    pub ldm_bytes: usize,
+    /// LDM kept back for the CPE thread's stack and spilled registers, bytes.
+    pub ldm_reserved_bytes: usize,
+    /// CPEs that issue DMA together as one group; groups are served one after another.
+    pub dma_group_cpes: usize,
+    /// Whether the DMA table's GB/s count the bytes read plus the bytes written (STREAM copy
+    /// convention): then an encryption that gets and puts N bytes moves 2N bytes through it.
+    pub dma_counts_both_ways: bool,
+    /// Result latency of P0 (vector and integer vector) instructions, cycles.
+    pub p0_latency: u32,
+    /// Result latency of LDM loads (`vldd`, `selldw`, scalar loads), cycles.
+    pub ldm_load_latency: u32,
+    /// Result latency of scalar integer instructions (either pipeline), cycles.
+    pub scalar_latency: u32,
+    /// athread spawn + join of the 64 CPE threads of a core group, seconds, per offload.
+    pub athread_startup_s: f64,
+    /// LDM buffer for plaintext, bytes per buffer (two of them with double buffering).
+    pub ldm_buffer_bytes: usize,
+}
+
+impl Params {
+    /// The values the model uses (see [`PARAMETER_TABLE`] for the sources).
+    pub const DEFAULT: Params = Params {
+        clock_hz: 1.45e9,
+        cgs_per_chip: 4,
+        cpes_per_cg: 64,
+        ldm_bytes: 64 * 1024,
+        ldm_reserved_bytes: 8 * 1024,
+        dma_group_cpes: 4,
+        dma_counts_both_ways: true,
+        p0_latency: 1,
+        ldm_load_latency: 4,
+        scalar_latency: 1,
+        athread_startup_s: 10e-6,
+        ldm_buffer_bytes: 16 * 1024,
+    };
+
+    /// DMA bandwidth of one core group for transfers of `bytes` bytes, bytes/second: the
+    /// measured table, interpolated linearly in log(size), flat beyond its ends.
+    pub fn dma_bandwidth(&self, bytes: f64) -> f64 {
+        let table = &DMA_TABLE;
+        let gbps = if bytes <= table[0].0 {
+            table[0].1 * bytes / table[0].0
+        } else if bytes >= table[table.len() - 1].0 {
+            table[table.len() - 1].1
+        } else {
+            let upper = table
+                .iter()
+                .position(|&(size, _)| size >= bytes)
+                .unwrap_or(1);
+            let (s0, g0) = table[upper - 1];
+            let (s1, g1) = table[upper];
+            let t = (bytes.ln() - s0.ln()) / (s1.ln() - s0.ln());
+            g0 + t * (g1 - g0)
+        };
+        gbps * 1e9
+    }
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params::DEFAULT
+    }
+}
+
+/// One row of the parameter table: name, value as text, source.
+pub struct ParameterRow {
+    /// Parameter name (the field of [`Params`]).
+    pub name: &'static str,
+    /// Value with unit.
+    pub value: &'static str,
+    /// Where it comes from: the paper, ANCHORS.md, or an explicit assumption and why.
+    pub source: &'static str,
+}
+
+/// The documented parameter table (printed in docs/SUNWAY.md by the `reproduce` example).
+pub const PARAMETER_TABLE: &[ParameterRow] = &[
+    ParameterRow { name: "clock_hz", value: "1.45 GHz", source: "paper, Sec. II-B" },
+    ParameterRow { name: "cgs_per_chip", value: "4", source: "paper, Sec. II-B" },
+    ParameterRow { name: "cpes_per_cg", value: "64 (8x8 mesh)", source: "paper, Sec. II-B" },
+    ParameterRow { name: "ldm_bytes", value: "64 KiB", source: "paper, Sec. II-B" },
+    ParameterRow { name: "vector registers", value: "32 x 256 bit (8 x u32 lanes), no byte SIMD", source: "paper, Sec. II-B and III-B (register pressure not modelled)" },
+    ParameterRow { name: "ExtS-Box / ExtRoundKey", value: "1 KiB / 2 KiB in LDM", source: "paper, Table I" },
+    ParameterRow { name: "ldm_reserved_bytes", value: "8 KiB", source: "assumption: stack, spills and the CTR counter scratch of a CPE thread" },
+    ParameterRow { name: "ldm_buffer_bytes", value: "16 KiB per buffer", source: "assumption: the largest power of two that fits twice (double buffering) beside tables and reserve; the paper says only 'as large as possible'" },
+    ParameterRow { name: "DMA bandwidth by transfer size", value: "0.47 GB/s @8 B ... 20.4 GB/s @24 KiB, log-interpolated", source: "ANCHORS.md, measured swCandle STREAM copy, 64 CPEs (paper: 4-28 GB/s, >22 GB/s above 256 B)" },
+    ParameterRow { name: "dma_counts_both_ways", value: "true", source: "assumption: STREAM 'copy' GB/s count bytes read plus bytes written, so get+put of N bytes costs 2N" },
+    ParameterRow { name: "dma_group_cpes", value: "4 CPEs per DMA group, groups served in turn", source: "paper, Sec. IV-A" },
+    ParameterRow { name: "issue model", value: "in order, at most one P0 + one P1 per cycle", source: "paper, Sec. III-B3" },
+    ParameterRow { name: "pipe of each instruction", value: "vector ops P0; loads/stores/selldw/branches P1; scalar integer either", source: "paper, Sec. II-B and III-B3" },
+    ParameterRow { name: "p0_latency", value: "1 cycle", source: "assumption: simple integer vector ops (and/xor/shift/shuffle/lane moves) fully pipelined" },
+    ParameterRow { name: "ldm_load_latency", value: "4 cycles", source: "assumption: order of published LDM load-to-use figures; not in our sources" },
+    ParameterRow { name: "scalar_latency", value: "1 cycle", source: "assumption" },
+    ParameterRow { name: "athread_startup_s", value: "10 us per offload (spawn + join)", source: "assumption: order of magnitude of an athread spawn/join; the paper gives no number, only that it dominates below 1 MB" },
+];

@@ -1,0 +1,248 @@
+//! The CPE's in-order dual-issue model: turns a recorded instruction stream into cycles (at most
+//! one P0 and one P1 instruction per cycle, in program order, operands ready), and the "Pipelined
+//! Step Execution" interleaving of two independent batches' streams (paper Sec. III-B3, Fig. 5).
+
+use crate::machine::{Instr, Op, Pipe, Tag, Trace, NO_TAG};
+use crate::params::Params;
+
+/// Cycles from issue until an instruction's result can be used.
+pub fn latency(op: Op, params: &Params) -> u64 {
+    u64::from(match op {
+        Op::VLoad | Op::Selldw | Op::SLoad => params.ldm_load_latency,
+        Op::VLogic | Op::VShift | Op::VShuffle | Op::VExtract | Op::VInsert => params.p0_latency,
+        Op::SAlu => params.scalar_latency,
+        Op::VStore | Op::SStore | Op::Branch => 1,
+    })
+}
+
+/// Whether two instructions can go to different pipelines in the same cycle.
+fn pipes_pair(first: Pipe, second: Pipe) -> bool {
+    !matches!((first, second), (Pipe::P0, Pipe::P0) | (Pipe::P1, Pipe::P1))
+}
+
+/// Cycles an in-order, dual-issue CPE takes for `instrs`: each cycle the instruction at the head
+/// issues once its operands are ready; the one after it issues in the same cycle if it needs the
+/// other pipeline and its operands are ready too (so it cannot use the head's result).
+pub fn schedule(instrs: &[Instr], params: &Params) -> u64 {
+    let mut ready = vec![0u64; instrs.len()];
+    let operands_ready = |ready: &[u64], instr: &Instr| {
+        instr
+            .deps
+            .iter()
+            .filter(|&&dep| dep != NO_TAG)
+            .map(|&dep| ready[dep as usize])
+            .max()
+            .unwrap_or(0)
+    };
+    let mut cycle = 0u64;
+    let mut i = 0;
+    while i < instrs.len() {
+        let head = instrs[i];
+        let issue = cycle.max(operands_ready(&ready, &head));
+        ready[i] = issue + latency(head.op, params);
+        i += 1;
+        if let Some(next) = instrs.get(i) {
+            if pipes_pair(head.op.pipe(), next.op.pipe()) && operands_ready(&ready, next) <= issue {
+                ready[i] = issue + latency(next.op, params);
+                i += 1;
+            }
+        }
+        cycle = issue + 1;
+    }
+    cycle
+}
+
+/// Cycles of a whole trace.
+pub fn trace_cycles(trace: &Trace, params: &Params) -> u64 {
+    schedule(&trace.instrs, params)
+}
+
+/// Interleaves two independent instruction streams the way Pipelined Step Execution does:
+/// `first` runs alone for as many instructions as its first SubBytes has, so that the streams run
+/// half a round apart (`second` reaches its SubBytes as `first` reaches its ShiftRows: one in its
+/// P1-bound SubBytes while the other is in its P0-bound ShiftRows, MixColumns and AddRoundKey);
+/// then, like a list scheduler, each next instruction is the head of whichever
+/// stream would issue earliest on the in-order dual-issue CPE after what is already placed (ties:
+/// the one that pairs with the open cycle, then the one that keeps the streams half a round
+/// apart). Program order within
+/// each stream, and so every dependency, is kept.
+pub fn interleave(first: &Trace, second: &Trace, params: &Params) -> Trace {
+    // Steps: 0 load/transpose, 1 AddRoundKey 0, 2 SubBytes 1, 3 ShiftRows 1, ...
+    let lead = match (first.step_starts.get(2), first.step_starts.get(3)) {
+        (Some(sub_bytes), Some(shift_rows)) => shift_rows - sub_bytes,
+        _ => 0,
+    };
+    let streams = [first, second];
+    let mut maps = [
+        vec![NO_TAG; first.instrs.len()],
+        vec![NO_TAG; second.instrs.len()],
+    ];
+    let mut next = [0usize, 0usize];
+    let mut out = Trace::default();
+    let mut ready: Vec<u64> = Vec::new();
+    // The cycle being filled: its issue time and the pipe of its single instruction, if open.
+    let mut open: Option<(u64, Pipe)> = None;
+    let mut next_cycle = 0u64;
+    let remap = |maps: &[Vec<Tag>; 2], s: usize, instr: &Instr| {
+        instr.deps.map(|d| {
+            if d == NO_TAG {
+                NO_TAG
+            } else {
+                maps[s][d as usize]
+            }
+        })
+    };
+    loop {
+        let mut best: Option<(u64, bool, usize, usize)> = None;
+        for s in 0..2 {
+            let Some(instr) = streams[s].instrs.get(next[s]) else {
+                continue;
+            };
+            if s == 1 && next[0] < lead {
+                continue;
+            }
+            let deps = remap(&maps, s, instr);
+            let operands = deps
+                .iter()
+                .filter(|&&d| d != NO_TAG)
+                .map(|&d| ready[d as usize])
+                .max()
+                .unwrap_or(0);
+            let (time, pairs) = match open {
+                Some((issue, pipe)) if pipes_pair(pipe, instr.op.pipe()) && operands <= issue => {
+                    (issue, true)
+                }
+                Some((issue, _)) => ((issue + 1).max(operands), false),
+                None => (next_cycle.max(operands), false),
+            };
+            // Ties go to the stream that keeps the two half a round apart.
+            let behind = if next[0] >= next[1] + lead { 1 } else { 0 };
+            let rank = usize::from(s != behind);
+            let better = match best {
+                None => true,
+                Some((t, p, r, _)) => (time, !pairs, rank) < (t, !p, r),
+            };
+            if better {
+                best = Some((time, pairs, rank, s));
+            }
+        }
+        let Some((time, pairs, _, s)) = best else {
+            break;
+        };
+        let instr = streams[s].instrs[next[s]];
+        let deps = remap(&maps, s, &instr);
+        out.instrs.push(Instr { op: instr.op, deps });
+        ready.push(time + latency(instr.op, params));
+        maps[s][next[s]] = (out.instrs.len() - 1) as Tag;
+        next[s] += 1;
+        if pairs {
+            open = None;
+            next_cycle = time + 1;
+        } else {
+            open = Some((time, instr.op.pipe()));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn instr(op: Op, deps: [Tag; 2]) -> Instr {
+        Instr { op, deps }
+    }
+
+    const NONE: [Tag; 2] = [NO_TAG, NO_TAG];
+
+    #[test]
+    fn p0_p0_p1_takes_two_cycles() {
+        let params = Params::DEFAULT;
+        let code = [
+            instr(Op::VLogic, NONE),
+            instr(Op::VLogic, NONE),
+            instr(Op::VLoad, NONE),
+        ];
+        assert_eq!(schedule(&code, &params), 2);
+    }
+
+    #[test]
+    fn grouped_pipes_take_longer_than_interleaved() {
+        let params = Params::DEFAULT;
+        let grouped = [
+            instr(Op::VLogic, NONE),
+            instr(Op::VLogic, NONE),
+            instr(Op::VLoad, NONE),
+            instr(Op::VLoad, NONE),
+        ];
+        let interleaved = [grouped[0], grouped[2], grouped[1], grouped[3]];
+        assert_eq!(schedule(&grouped, &params), 3);
+        assert_eq!(schedule(&interleaved, &params), 2);
+    }
+
+    #[test]
+    fn dependent_pair_does_not_dual_issue_and_waits_for_latency() {
+        let params = Params {
+            ldm_load_latency: 4,
+            p0_latency: 1,
+            ..Params::DEFAULT
+        };
+        // vldd at cycle 0, its user at cycle 4 (latency 4), then 5 cycles in all.
+        let code = [instr(Op::VLoad, NONE), instr(Op::VLogic, [0, NO_TAG])];
+        assert_eq!(schedule(&code, &params), 5);
+        // A P0 op using a P0 result: cannot pair, issues the next cycle.
+        let code = [
+            instr(Op::VLogic, NONE),
+            instr(Op::VLoad, NONE),
+            instr(Op::VLogic, [0, NO_TAG]),
+        ];
+        assert_eq!(schedule(&code, &params), 2);
+    }
+
+    #[test]
+    fn scalar_ops_pair_with_either_pipe() {
+        let params = Params::DEFAULT;
+        let code = [
+            instr(Op::SAlu, NONE),
+            instr(Op::SAlu, NONE),
+            instr(Op::VLogic, NONE),
+            instr(Op::SAlu, NONE),
+            instr(Op::VLoad, NONE),
+            instr(Op::VLoad, NONE),
+        ];
+        // (SAlu, SAlu) (VLogic, SAlu) (VLoad) (VLoad) = 4 cycles.
+        assert_eq!(schedule(&code, &params), 4);
+    }
+
+    #[test]
+    fn interleaving_two_streams_overlaps_p0_and_p1() {
+        let params = Params::DEFAULT;
+        // Steps like a round: load (P0), AddRoundKey (P0), SubBytes (P1 x 4), ShiftRows and
+        // MixColumns (P0 x 4), SubBytes, MixColumns.
+        let mut stream = Trace::default();
+        for (pipe_op, count) in [
+            (Op::VLogic, 2),
+            (Op::VLogic, 2),
+            (Op::VLoad, 4),
+            (Op::VLogic, 4),
+            (Op::VLoad, 4),
+            (Op::VLogic, 4),
+        ] {
+            stream.step_starts.push(stream.instrs.len());
+            for _ in 0..count {
+                stream.instrs.push(instr(pipe_op, NONE));
+            }
+        }
+        // 4 P0 | P1 P1 P1 | P1+P0 | P0 P0 | P0+P1 | P1 P1 | P1+P0 | P0 P0 P0 = 16 cycles.
+        let alone = trace_cycles(&stream, &params);
+        assert_eq!(alone, 16);
+        let both = interleave(&stream, &stream, &params);
+        assert_eq!(both.instrs.len(), 40);
+        let together = trace_cycles(&both, &params);
+        // 24 P0 instructions in all bound it below; kept apart they take 2 x 16.
+        assert!(
+            (24..=28).contains(&together),
+            "{together} cycles for two interleaved streams"
+        );
+    }
+}

@@ -1,0 +1,314 @@
+//! Unit and model tests: the Fig. 3 layout transform, selldw, LDM overflow, that the recorded
+//! instruction stream the timing model uses is the one real data executes, and that the
+//! simulated time responds to its parameters.
+
+use paraes_core::{Direction, Job, KeySize, Mode};
+use paraes_sunway_sim::kernel::{
+    byte_transpose, cipher_batch, columns_to_states, record_variant, run_batch, states_to_columns,
+    CipherShape, Counter, ExtractFlavor, Flavor, LdmPlan, ScalarFlavor, SelldwFlavor,
+};
+use paraes_sunway_sim::ldm::Ldm;
+use paraes_sunway_sim::machine::{Machine, NullSink, Op, Trace, V256};
+use paraes_sunway_sim::params::Params;
+use paraes_sunway_sim::{expand_key, Buffering, SimConfig, SimError, SunwaySimEngine, Variant};
+
+fn lanes(seed: u32) -> [u32; 8] {
+    std::array::from_fn(|i| {
+        (seed.wrapping_mul(0x9e37_79b9) ^ (i as u32).wrapping_mul(0x85eb_ca6b))
+            .rotate_left(i as u32 * 3)
+    })
+}
+
+#[test]
+fn layout_transform_and_back_is_the_identity() {
+    let mut m = Machine::new(Trace::default());
+    let registers = [0, 1, 2, 3].map(|k| V256::constant(lanes(k + 10)));
+    let columns = states_to_columns(&mut m, registers);
+    let rows = byte_transpose(&mut m, columns);
+    let back_columns = byte_transpose(&mut m, rows);
+    assert_eq!(back_columns.map(|v| v.lanes), columns.map(|v| v.lanes));
+    let back = columns_to_states(&mut m, back_columns);
+    assert_eq!(back.map(|v| v.lanes), registers.map(|v| v.lanes));
+    // 8 + 12 shuffles and 2 x 24 shift/and/xor.
+    let counts = m.sink.counts();
+    assert_eq!(
+        counts[Op::ALL.iter().position(|&o| o == Op::VShuffle).unwrap()],
+        20
+    );
+}
+
+#[test]
+fn layout_puts_row_r_of_state_s_in_lane_s_of_register_r() {
+    // Eight states whose byte (row r, column c) of state s is 16s + 4c + r.
+    let bytes: Vec<u8> = (0..128u32).map(|i| i as u8).collect();
+    let registers = [0, 1, 2, 3].map(|k| {
+        V256::constant(std::array::from_fn(|j| {
+            let at = 32 * k + 4 * j;
+            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+        }))
+    });
+    let mut m = Machine::new(NullSink);
+    let columns = states_to_columns(&mut m, registers);
+    let rows = byte_transpose(&mut m, columns);
+    for (r, row) in rows.iter().enumerate() {
+        for s in 0..8 {
+            let expected: Vec<u8> = (0..4).map(|c| (16 * s + 4 * c + r) as u8).collect();
+            assert_eq!(
+                row.lanes[s].to_le_bytes().to_vec(),
+                expected,
+                "row {r} state {s}"
+            );
+        }
+    }
+}
+
+#[test]
+fn selldw_loads_the_word_at_the_lane_offset_into_that_lane_only() {
+    let mut ldm = Ldm::new(4096);
+    let table: Vec<u32> = (0..256).map(|i| 1000 + i).collect();
+    ldm.put_words(64, &table);
+    let mut m = Machine::new(Trace::default());
+    let offsets = V256::constant([5, 0, 255, 7, 7, 100, 1, 2]);
+    let mut result = V256::splat(0xdead);
+    result = m.selldw(&ldm, offsets, 64, 2, result);
+    assert_eq!(
+        result.lanes,
+        [0xdead, 0xdead, 1255, 0xdead, 0xdead, 0xdead, 0xdead, 0xdead]
+    );
+    for lane in 0..8 {
+        result = m.selldw(&ldm, offsets, 64, lane, result);
+    }
+    assert_eq!(
+        result.lanes,
+        [1005, 1000, 1255, 1007, 1007, 1100, 1001, 1002]
+    );
+    assert_eq!(m.sink.instrs.len(), 9);
+    assert!(m.sink.instrs.iter().all(|i| i.op == Op::Selldw));
+}
+
+#[test]
+fn ldm_overflow_is_an_error() {
+    let mut config = SimConfig::new(Variant::Pipelined, Buffering::Double, 4);
+    config.params.ldm_buffer_bytes = 32 * 1024; // 2 x 32 KiB + tables > 64 KiB
+    match SunwaySimEngine::new(config.clone()) {
+        Err(SimError::LdmOverflow { region, .. }) => assert_eq!(region, "data buffer 1"),
+        other => panic!("expected an LDM overflow, got {:?}", other.map(|_| ())),
+    }
+    // The same buffer fits once (single buffering).
+    config.buffering = Buffering::Single;
+    assert!(SunwaySimEngine::new(config).is_ok());
+}
+
+#[test]
+fn bad_configurations_are_refused() {
+    for cgs in [0, 5] {
+        assert!(matches!(
+            SunwaySimEngine::new(SimConfig::new(Variant::Simd, Buffering::Single, cgs)),
+            Err(SimError::Config(_))
+        ));
+    }
+    assert!("turbo".parse::<Variant>().is_err());
+    for v in Variant::ALL {
+        assert_eq!(v.name().parse::<Variant>().unwrap(), v);
+    }
+    for b in Buffering::ALL {
+        assert_eq!(b.name().parse::<Buffering>().unwrap(), b);
+    }
+}
+
+/// Records a batch of real random data (not the zeroed one the model records) and compares.
+fn real_trace<F: Flavor>(plan: &LdmPlan, shape: CipherShape, seed: u32) -> Trace {
+    let mut ldm = Ldm::new(plan.total_bytes);
+    for w in 0..plan.total_bytes / 4 {
+        ldm.set_word(w, lanes(seed + w as u32)[w % 8]);
+    }
+    // Random data everywhere, but a real S-box (its entries are the next round's indices).
+    let sbox: Vec<u32> = F::sbox_image(&paraes_sunway_sim::kernel::sbox());
+    ldm.put_words(plan.sbox_word, &sbox);
+    let mut m = Machine::new(Trace::default());
+    let mut counter = Counter::new(u128::from(seed) << 64 | u128::from(u64::MAX - 3));
+    run_batch::<F, Trace>(
+        &mut m,
+        &mut ldm,
+        plan,
+        shape,
+        plan.buffer_words[0],
+        &mut counter,
+    );
+    m.sink
+}
+
+#[test]
+fn the_instruction_stream_does_not_depend_on_the_data() {
+    let p = Params::DEFAULT;
+    for variant in [Variant::Original, Variant::Simd, Variant::Selldw] {
+        let plan = LdmPlan::new(
+            variant,
+            Buffering::Double,
+            p.ldm_bytes,
+            p.ldm_reserved_bytes,
+            p.ldm_buffer_bytes,
+        )
+        .unwrap();
+        for shape in [
+            CipherShape {
+                direction: Direction::Encrypt,
+                rounds: 10,
+                ctr: false,
+            },
+            CipherShape {
+                direction: Direction::Decrypt,
+                rounds: 12,
+                ctr: false,
+            },
+            CipherShape {
+                direction: Direction::Encrypt,
+                rounds: 14,
+                ctr: true,
+            },
+        ] {
+            let model = record_variant(variant, &plan, shape, &p);
+            for seed in 1..4 {
+                let real = match variant {
+                    Variant::Original => real_trace::<ScalarFlavor>(&plan, shape, seed),
+                    Variant::Simd => real_trace::<ExtractFlavor>(&plan, shape, seed),
+                    _ => real_trace::<SelldwFlavor>(&plan, shape, seed),
+                };
+                assert_eq!(real.counts(), model.counts(), "{variant} {shape:?}");
+                assert_eq!(real, model, "{variant} {shape:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn pipelined_unit_is_two_selldw_batches_reordered() {
+    let p = Params::DEFAULT;
+    let plan = LdmPlan::new(
+        Variant::Pipelined,
+        Buffering::Double,
+        p.ldm_bytes,
+        p.ldm_reserved_bytes,
+        p.ldm_buffer_bytes,
+    )
+    .unwrap();
+    let shape = CipherShape {
+        direction: Direction::Encrypt,
+        rounds: 10,
+        ctr: false,
+    };
+    let one = record_variant(Variant::Selldw, &plan, shape, &p);
+    let two = record_variant(Variant::Pipelined, &plan, shape, &p);
+    assert_eq!(two.counts(), one.counts().map(|c| 2 * c));
+    let cycles_one = paraes_sunway_sim::schedule::trace_cycles(&one, &p);
+    let cycles_two = paraes_sunway_sim::schedule::trace_cycles(&two, &p);
+    assert!(
+        cycles_two < 2 * cycles_one * 9 / 10,
+        "interleaving gains: {cycles_two} vs 2 x {cycles_one}"
+    );
+}
+
+#[test]
+fn the_selldw_round_counts_match_the_paper() {
+    // Per SubBytes of one row register: 3 vsrlw + 4 vandw, 32 selldw, 3 vsllw + 3 vorw.
+    let p = Params::DEFAULT;
+    let plan = LdmPlan::new(
+        Variant::Selldw,
+        Buffering::Double,
+        p.ldm_bytes,
+        p.ldm_reserved_bytes,
+        p.ldm_buffer_bytes,
+    )
+    .unwrap();
+    let mut ldm = Ldm::new(plan.total_bytes);
+    let mut m = Machine::new(Trace::default());
+    let shape = CipherShape {
+        direction: Direction::Encrypt,
+        rounds: 10,
+        ctr: false,
+    };
+    cipher_batch::<SelldwFlavor, Trace>(&mut m, &mut ldm, &plan, shape, plan.buffer_words[0]);
+    let count = |op| m.sink.instrs.iter().filter(|i| i.op == op).count();
+    assert_eq!(count(Op::Selldw), 10 * 4 * 32);
+    // 4 data loads + 11 round keys x 4 rows; 4 stores.
+    assert_eq!(count(Op::VLoad), 4 + 11 * 4);
+    assert_eq!(count(Op::VStore), 4);
+}
+
+fn large_throughput(cgs: usize) -> f64 {
+    let engine =
+        SunwaySimEngine::new(SimConfig::new(Variant::Pipelined, Buffering::Double, cgs)).unwrap();
+    engine
+        .predict(Mode::Ecb, Direction::Encrypt, KeySize::Aes128, 256 << 20)
+        .gbps()
+}
+
+#[test]
+fn halving_core_groups_about_halves_large_input_throughput() {
+    let four = large_throughput(4);
+    let two = large_throughput(2);
+    let one = large_throughput(1);
+    assert!(
+        (four / two - 2.0).abs() < 0.1,
+        "4 CGs {four} vs 2 CGs {two}"
+    );
+    assert!((two / one - 2.0).abs() < 0.1, "2 CGs {two} vs 1 CG {one}");
+}
+
+#[test]
+fn time_responds_to_parameters() {
+    let base = SimConfig::default();
+    let engine = SunwaySimEngine::new(base.clone()).unwrap();
+    let small = engine.predict(Mode::Ctr, Direction::Encrypt, KeySize::Aes128, 64 << 10);
+    let mut slow_start = base.clone();
+    slow_start.params.athread_startup_s *= 10.0;
+    let slower = SunwaySimEngine::new(slow_start).unwrap().predict(
+        Mode::Ctr,
+        Direction::Encrypt,
+        KeySize::Aes128,
+        64 << 10,
+    );
+    assert!(slower.seconds > small.seconds + 8.0 * small.startup_seconds);
+    let mut slow_clock = base;
+    slow_clock.params.clock_hz /= 2.0;
+    let big = engine.predict(Mode::Ecb, Direction::Encrypt, KeySize::Aes256, 64 << 20);
+    let half = SunwaySimEngine::new(slow_clock).unwrap().predict(
+        Mode::Ecb,
+        Direction::Encrypt,
+        KeySize::Aes256,
+        64 << 20,
+    );
+    assert!(
+        half.seconds > 1.5 * big.seconds,
+        "compute-bound: the clock matters"
+    );
+    // The parts add up.
+    let parts =
+        big.compute_seconds + big.dma_seconds + big.startup_seconds + big.overlapped_seconds;
+    assert!((parts - big.seconds).abs() < 1e-9 * big.seconds.max(1.0));
+}
+
+#[test]
+fn simulating_256_mb_runs_and_matches_the_prediction() {
+    let engine = SunwaySimEngine::new(SimConfig::default()).unwrap();
+    let key = expand_key(&[0x42; 32]);
+    let job = Job {
+        mode: Mode::Ctr,
+        direction: Direction::Encrypt,
+        key: &key,
+        iv: [3; 16],
+        offset: 0,
+    };
+    // 256 MiB in release builds (a couple of seconds); 16 MiB in unoptimised ones.
+    let size: usize = if cfg!(debug_assertions) {
+        16 << 20
+    } else {
+        256 << 20
+    };
+    let mut data = vec![0u8; size];
+    let report = engine.process_timed(&job, &mut data).unwrap();
+    let predicted = engine.predict(Mode::Ctr, Direction::Encrypt, KeySize::Aes256, size as u64);
+    assert_eq!(report, predicted);
+    assert!(report.gbps() > 0.0);
+    assert!(data.iter().any(|&b| b != 0));
+}
