@@ -2,27 +2,61 @@
 
 use anyhow::{bail, Result};
 use paraes_core::{CpuEngine, Engine};
+use paraes_gpu::{GpuEngine, GpuError, GpuOptions};
+use paraes_sunway_sim::{SimConfig, SunwaySimEngine};
 
-use crate::cli::BackendArg;
+use crate::cli::{BackendArg, EngineArgs};
 
-/// The engine for `--backend` with `threads` CPU threads (`None`: all cores).
-pub fn select(backend: BackendArg, threads: Option<usize>) -> Result<Box<dyn Engine>> {
+/// The engine for `--backend` with `threads` CPU threads (`None`: all cores) and the other
+/// engines' `options`.
+///
+/// `auto` takes the GPU when this machine has a usable one and the CPU otherwise, silently
+/// when there is no driver or device (a GPU that is present but fails to start is reported in a
+/// warning, then the CPU is used).
+pub fn select(
+    backend: BackendArg,
+    threads: Option<usize>,
+    options: &EngineArgs,
+) -> Result<Box<dyn Engine>> {
     match backend {
-        // The CPU is the only engine in this build, so it is also the fastest one present.
-        BackendArg::Auto | BackendArg::Cpu => Ok(Box::new(CpuEngine::new(threads)?)),
-        BackendArg::Gpu => bail!(
-            "the gpu backend is not available in this build (no GPU engine yet): \
-             use --backend cpu"
-        ),
+        BackendArg::Cpu => Ok(Box::new(CpuEngine::new(threads)?)),
+        BackendArg::Auto => match gpu(options, options.gpu_device, threads) {
+            Ok(engine) => Ok(Box::new(engine)),
+            Err(e) => {
+                if !e.is_unavailable() {
+                    eprintln!("paraes: warning: the GPU cannot be used ({e}): using the CPU");
+                }
+                Ok(Box::new(CpuEngine::new(threads)?))
+            }
+        },
+        BackendArg::Gpu => Ok(Box::new(gpu(options, options.gpu_device, threads)?)),
         BackendArg::Mpi => bail!(
-            "the mpi backend is not available in this build (no MPI engine yet): \
-             use --backend cpu"
+            "mpi is not an in-memory engine: it runs whole files across ranks (mpiexec -n N \
+             paraes enc --backend mpi ...); measure it with benches/mpi-scaling.sh"
         ),
-        BackendArg::SunwaySim => bail!(
-            "the sunway-sim backend is not available in this build (no simulator yet): \
-             use --backend cpu"
-        ),
+        BackendArg::SunwaySim => {
+            let config = SimConfig::new(
+                options.sw_variant,
+                options.sw_buffering,
+                usize::from(options.sw_cgs),
+            );
+            Ok(Box::new(SunwaySimEngine::new(config)?))
+        }
     }
+}
+
+/// The GPU engine on CUDA device `device`, with `threads` host threads for its CPU-side work.
+pub fn gpu(
+    options: &EngineArgs,
+    device: usize,
+    threads: Option<usize>,
+) -> Result<GpuEngine, GpuError> {
+    GpuEngine::new(GpuOptions {
+        device,
+        ctr_variant: options.gpu_ctr,
+        host_threads: threads,
+        ..GpuOptions::default()
+    })
 }
 
 /// An engine for `paraes bench`: present (measurable) or absent from this build.
@@ -55,7 +89,11 @@ pub const BENCH_ENGINES: [(&str, BackendArg); 4] = [
 /// `all`). `cpu` gives two engines: one thread (the speedup baseline) and `threads` threads (all
 /// cores by default) when that is more than one. The others are whatever [`select`] gives, or
 /// absent with its reason.
-pub fn bench_engines(list: &str, threads: Option<usize>) -> Result<Vec<BenchEngine>> {
+pub fn bench_engines(
+    list: &str,
+    threads: Option<usize>,
+    options: &EngineArgs,
+) -> Result<Vec<BenchEngine>> {
     let mut wanted: Vec<&'static str> = Vec::new();
     for item in list.split(',').map(|s| s.trim().to_ascii_lowercase()) {
         if item == "all" {
@@ -78,9 +116,9 @@ pub fn bench_engines(list: &str, threads: Option<usize>) -> Result<Vec<BenchEngi
         if *backend == BackendArg::Cpu {
             engines.push(BenchEngine::Present {
                 label,
-                engine: select(BackendArg::Cpu, Some(1))?,
+                engine: select(BackendArg::Cpu, Some(1), options)?,
             });
-            let parallel = select(BackendArg::Cpu, threads)?;
+            let parallel = select(BackendArg::Cpu, threads, options)?;
             if parallel.workers() > 1 {
                 engines.push(BenchEngine::Present {
                     label,
@@ -89,7 +127,7 @@ pub fn bench_engines(list: &str, threads: Option<usize>) -> Result<Vec<BenchEngi
             }
             continue;
         }
-        engines.push(match select(*backend, threads) {
+        engines.push(match select(*backend, threads, options) {
             Ok(engine) => BenchEngine::Present { label, engine },
             Err(e) => BenchEngine::Absent {
                 label,

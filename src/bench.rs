@@ -103,7 +103,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     if let Some(repeat) = args.repeat {
         timing.repeats = repeat;
     }
-    let engines = backend::bench_engines(&args.backend, args.threads)?;
+    let engines = backend::bench_engines(&args.backend, args.threads, &args.engine)?;
     let present: Vec<(&str, &dyn Engine)> = engines
         .iter()
         .filter_map(|e| match e {
@@ -163,6 +163,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                         engine.workers(),
                         format_size(size as u64)
                     ));
+                    let before = engine.modelled();
                     let stats = if e2e {
                         measure_e2e(engine, mode, &key, size, DEFAULT_CHUNK_SIZE, &timing)
                             .map_err(|e| anyhow!("{label} on {cipher}: {e}"))?
@@ -170,14 +171,17 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                         measure_engine(engine, mode, &expanded, size, &timing)
                             .with_context(|| format!("{} on {cipher}", engine.name()))?
                     };
-                    rows.push(Row::new(
-                        &label,
-                        mode,
-                        bits,
-                        size as u64,
-                        engine.workers(),
-                        stats,
-                    ));
+                    let mut row =
+                        Row::new(&label, mode, bits, size as u64, engine.workers(), stats);
+                    // A simulator also reports the modelled machine's time for one buffer.
+                    if let (Some(before), Some(after)) = (before, engine.modelled()) {
+                        let work = after.since(&before);
+                        if work.bytes > 0 {
+                            row.sim_seconds = Some(work.seconds * size as f64 / work.bytes as f64);
+                            row.sim_gbps = Some(work.gbps());
+                        }
+                    }
+                    rows.push(row);
                     bar.inc(1);
                 }
             }

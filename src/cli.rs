@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use paraes_gpu::CtrVariant;
+use paraes_sunway_sim::{Buffering, Variant};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -124,6 +126,10 @@ pub struct CryptArgs {
     #[arg(long, value_enum, default_value_t = RankEngineArg::Cpu)]
     pub rank_engine: RankEngineArg,
 
+    /// Options of the GPU engine and the Sunway simulator.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+
     /// Overwrite an existing output file.
     #[arg(short, long)]
     pub force: bool,
@@ -207,10 +213,42 @@ pub struct BenchArgs {
     #[arg(long)]
     pub quick: bool,
 
+    /// Options of the GPU engine and the Sunway simulator.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+
     /// Also time the whole enc pipeline (container, chunk tags, temporary files) for sizes of at
     /// least 1 MiB (rows `ENGINE-e2e`).
     #[arg(long)]
     pub e2e: bool,
+}
+
+/// Options of the engines other than the CPU, shared by `enc`, `dec` and `bench`.
+#[derive(Args, Debug, Clone)]
+pub struct EngineArgs {
+    /// GPU: how CTR uses the GPU. fused: data in, ciphertext out; keystream: the GPU writes
+    /// only the keystream and CPU threads XOR it in (half the bus traffic); auto: times both on
+    /// the first large buffer and keeps the faster.
+    #[arg(long, value_name = "HOW", default_value = "auto", value_parser = clap::value_parser!(CtrVariant))]
+    pub gpu_ctr: CtrVariant,
+
+    /// GPU: the CUDA device to use (with --backend mpi --rank-engine gpu: the first of the
+    /// node's devices, which its ranks take in turn).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub gpu_device: usize,
+
+    /// sunway-sim: the step of SW-AES's optimisation ladder to simulate: original, simd,
+    /// selldw or pipelined.
+    #[arg(long, value_name = "VARIANT", default_value = "pipelined", value_parser = clap::value_parser!(Variant))]
+    pub sw_variant: Variant,
+
+    /// sunway-sim: DMA buffering in each CPE's local memory: single or double.
+    #[arg(long, value_name = "HOW", default_value = "double", value_parser = clap::value_parser!(Buffering))]
+    pub sw_buffering: Buffering,
+
+    /// sunway-sim: core groups of the simulated SW26010 to use, 1 to 4.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u8).range(1..=4))]
+    pub sw_cgs: u8,
 }
 
 /// `--mode`.

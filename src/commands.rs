@@ -152,7 +152,7 @@ fn crypt(args: &CryptArgs, direction: Direction) -> Result<()> {
         return crate::mpi::crypt(args, direction);
     }
     check_options(args, direction)?;
-    let engine = backend::select(args.backend, args.threads)?;
+    let engine = backend::select(args.backend, args.threads, &args.engine)?;
     let mut job = prepare(args, direction)?;
     let expanded;
     let container = job.container();
@@ -181,8 +181,20 @@ fn crypt(args: &CryptArgs, direction: Direction) -> Result<()> {
             }
         }
     };
+    let started = std::time::Instant::now();
     stream(&spec, &mut job.input, &mut job.output, args.quiet)?;
-    job.output.commit()
+    job.output.commit()?;
+    if let (Some(modelled), false) = (engine.modelled(), args.quiet) {
+        eprintln!(
+            "paraes: {}: {} bytes in {:.6} s simulated ({:.2} Gbps); {:.3} s on this host",
+            engine.name(),
+            modelled.bytes,
+            modelled.seconds,
+            modelled.gbps(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
 }
 
 /// After [`check_options`]: opens the input, gets the key (asking for a passphrase if need be), makes

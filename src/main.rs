@@ -64,7 +64,13 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         return ExitCode::from(e.exit_code() as u8);
     }
     let rendered = e.render().to_string();
-    let message = rendered.split("\nUsage:").next().unwrap_or_default();
+    let message = rendered
+        .split("\nUsage:")
+        .next()
+        .unwrap_or_default()
+        .split("\nFor more information")
+        .next()
+        .unwrap_or_default();
     let message = message.trim_start_matches("error:");
     let one_line = message.split_whitespace().collect::<Vec<_>>().join(" ");
     eprintln!("paraes: error: {one_line} (see paraes --help)");

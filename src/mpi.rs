@@ -8,7 +8,7 @@ use paraes_mpi::{execute, IoStrategy, JobError, Mpi, Plan, RootIo};
 use zeroize::Zeroizing;
 
 use crate::backend;
-use crate::cli::{BackendArg, CryptArgs, MpiIoArg, RankEngineArg};
+use crate::cli::{CryptArgs, MpiIoArg, RankEngineArg};
 use crate::commands::{self, Prepared};
 use crate::output::Output;
 use crate::Reported;
@@ -150,7 +150,12 @@ fn rank_engine(args: &CryptArgs, mpi: &Mpi) -> Result<Box<dyn Engine>> {
             });
             Ok(Box::new(CpuEngine::new(Some(threads))?))
         }
-        RankEngineArg::Gpu => backend::select(BackendArg::Gpu, args.threads),
+        RankEngineArg::Gpu => {
+            // The node's ranks take its GPUs in turn, from --gpu-device on.
+            let devices = paraes_gpu::probe().map_or(1, |info| info.device_count.max(1));
+            let device = args.engine.gpu_device + mpi.local_rank() % devices;
+            Ok(Box::new(backend::gpu(&args.engine, device, args.threads)?))
+        }
     }
 }
 

@@ -182,6 +182,7 @@ impl Output {
 
     /// Starts a watcher process that removes the temporary if this process dies without
     /// committing it, even by SIGKILL (as MPI launchers kill the ranks of a failed job).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub fn watch_for_kill(&self) -> Result<()> {
         let Some(temp) = self.temporary_path() else {
             return Ok(());
@@ -202,6 +203,7 @@ impl Output {
 
     /// The temporary file being written, when the output is a file (it becomes the output on
     /// [`Output::commit`]).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub fn temporary_path(&self) -> Option<&Path> {
         match self {
             Output::File { temp, .. } => Some(temp.path()),

@@ -26,6 +26,7 @@ fn without_the_feature_mpi_says_how_to_build_it() {
 
 #[cfg(feature = "mpi")]
 mod with_mpi {
+    use std::io::Write;
     use std::process::{Command, Output, Stdio};
     use std::time::{Duration, Instant};
 
@@ -325,7 +326,8 @@ mod with_mpi {
         let scratch = Scratch::new();
         let probe = scratch.bash("unshare -m --propagation private true");
         if !probe.status.success() {
-            eprintln!(
+            let _ = writeln!(
+                std::io::stderr(),
                 "\n*** SKIPPED a_rank_without_the_files_fails_direct_io_cleanly: cannot make a \
                  private mount namespace here (needs root and unshare): {}\n",
                 stderr(&probe).trim()

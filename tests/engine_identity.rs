@@ -1,7 +1,11 @@
 //! The Engine seam's contract: every engine in the workspace gives the same bytes for the same
 //! job. New engines (GPU, MPI rank, Sunway simulator) join by adding themselves to `engines()`.
 
+use std::io::Write;
+
 use paraes_core::{CpuEngine, Direction, Engine, Implementation, Job, Key, KeySize, Mode};
+use paraes_gpu::{CtrVariant, GpuEngine, GpuOptions};
+use paraes_sunway_sim::{Buffering, SimConfig, SunwaySimEngine, Variant};
 
 /// Every engine this build and machine can run, the reference (portable, one thread) first.
 fn engines() -> Vec<Box<dyn Engine>> {
@@ -18,6 +22,32 @@ fn engines() -> Vec<Box<dyn Engine>> {
                 .unwrap()
                 .with_split(0, 4096),
         ));
+    }
+    for (variant, buffering, cgs) in [
+        (Variant::Pipelined, Buffering::Double, 4),
+        (Variant::Original, Buffering::Single, 1),
+        (Variant::Simd, Buffering::Double, 3),
+        (Variant::Selldw, Buffering::Single, 2),
+    ] {
+        let config = SimConfig::new(variant, buffering, cgs);
+        engines.push(Box::new(SunwaySimEngine::new(config).unwrap()));
+    }
+    for ctr_variant in CtrVariant::ALL {
+        match GpuEngine::new(GpuOptions {
+            ctr_variant,
+            ..GpuOptions::default()
+        }) {
+            Ok(gpu) => engines.push(Box::new(gpu)),
+            Err(e) if e.is_unavailable() => {
+                // Straight to the stderr handle, past the harness's capture: seen even on success.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "\n*** SKIPPED the GPU engine ({ctr_variant}) in the identity test: {e} ***\n"
+                );
+                break;
+            }
+            Err(e) => panic!("a GPU is present but its engine failed to start: {e}"),
+        }
     }
     engines
 }

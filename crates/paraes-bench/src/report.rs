@@ -100,14 +100,15 @@ impl Row {
 }
 
 /// Sets `speedup` and `efficiency` of every row that has a baseline row (engine `cpu`, one
-/// thread, same mode, bits and bytes).
+/// thread, same mode, bits and bytes), except simulator rows (those with `sim_seconds`).
 pub fn fill_speedups(rows: &mut [Row]) {
     let baselines: Vec<(String, u32, u64, f64)> = rows
         .iter()
         .filter(|r| r.engine == BASELINE_ENGINE && r.threads == 1)
         .map(|r| (r.mode.clone(), r.bits, r.bytes, r.seconds))
         .collect();
-    for row in rows.iter_mut() {
+    // A simulator's host time says nothing about the machine it models: no speedup for it.
+    for row in rows.iter_mut().filter(|r| r.sim_seconds.is_none()) {
         let base = baselines
             .iter()
             .find(|(m, b, n, _)| *m == row.mode && *b == row.bits && *n == row.bytes);
@@ -157,12 +158,12 @@ fn opt(value: Option<f64>, digits: usize) -> String {
 /// A markdown table of `rows`, then a note line for each absent engine (`label`, `reason`).
 pub fn table(rows: &[Row], absent: &[(String, String)]) -> String {
     let mut out = String::from(
-        "| engine | mode | bits | size | threads | median | min | max | GB/s | Gbps | speedup | efficiency |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| engine | mode | bits | size | threads | median | min | max | GB/s | Gbps | speedup | efficiency | simulated | sim Gbps |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in rows {
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.2} | {:.2} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.2} | {:.2} | {} | {} | {} | {} |\n",
             r.engine,
             r.mode,
             r.bits,
@@ -175,6 +176,9 @@ pub fn table(rows: &[Row], absent: &[(String, String)]) -> String {
             r.gbps,
             opt(r.speedup, 2),
             opt(r.efficiency, 2),
+            r.sim_seconds
+                .map_or_else(|| "-".to_string(), format_seconds),
+            opt(r.sim_gbps, 2),
         ));
     }
     for (label, reason) in absent {

@@ -96,4 +96,39 @@ pub trait Engine: Send + Sync {
 
     /// Applies `job` to `buf` in place.
     fn process(&self, job: &Job<'_>, buf: &mut [u8]) -> Result<(), EngineError>;
+
+    /// For engines that model another machine (the Sunway simulator): the modelled machine's
+    /// time for every buffer processed so far. `None` (the default) for engines whose time is
+    /// the host's own.
+    fn modelled(&self) -> Option<Modelled> {
+        None
+    }
+}
+
+/// The work an engine that models another machine has done so far, in that machine's time.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Modelled {
+    /// Bytes processed.
+    pub bytes: u64,
+    /// Seconds the modelled machine took for them.
+    pub seconds: f64,
+}
+
+impl Modelled {
+    /// The modelled throughput in Gbps (1e9 bits per second); 0 before any work.
+    pub fn gbps(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.bytes as f64 * 8.0 / self.seconds / 1e9
+        } else {
+            0.0
+        }
+    }
+
+    /// The work done between `earlier` and `self`.
+    pub fn since(&self, earlier: &Modelled) -> Modelled {
+        Modelled {
+            bytes: self.bytes - earlier.bytes,
+            seconds: self.seconds - earlier.seconds,
+        }
+    }
 }

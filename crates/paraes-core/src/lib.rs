@@ -13,5 +13,5 @@ pub mod polyval;
 
 pub use aes::Implementation;
 pub use cpu::CpuEngine;
-pub use engine::{Direction, Engine, EngineError, Job, Mode};
+pub use engine::{Direction, Engine, EngineError, Job, Mode, Modelled};
 pub use key::{ExpandedKey, Key, KeyError, KeySize};
