@@ -236,6 +236,42 @@ mod with_mpi {
         );
     }
 
+    /// Started without mpiexec, `--backend mpi` is a job of one rank (an MPI singleton), and
+    /// standard input works there (no launcher stands in between).
+    #[test]
+    fn without_mpiexec_it_runs_as_one_rank() {
+        mpiexec();
+        let scratch = Scratch::new();
+        scratch.key_file("k", 192, 11, true);
+        let plain = seeded_bytes(11, 3 * CHUNK + 7);
+        scratch.write("plain", &plain);
+        let enc = [
+            "enc",
+            "--backend",
+            "mpi",
+            "-q",
+            "-k",
+            "k",
+            "--chunk-size",
+            CHUNK_ARG,
+        ];
+        for strategy in STRATEGIES {
+            let mut args = enc.to_vec();
+            args.extend(["--mpi-io", strategy, "plain", "-o", "sealed", "-f"]);
+            assert_success(&scratch.run(&args), strategy);
+            let out = scratch.run(&["dec", "-k", "k", "sealed", "-o", "-"]);
+            assert_success(&out, strategy);
+            assert_eq!(out.stdout, plain, "{strategy}");
+        }
+        let mut args = enc.to_vec();
+        args.extend(["-o", "-"]);
+        let out = scratch.run_with_stdin(&args, &plain);
+        assert_success(&out, "standard input");
+        scratch.write("piped", &out.stdout);
+        let out = scratch.run(&["dec", "-k", "k", "piped", "-o", "-"]);
+        assert_eq!(out.stdout, plain, "standard input");
+    }
+
     /// Refusals and failures: one `paraes: error:` line from rank 0, a non-zero exit, the
     /// directory unchanged (no output, no temporary).
     #[test]
