@@ -1,16 +1,19 @@
 //! The subcommands: option checks, then glue between keys, engine, container and pipeline.
 
+use std::ffi::OsStr;
 use std::fs;
 use std::io::{IsTerminal, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use paraes_core::container::{
-    self, Argon2Params, ContainerKeys, Header, KeySource, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE,
+    self, Argon2Params, ContainerError, ContainerKeys, Header, KeySource, UnverifiedHeader,
+    MAX_CHUNK_SIZE, MIN_CHUNK_SIZE,
 };
-use paraes_core::pipeline::{self, StreamSpec, DEFAULT_CHUNK_SIZE};
+use paraes_core::pipeline::{self, PipelineError, StreamSpec, DEFAULT_CHUNK_SIZE};
 use paraes_core::{Direction, Key, KeySize, Mode};
 
 use crate::backend;
@@ -78,14 +81,26 @@ fn output_path(args: &CryptArgs, direction: Direction) -> Result<Option<PathBuf>
     let Some(input) = args.input.as_ref().filter(|p| *p != Path::new("-")) else {
         return Ok(None);
     };
+    // `enc /dev/zero` must not create /dev/zero.paraes (and fill /dev with it).
+    if fs::metadata(input)
+        .is_ok_and(|m| m.file_type().is_char_device() || m.file_type().is_block_device())
+    {
+        bail!(
+            "cannot name the output after {}, a device: give -o PATH (or -o - for standard output)",
+            input.display()
+        );
+    }
     match direction {
         Direction::Encrypt => {
             let mut name = input.clone().into_os_string();
             name.push(".paraes");
             Ok(Some(name.into()))
         }
-        Direction::Decrypt => match input.to_str().and_then(|s| s.strip_suffix(".paraes")) {
-            Some(stem) if !stem.is_empty() && !stem.ends_with('/') => Ok(Some(stem.into())),
+        // On bytes, so that names that are not UTF-8 work too.
+        Direction::Decrypt => match input.as_os_str().as_bytes().strip_suffix(b".paraes") {
+            Some(stem) if !stem.is_empty() && !stem.ends_with(b"/") => {
+                Ok(Some(PathBuf::from(OsStr::from_bytes(stem))))
+            }
             _ => bail!(
                 "cannot name the output: {} does not end in .paraes; give -o PATH (or -o - for standard output)",
                 input.display()
@@ -162,7 +177,7 @@ fn crypt(args: &CryptArgs, direction: Direction) -> Result<()> {
                 job.output
                     .writer()
                     .write_all(header_bytes)
-                    .context("writing the output failed")?;
+                    .with_context(|| format!("writing {} failed", job.output.name()))?;
             }
             let header = job.header.as_ref().expect("a container has a header");
             StreamSpec::for_container(engine.as_ref(), header, keys, auth, direction)
@@ -262,7 +277,7 @@ pub fn prepare(args: &CryptArgs, direction: Direction) -> Result<Prepared> {
             (key, header)
         }
         Direction::Decrypt => {
-            let unverified = Header::read(&mut input)?;
+            let unverified = read_header(&mut input)?;
             let header = unverified.header;
             if let Some(mode) = args.mode {
                 if mode_of(Some(mode)) != header.mode {
@@ -306,6 +321,17 @@ pub fn prepare(args: &CryptArgs, direction: Direction) -> Result<Prepared> {
         header: Some(header),
         input,
         output,
+    })
+}
+
+/// Reads a container header; a read error names the input and gives the system's reason once.
+fn read_header(input: &mut Input) -> Result<UnverifiedHeader> {
+    Header::read(input).map_err(|e| match e {
+        ContainerError::Io(io) => anyhow::Error::new(io).context(format!(
+            "reading the container header of {} failed",
+            input.name()
+        )),
+        other => other.into(),
     })
 }
 
@@ -355,7 +381,17 @@ fn stream(
     };
     let result = pipeline::run(spec, input, &mut output.writer(), &|n| bar.set_position(n));
     bar.finish_and_clear();
-    result?;
+    // Name the file that failed, and give the system's reason once (the pipeline's message
+    // repeats its source).
+    result.map_err(|e| match e {
+        PipelineError::Read(io) => {
+            anyhow::Error::new(io).context(format!("reading {} failed", input.name()))
+        }
+        PipelineError::Write(io) => {
+            anyhow::Error::new(io).context(format!("writing {} failed", output.name()))
+        }
+        other => other.into(),
+    })?;
     Ok(())
 }
 
@@ -397,7 +433,7 @@ fn keygen(args: &KeygenArgs) -> Result<()> {
 /// `info`.
 fn info(args: &InfoArgs) -> Result<()> {
     let mut input = Input::open(Some(&args.file))?;
-    let header = Header::read(&mut input)?.header;
+    let header = read_header(&mut input)?.header;
     let mode = match header.mode {
         Mode::Ctr => "CTR",
         Mode::Ecb => "ECB",

@@ -34,10 +34,24 @@ fn main() -> ExitCode {
         // Another process (MPI rank 0) has already told the user.
         Err(e) if e.is::<Reported>() => ExitCode::FAILURE,
         Err(e) => {
-            eprintln!("paraes: error: {e:#}");
+            eprintln!("paraes: error: {}", one_line(&format!("{e:#}")));
             ExitCode::FAILURE
         }
     }
+}
+
+/// `text` with control characters escaped (`\n`, `\t`, ...), so that a file name holding a
+/// newline cannot split an error into several lines.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// A failure that has already been reported to the user by another process of the same job.

@@ -28,10 +28,16 @@ pub fn install_interrupt_handler() -> Result<()> {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        if let Some(path) = pending {
-            let _ = fs::remove_file(path);
+        match pending {
+            Some(path) => {
+                let _ = fs::remove_file(path);
+                eprintln!("paraes: interrupted: no output file was left behind");
+            }
+            // Standard output, a FIFO or a device: what went out cannot be taken back.
+            None => eprintln!(
+                "paraes: interrupted: anything already written to the output stream is incomplete"
+            ),
         }
-        eprintln!("paraes: interrupted: no output file was left behind");
         std::process::exit(130);
     })
     .context("cannot install the interrupt handler")
@@ -86,6 +92,14 @@ impl Input {
         }
     }
 
+    /// The input as error messages name it.
+    pub fn name(&self) -> String {
+        match self {
+            Input::Stdin(_) => "standard input".to_owned(),
+            Input::File(_, path) => path.display().to_string(),
+        }
+    }
+
     /// The input's size when it is a regular file.
     pub fn len(&self) -> Option<u64> {
         match self {
@@ -112,8 +126,9 @@ impl Read for Input {
 pub enum Output {
     /// Standard output.
     Stdout(io::Stdout),
-    /// An existing FIFO or device (`-o /dev/null`, a named pipe): written in place, as a stream.
-    Stream(File),
+    /// An existing FIFO or device (`-o /dev/null`, a named pipe) and its path: written in
+    /// place, as a stream.
+    Stream(File, PathBuf),
     /// A temporary file that becomes `dest` on [`Output::commit`].
     File {
         /// The temporary, deleted on drop unless committed.
@@ -156,7 +171,7 @@ impl Output {
                         "refusing to write binary data to a terminal ({shown}): choose another -o"
                     );
                 }
-                return Ok(Output::Stream(file));
+                return Ok(Output::Stream(file, dest.to_path_buf()));
             }
             if !force {
                 bail!("output {shown} already exists: use --force to overwrite it");
@@ -171,7 +186,18 @@ impl Output {
             .prefix(&format!(".{}.", name.unwrap_or_default()))
             .suffix(".paraes-tmp")
             .tempfile_in(dir)
-            .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+            .map_err(|e| {
+                // tempfile's message ends with the random name: say what it means instead.
+                let why = match e.kind() {
+                    io::ErrorKind::NotFound => "that directory does not exist".to_owned(),
+                    io::ErrorKind::PermissionDenied => "that directory is not writable".to_owned(),
+                    kind => io::Error::from(kind).to_string(),
+                };
+                anyhow::anyhow!(
+                    "cannot create {shown} in {}: {why}: choose another -o",
+                    dir.display()
+                )
+            })?;
         set_pending(Some(temp.path().to_path_buf()));
         Ok(Output::File {
             temp,
@@ -211,11 +237,19 @@ impl Output {
         }
     }
 
+    /// The output as error messages name it.
+    pub fn name(&self) -> String {
+        match self {
+            Output::Stdout(_) => "standard output".to_owned(),
+            Output::Stream(_, path) | Output::File { dest: path, .. } => path.display().to_string(),
+        }
+    }
+
     /// The stream to write to.
     pub fn writer(&mut self) -> &mut (dyn Write + Send) {
         match self {
             Output::Stdout(stdout) => stdout,
-            Output::Stream(file) => file,
+            Output::Stream(file, _) => file,
             Output::File { temp, .. } => temp.as_file_mut(),
         }
     }

@@ -417,3 +417,47 @@ pub fn openssl_enc(
     );
     output.stdout
 }
+
+/// Reports a test that cannot run here, loudly and straight to the stderr handle (the test
+/// harness captures `eprintln!`), so that a skip is never mistaken for a pass.
+pub fn skip(test: &str, why: &str) {
+    let _ = writeln!(std::io::stderr(), "\n*** SKIPPED {test}: {why} ***\n");
+}
+
+/// Whether the tests run as root (who reads files whatever their permission bits).
+pub fn running_as_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
+}
+
+/// The names of the `.paraes-tmp` temporaries in `names`.
+pub fn temporaries(names: &BTreeSet<String>) -> Vec<String> {
+    names
+        .iter()
+        .filter(|n| n.ends_with(".paraes-tmp"))
+        .cloned()
+        .collect()
+}
+
+/// Sends signal `signal` (a name such as `INT`) to process `pid`.
+pub fn send_signal(pid: u32, signal: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{signal}"), &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success(), "kill -{signal} {pid} failed");
+}
+
+/// Polls `ready` every few milliseconds until it holds; fails the test after `seconds`.
+pub fn wait_until(seconds: u64, what: &str, mut ready: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    while !ready() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(seconds),
+            "timed out after {seconds} s waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}

@@ -1,0 +1,539 @@
+//! Faults while `paraes` works: a full output device (/dev/full) and a full file system (a
+//! 1 MiB tmpfs), read errors in the middle of the input (an LD_PRELOAD shim), and SIGINT,
+//! SIGTERM and SIGKILL in the middle of encrypting a large file.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use common::{
+    assert_error, assert_silent_success, seeded_bytes, send_signal, skip, stderr, temporaries,
+    wait_until, Scratch, HEADER_LEN, TAG_LEN,
+};
+
+const IV: &str = "000102030405060708090a0b0c0d0e0f";
+
+#[test]
+fn a_full_output_device_is_one_clear_error() {
+    let s = Scratch::new();
+    s.key_file("key", 256, 20, true);
+    let plain = seeded_bytes(20, 1 << 20);
+    s.write("x", &plain);
+    assert_silent_success(&s.run(&["enc", "-k", "key", "x"]), "enc x");
+    let cases: [(&str, &[&str]); 5] = [
+        (
+            "enc (the header fails)",
+            &["enc", "-k", "key", "x", "-o", "/dev/full"],
+        ),
+        (
+            "dec (a chunk fails)",
+            &["dec", "-k", "key", "x.paraes", "-o", "/dev/full"],
+        ),
+        (
+            "raw enc",
+            &[
+                "enc",
+                "-k",
+                "key",
+                "--raw",
+                "--iv",
+                IV,
+                "x",
+                "-o",
+                "/dev/full",
+            ],
+        ),
+        (
+            "enc --force",
+            &["enc", "-k", "key", "x", "-o", "/dev/full", "--force"],
+        ),
+        ("enc from stdin", &["enc", "-k", "key", "-o", "/dev/full"]),
+    ];
+    for (what, args) in cases {
+        let before = s.names();
+        let out = s.run_with_stdin(args, &plain);
+        let message = s.assert_refused(&out, &before, what);
+        assert!(
+            message.contains("writing /dev/full failed") && message.contains("No space left"),
+            "{what}: {message}"
+        );
+    }
+    assert!(
+        fs::metadata("/dev/full")
+            .expect("/dev/full")
+            .file_type()
+            .is_char_device(),
+        "/dev/full was replaced"
+    );
+    assert_eq!(s.read("x"), plain, "the input changed");
+}
+
+/// A tmpfs mounted for a test, unmounted when dropped.
+struct SmallFileSystem {
+    mount_point: PathBuf,
+}
+
+impl SmallFileSystem {
+    /// Mounts a tmpfs of `size` (e.g. "1m") at `mount_point`; `None` when this is not allowed
+    /// here (not root, no mount namespace rights).
+    fn mount(mount_point: &Path, size: &str) -> Option<Self> {
+        fs::create_dir_all(mount_point).expect("mkdir");
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(mount_point)
+            .stderr(Stdio::null())
+            .status();
+        status.is_ok_and(|s| s.success()).then(|| SmallFileSystem {
+            mount_point: mount_point.to_path_buf(),
+        })
+    }
+
+    fn names(&self) -> BTreeSet<String> {
+        fs::read_dir(&self.mount_point)
+            .expect("readable mount")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+}
+
+impl Drop for SmallFileSystem {
+    fn drop(&mut self) {
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(&self.mount_point)
+            .status();
+    }
+}
+
+#[test]
+fn a_full_file_system_leaves_no_output_and_no_temporary() {
+    const TEST: &str = "a_full_file_system_leaves_no_output_and_no_temporary";
+    let s = Scratch::new();
+    let Some(small) = SmallFileSystem::mount(&s.path("small"), "1m") else {
+        skip(
+            TEST,
+            "cannot mount a 1 MiB tmpfs (`mount -t tmpfs -o size=1m` needs root): the full \
+             file system case is untested here (/dev/full is tested)",
+        );
+        return;
+    };
+    s.key_file("key", 256, 21, true);
+    let plain = seeded_bytes(21, 4 << 20);
+    s.write("x", &plain);
+    assert_silent_success(&s.run(&["enc", "-k", "key", "x"]), "enc x");
+    // An input on the small file system whose container cannot fit beside it.
+    fs::write(s.path("small/half"), &plain[..600 << 10]).expect("write small/half");
+
+    let cases: [(&str, &[&str], &[u8]); 5] = [
+        (
+            "enc",
+            &["enc", "-k", "key", "x", "-o", "small/x.paraes"],
+            b"",
+        ),
+        (
+            "dec",
+            &["dec", "-k", "key", "x.paraes", "-o", "small/x"],
+            b"",
+        ),
+        (
+            "raw enc",
+            &[
+                "enc",
+                "-k",
+                "key",
+                "--raw",
+                "--iv",
+                IV,
+                "x",
+                "-o",
+                "small/x.ctr",
+            ],
+            b"",
+        ),
+        (
+            "enc from stdin",
+            &["enc", "-k", "key", "-o", "small/in.paraes"],
+            &plain,
+        ),
+        (
+            "enc, derived name",
+            &["enc", "-k", "key", "small/half"],
+            b"",
+        ),
+    ];
+    for (what, args, stdin) in cases {
+        let before = s.names();
+        let before_small = small.names();
+        let out = s.run_with_stdin(args, stdin);
+        let message = assert_error(&out, what);
+        assert!(
+            message.contains("writing small/") && message.contains("No space left"),
+            "{what}: {message}"
+        );
+        assert_eq!(s.names(), before, "{what}: the directory changed");
+        assert_eq!(
+            small.names(),
+            before_small,
+            "{what}: output or temporary left"
+        );
+    }
+    // Nothing hidden holds the space either: a small file still fits.
+    fs::remove_file(s.path("small/half")).expect("rm");
+    let out = s.run_with_stdin(
+        &["enc", "-k", "key", "-o", "small/tiny.paraes"],
+        &plain[..900 << 10],
+    );
+    assert_silent_success(&out, "enc of 900 KiB into the emptied 1 MiB file system");
+    assert_eq!(small.names(), ["tiny.paraes"].map(String::from).into());
+}
+
+/// An LD_PRELOAD library whose read() fails with EIO once FAULT_AFTER bytes have been read
+/// from the file FAULT_PATH (other descriptors read normally).
+const READ_FAULT_SHIM: &str = r#"
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static long long served;
+
+ssize_t read(int fd, void *buf, size_t count) {
+    static ssize_t (*real_read)(int, void *, size_t);
+    if (!real_read) real_read = (ssize_t (*)(int, void *, size_t))dlsym(RTLD_NEXT, "read");
+    const char *target = getenv("FAULT_PATH");
+    const char *after = getenv("FAULT_AFTER");
+    if (target && after && fd > 2) {
+        char link[64], path[4096];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, path, sizeof path - 1);
+        if (n > 0) {
+            path[n] = 0;
+            if (strcmp(path, target) == 0) {
+                long long limit = atoll(after);
+                if (served >= limit) { errno = EIO; return -1; }
+                if ((long long)count > limit - served) count = (size_t)(limit - served);
+                ssize_t got = real_read(fd, buf, count);
+                if (got > 0) __atomic_add_fetch(&served, got, __ATOMIC_SEQ_CST);
+                return got;
+            }
+        }
+    }
+    return real_read(fd, buf, count);
+}
+"#;
+
+/// Compiles [`READ_FAULT_SHIM`] into `s`; `None` (after a loud skip line) without a compiler.
+fn build_read_fault_shim(s: &Scratch, test: &str) -> Option<PathBuf> {
+    let source = s.write("readfault.c", READ_FAULT_SHIM.as_bytes());
+    let library = s.path("readfault.so");
+    let built = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O2", "-o"])
+        .arg(&library)
+        .arg(&source)
+        .arg("-ldl")
+        .output();
+    match built {
+        Ok(out) if out.status.success() => Some(library),
+        Ok(out) => {
+            skip(
+                test,
+                &format!("`cc` could not build the read-fault shim: {}", stderr(&out)),
+            );
+            None
+        }
+        Err(e) => {
+            skip(
+                test,
+                &format!("no C compiler (`cc`) to build the read-fault shim: {e}"),
+            );
+            None
+        }
+    }
+}
+
+/// Runs `paraes ARGS` in `s` with read() of `faulty` failing after `after` bytes.
+fn run_with_read_fault(
+    s: &Scratch,
+    shim: &Path,
+    faulty: &str,
+    after: u64,
+    args: &[&str],
+) -> Output {
+    let target = fs::canonicalize(s.path(faulty)).expect("canonical path");
+    s.command(args)
+        .env("LD_PRELOAD", shim)
+        .env("FAULT_PATH", target)
+        .env("FAULT_AFTER", after.to_string())
+        .stdin(Stdio::null())
+        .output()
+        .expect("paraes runs")
+}
+
+#[test]
+fn read_errors_mid_file_are_one_clear_error() {
+    const TEST: &str = "read_errors_mid_file_are_one_clear_error";
+    let s = Scratch::new();
+    let Some(shim) = build_read_fault_shim(&s, TEST) else {
+        return;
+    };
+    s.key_file("key", 256, 22, true);
+    let plain = seeded_bytes(22, 3 << 20);
+    s.write("x", &plain);
+    let out = s.run(&["enc", "-k", "key", "--chunk-size", "64KiB", "x"]);
+    assert_silent_success(&out, "enc x");
+    let sealed_len = s.read("x.paraes").len() as u64;
+
+    // The shim is in place and harmless when the fault lies past the end.
+    let out = run_with_read_fault(
+        &s,
+        &shim,
+        "x",
+        1 << 40,
+        &["enc", "-k", "key", "x", "-o", "ok"],
+    );
+    assert_silent_success(&out, "enc with the fault past the end");
+    s.remove("ok");
+
+    let mut tried = 0;
+    for after in [0, 1, 4096, 65_536 * 5 + 7, 1 << 20, (3 << 20) - 1] {
+        for (what, args, faulty) in [
+            (
+                "enc",
+                &["enc", "-k", "key", "x", "-o", "out.paraes"][..],
+                "x",
+            ),
+            ("enc to stdout", &["enc", "-k", "key", "x", "-o", "-"], "x"),
+            (
+                "raw enc",
+                &[
+                    "enc", "-k", "key", "--raw", "--iv", IV, "x", "-o", "out.ctr",
+                ],
+                "x",
+            ),
+            (
+                "dec",
+                &["dec", "-k", "key", "x.paraes", "-o", "out"],
+                "x.paraes",
+            ),
+        ] {
+            if faulty == "x.paraes" && after >= sealed_len {
+                continue;
+            }
+            let what = format!("{what}, read error after {after} bytes");
+            let before = s.names();
+            let out = run_with_read_fault(&s, &shim, faulty, after, args);
+            let message = s.assert_refused(&out, &before, &what);
+            assert!(
+                message.contains(faulty) && message.contains("Input/output error"),
+                "{what}: {message}"
+            );
+            if args.contains(&"-") {
+                // What reached standard output before the error is the start of a container,
+                // never more than was read.
+                assert!(out.stdout.len() as u64 <= HEADER_LEN as u64 + after + TAG_LEN as u64 * 64);
+            }
+            tried += 1;
+        }
+    }
+    assert!(tried >= 20, "only {tried} cases ran");
+    assert_eq!(s.read("x"), plain, "the input changed");
+}
+
+/// Size of the large input of the signal tests (sparse, with a few marked places).
+const LARGE: u64 = 768 << 20;
+
+/// A sparse `LARGE`-byte file `big` with seeded bytes at a few offsets, and a key; returns the
+/// input's fingerprint.
+fn large_input() -> (Scratch, Fingerprint) {
+    let s = Scratch::new();
+    s.key_file("key", 256, 23, true);
+    let file = fs::File::create(s.path("big")).expect("create big");
+    file.set_len(LARGE).expect("sparse big");
+    for (i, offset) in [0, LARGE / 3, LARGE / 2, LARGE - 4096]
+        .into_iter()
+        .enumerate()
+    {
+        std::os::unix::fs::FileExt::write_all_at(&file, &seeded_bytes(i as u64, 4096), offset)
+            .expect("mark big");
+    }
+    drop(file);
+    let print = Fingerprint::of(&s.path("big"));
+    (s, print)
+}
+
+/// What shows that a file is untouched: its length, modification time and BLAKE3 hash.
+#[derive(Debug, PartialEq, Eq)]
+struct Fingerprint {
+    len: u64,
+    modified: std::time::SystemTime,
+    hash: blake3::Hash,
+}
+
+impl Fingerprint {
+    fn of(path: &Path) -> Self {
+        let meta = fs::metadata(path).expect("metadata");
+        let mut hasher = blake3::Hasher::new();
+        hasher
+            .update_reader(fs::File::open(path).expect("open"))
+            .expect("hash");
+        Fingerprint {
+            len: meta.len(),
+            modified: meta.modified().expect("mtime"),
+            hash: hasher.finalize(),
+        }
+    }
+}
+
+/// Starts `paraes enc -k key --chunk-size 1MiB big -o big.paraes` and waits until its
+/// temporary holds more than `bytes`.
+fn encrypt_large_until(s: &Scratch, bytes: u64) -> std::process::Child {
+    let child = s
+        .command(&[
+            "enc",
+            "-k",
+            "key",
+            "--chunk-size",
+            "1MiB",
+            "big",
+            "-o",
+            "big.paraes",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("paraes runs");
+    let written = || {
+        let names = s.names();
+        temporaries(&names)
+            .first()
+            .and_then(|name| fs::metadata(s.path(name)).ok())
+            .map_or(0, |meta| meta.len())
+            // Finished already: count it as everything.
+            .max(if names.contains("big.paraes") {
+                u64::MAX
+            } else {
+                0
+            })
+    };
+    wait_until(60, &format!("{bytes} bytes of output"), || {
+        written() > bytes
+    });
+    child
+}
+
+#[test]
+fn sigint_and_sigterm_mid_encryption_leave_nothing() {
+    let (s, print) = large_input();
+    let before = s.names();
+    for signal in ["INT", "TERM"] {
+        for at in [4 << 20, 64 << 20, 256 << 20] {
+            let what = format!("SIG{signal} after {} MiB", at >> 20);
+            let child = encrypt_large_until(&s, at);
+            send_signal(child.id(), signal);
+            let out = child.wait_with_output().expect("paraes ends");
+            assert_eq!(out.status.code(), Some(130), "{what}: {}", stderr(&out));
+            assert_eq!(
+                stderr(&out).trim(),
+                "paraes: interrupted: no output file was left behind",
+                "{what}"
+            );
+            assert_eq!(s.names(), before, "{what}: output or temporary left");
+        }
+    }
+    assert_eq!(Fingerprint::of(&s.path("big")), print, "the input changed");
+}
+
+/// Whether `name` is a temporary of `final_name` as paraes names them:
+/// `.FINAL.XXXXXX.paraes-tmp`.
+fn is_named_temporary(name: &str, final_name: &str) -> bool {
+    name.strip_prefix(&format!(".{final_name}."))
+        .and_then(|rest| rest.strip_suffix(".paraes-tmp"))
+        .is_some_and(|random| {
+            random.len() == 6 && random.chars().all(|c| c.is_ascii_alphanumeric())
+        })
+}
+
+#[test]
+fn sigkill_leaves_at_most_a_clearly_named_temporary() {
+    let (s, print) = large_input();
+    let before = s.names();
+    let complete_len = HEADER_LEN as u64 + LARGE + (LARGE >> 20) * TAG_LEN as u64;
+    let mut killed_mid_way = 0;
+    for at in [1 << 20, 16 << 20, 128 << 20, 512 << 20, LARGE - (1 << 20)] {
+        let what = format!("SIGKILL after {} MiB", at >> 20);
+        let mut child = encrypt_large_until(&s, at);
+        child.kill().expect("SIGKILL");
+        child.wait().expect("paraes ends");
+        let after = s.names();
+        let new: Vec<&String> = after.difference(&before).collect();
+        if after.contains("big.paraes") {
+            // It finished before the kill: then the file is whole.
+            assert_eq!(
+                fs::metadata(s.path("big.paraes")).expect("meta").len(),
+                complete_len,
+                "{what}: a truncated file under the final name"
+            );
+            s.remove("big.paraes");
+        } else {
+            killed_mid_way += 1;
+        }
+        for name in &new {
+            if name.as_str() != "big.paraes" {
+                assert!(
+                    is_named_temporary(name, "big.paraes"),
+                    "{what}: left {name:?}, which is not a clearly named temporary"
+                );
+                s.remove(name);
+            }
+        }
+        assert_eq!(s.names(), before, "{what}");
+    }
+    assert!(
+        killed_mid_way >= 3,
+        "only {killed_mid_way} kills landed mid-way"
+    );
+    assert_eq!(Fingerprint::of(&s.path("big")), print, "the input changed");
+}
+
+#[test]
+fn interrupting_a_stream_says_that_its_output_is_incomplete() {
+    let s = Scratch::new();
+    s.key_file("key", 256, 24, true);
+    for signal in ["INT", "TERM"] {
+        let mut child = s
+            .command(&["enc", "-k", "key", "/dev/zero", "-o", "-"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("paraes runs");
+        let mut stdout = child.stdout.take().expect("piped stdout");
+        let mut first = vec![0u8; 1 << 20];
+        std::io::Read::read_exact(&mut stdout, &mut first).expect("the first MiB");
+        assert_eq!(&first[..8], b"\x89PARAES\n", "SIG{signal}: not a container");
+        send_signal(child.id(), signal);
+        // Keep draining, so that paraes is never stuck on a full pipe.
+        std::io::copy(&mut stdout, &mut std::io::sink()).expect("drain");
+        let out = child.wait_with_output().expect("paraes ends");
+        assert_eq!(
+            out.status.code(),
+            Some(130),
+            "SIG{signal}: {}",
+            stderr(&out)
+        );
+        assert_eq!(
+            stderr(&out).trim(),
+            "paraes: interrupted: anything already written to the output stream is incomplete",
+            "SIG{signal}"
+        );
+        assert_eq!(s.names(), ["key"].map(String::from).into(), "SIG{signal}");
+    }
+}
