@@ -6,6 +6,8 @@ pub mod aes;
 pub mod container;
 pub mod cpu;
 pub mod engine;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod key;
 pub mod modes;
 pub mod pipeline;
