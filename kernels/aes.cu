@@ -127,10 +127,12 @@ __device__ __forceinline__ u32 lookup(const u32* table, u32 lane4, u32 x, int k)
     return load_word(table, entry_offset(byte_of(x, k), lane4));
 }
 
-// Encrypts BLOCKS_PER_THREAD blocks, interleaved for instruction-level parallelism.
-template <int NR>
-__device__ __forceinline__ void encrypt(u32 (&s)[BLOCKS_PER_THREAD][4], const u32* te,
-                                        u32 lane4, const RoundKeys& rk) {
+// AddRoundKey with round key 0, then rounds 1..NR-1 through the T-table `table`: row k of
+// output column c comes from column c + k * STEP (STEP 1: ShiftRows, for encryption; STEP 3,
+// i.e. c - k: InvShiftRows, for the equivalent inverse cipher).
+template <int NR, int STEP>
+__device__ __forceinline__ void table_rounds(u32 (&s)[BLOCKS_PER_THREAD][4], const u32* table,
+                                             u32 lane4, const RoundKeys& rk) {
 #pragma unroll
     for (int b = 0; b < BLOCKS_PER_THREAD; ++b)
 #pragma unroll
@@ -142,15 +144,22 @@ __device__ __forceinline__ void encrypt(u32 (&s)[BLOCKS_PER_THREAD][4], const u3
             u32 t[4];
 #pragma unroll
             for (int c = 0; c < 4; ++c) {
-                // Row k of output column c comes from column c + k (ShiftRows).
-                t[c] = lookup(te, lane4, s[b][c], 0) ^ rotl(lookup(te, lane4, s[b][(c + 1) & 3], 1), 8) ^
-                       rotl(lookup(te, lane4, s[b][(c + 2) & 3], 2), 16) ^
-                       rotl(lookup(te, lane4, s[b][(c + 3) & 3], 3), 24) ^ rk.w[4 * r + c];
+                t[c] = lookup(table, lane4, s[b][c], 0) ^
+                       rotl(lookup(table, lane4, s[b][(c + STEP) & 3], 1), 8) ^
+                       rotl(lookup(table, lane4, s[b][(c + 2 * STEP) & 3], 2), 16) ^
+                       rotl(lookup(table, lane4, s[b][(c + 3 * STEP) & 3], 3), 24) ^ rk.w[4 * r + c];
             }
 #pragma unroll
             for (int c = 0; c < 4; ++c) s[b][c] = t[c];
         }
     }
+}
+
+// Encrypts BLOCKS_PER_THREAD blocks, interleaved for instruction-level parallelism.
+template <int NR>
+__device__ __forceinline__ void encrypt(u32 (&s)[BLOCKS_PER_THREAD][4], const u32* te,
+                                        u32 lane4, const RoundKeys& rk) {
+    table_rounds<NR, 1>(s, te, lane4, rk);
 #pragma unroll
     for (int b = 0; b < BLOCKS_PER_THREAD; ++b) {
         u32 t[4];
@@ -177,26 +186,7 @@ __device__ __forceinline__ u32 inv_sub(const u32* inv, u32 lane4, u32 x, int k) 
 template <int NR>
 __device__ __forceinline__ void decrypt(u32 (&s)[BLOCKS_PER_THREAD][4], const u32* td,
                                         const u32* inv, u32 lane4, const RoundKeys& rk) {
-#pragma unroll
-    for (int b = 0; b < BLOCKS_PER_THREAD; ++b)
-#pragma unroll
-        for (int c = 0; c < 4; ++c) s[b][c] ^= rk.w[c];
-#pragma unroll
-    for (int r = 1; r < NR; ++r) {
-#pragma unroll
-        for (int b = 0; b < BLOCKS_PER_THREAD; ++b) {
-            u32 t[4];
-#pragma unroll
-            for (int c = 0; c < 4; ++c) {
-                // Row k of output column c comes from column c - k (InvShiftRows).
-                t[c] = lookup(td, lane4, s[b][c], 0) ^ rotl(lookup(td, lane4, s[b][(c + 3) & 3], 1), 8) ^
-                       rotl(lookup(td, lane4, s[b][(c + 2) & 3], 2), 16) ^
-                       rotl(lookup(td, lane4, s[b][(c + 1) & 3], 3), 24) ^ rk.w[4 * r + c];
-            }
-#pragma unroll
-            for (int c = 0; c < 4; ++c) s[b][c] = t[c];
-        }
-    }
+    table_rounds<NR, 3>(s, td, lane4, rk);
 #pragma unroll
     for (int b = 0; b < BLOCKS_PER_THREAD; ++b) {
         u32 t[4];
