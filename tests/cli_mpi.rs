@@ -39,6 +39,17 @@ mod with_mpi {
     const STRATEGIES: [&str; 2] = ["direct", "scatter"];
     /// Empty, one byte (fewer chunks than ranks), exactly one chunk, several chunks + a few bytes.
     const SIZES: [usize; 4] = [0, 1, CHUNK, 3 * CHUNK + 5];
+    /// `paraes enc` on MPI with the key file `k` and the tests' small chunks.
+    const MPI_ENC: [&str; 8] = [
+        "enc",
+        "--backend",
+        "mpi",
+        "-q",
+        "-k",
+        "k",
+        "--chunk-size",
+        CHUNK_ARG,
+    ];
 
     /// The launcher; its absence fails the test loudly.
     fn mpiexec() -> &'static str {
@@ -245,25 +256,15 @@ mod with_mpi {
         scratch.key_file("k", 192, 11, true);
         let plain = seeded_bytes(11, 3 * CHUNK + 7);
         scratch.write("plain", &plain);
-        let enc = [
-            "enc",
-            "--backend",
-            "mpi",
-            "-q",
-            "-k",
-            "k",
-            "--chunk-size",
-            CHUNK_ARG,
-        ];
         for strategy in STRATEGIES {
-            let mut args = enc.to_vec();
+            let mut args = MPI_ENC.to_vec();
             args.extend(["--mpi-io", strategy, "plain", "-o", "sealed", "-f"]);
             assert_success(&scratch.run(&args), strategy);
             let out = scratch.run(&["dec", "-k", "k", "sealed", "-o", "-"]);
             assert_success(&out, strategy);
             assert_eq!(out.stdout, plain, "{strategy}");
         }
-        let mut args = enc.to_vec();
+        let mut args = MPI_ENC.to_vec();
         args.extend(["-o", "-"]);
         let out = scratch.run_with_stdin(&args, &plain);
         assert_success(&out, "standard input");
@@ -280,17 +281,7 @@ mod with_mpi {
         scratch.key_file("k", 128, 1, true);
         scratch.key_file("other", 128, 2, true);
         scratch.write("plain", &seeded_bytes(3, 6 * CHUNK + 9));
-        let enc = [
-            "enc",
-            "--backend",
-            "mpi",
-            "-q",
-            "-k",
-            "k",
-            "--chunk-size",
-            CHUNK_ARG,
-        ];
-        let mut args = enc.to_vec();
+        let mut args = MPI_ENC.to_vec();
         args.extend(["plain", "-o", "sealed"]);
         assert_success(&run_mpi(&scratch, 2, &args), "setup");
         let mut tampered = scratch.read("sealed");
@@ -323,7 +314,7 @@ mod with_mpi {
             assert!(message.contains("cannot open missing"), "{what}: {message}");
 
             let what = format!("a rank whose engine cannot start, {strategy}");
-            let mut good = enc.to_vec();
+            let mut good = MPI_ENC.to_vec();
             good.extend(["--mpi-io", strategy, "plain", "-o", "out"]);
             let mut bad = good.clone();
             bad.extend(["--threads", "0"]);

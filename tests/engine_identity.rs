@@ -3,6 +3,7 @@
 
 use std::io::Write;
 
+use paraes_core::seeded::SplitMix64;
 use paraes_core::{CpuEngine, Direction, Engine, Implementation, Job, Key, KeySize, Mode};
 use paraes_gpu::{CtrVariant, GpuEngine, GpuOptions};
 use paraes_sunway_sim::{Buffering, SimConfig, SunwaySimEngine, Variant};
@@ -52,25 +53,6 @@ fn engines() -> Vec<Box<dyn Engine>> {
     engines
 }
 
-/// A small deterministic generator, so a failure names a reproducible case.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn fill(&mut self, buf: &mut [u8]) {
-        for chunk in buf.chunks_mut(8) {
-            chunk.copy_from_slice(&self.next().to_le_bytes()[..chunk.len()]);
-        }
-    }
-}
-
 #[test]
 fn every_engine_gives_the_same_bytes() {
     let engines = engines();
@@ -78,7 +60,7 @@ fn every_engine_gives_the_same_bytes() {
         engines.len() >= 3,
         "at least the portable CPU engine variants"
     );
-    let mut rng = SplitMix(0x5eed);
+    let mut rng = SplitMix64::new(0x5eed);
     for size in KeySize::ALL {
         for mode in [Mode::Ctr, Mode::Ecb] {
             for direction in [Direction::Encrypt, Direction::Decrypt] {
@@ -89,8 +71,8 @@ fn every_engine_gives_the_same_bytes() {
                     let mut iv = [0u8; 16];
                     rng.fill(&mut iv);
                     let (offset, len) = match mode {
-                        Mode::Ctr => (rng.next() >> 20, len),
-                        Mode::Ecb => ((rng.next() >> 20) & !15, len / 16 * 16),
+                        Mode::Ctr => (rng.next_u64() >> 20, len),
+                        Mode::Ecb => ((rng.next_u64() >> 20) & !15, len / 16 * 16),
                     };
                     let job = Job {
                         mode,

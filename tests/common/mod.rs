@@ -60,17 +60,7 @@ impl Mode {
 
 /// `len` bytes from a seeded SplitMix64 generator, so a failure names a reproducible case.
 pub fn seeded_bytes(seed: u64, len: usize) -> Vec<u8> {
-    let mut state = seed ^ 0x5eed_f00d_da7a;
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        out.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
-    }
-    out.truncate(len);
-    out
+    paraes_core::seeded::SplitMix64::new(seed ^ 0x5eed_f00d_da7a).bytes(len)
 }
 
 /// Length of the container of `plain_len` bytes: header, body (padded for ECB), one tag per

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use paraes_core::container::{ContainerKeys, Header, KeySource};
 use paraes_core::pipeline::{self, StreamSpec};
+use paraes_core::seeded::SplitMix64;
 use paraes_core::{Direction, Engine, EngineError, ExpandedKey, Job, Key, Mode};
 
 use crate::stats::Stats;
@@ -46,14 +47,7 @@ impl Timing {
 /// A deterministic, non-constant fill for the buffers (the contents do not change AES's speed,
 /// but zero pages could be shared copy-on-write and make the first pass unrepresentative).
 fn fill(buf: &mut [u8]) {
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    for chunk in buf.chunks_mut(8) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let bytes = x.to_le_bytes();
-        chunk.copy_from_slice(&bytes[..chunk.len()]);
-    }
+    SplitMix64::new(0x5eed).fill(buf);
 }
 
 /// Times `op` per `timing`; `op` is one call of the thing measured.

@@ -40,6 +40,7 @@ use std::time::Instant;
 
 use paraes_core::container::{self, ContainerKeys, Header, KeySource};
 use paraes_core::pipeline::{self, StreamSpec};
+use paraes_core::seeded::SplitMix64;
 use paraes_core::{CpuEngine, Direction, Key, KeySize, Mode};
 
 /// Options from the command line.
@@ -94,26 +95,6 @@ fn parse_options() -> Result<Options, String> {
     Ok(options)
 }
 
-/// SplitMix64: reproducible sizes and contents from `--seed`.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn fill(&mut self, buf: &mut [u8]) {
-        for chunk in buf.chunks_mut(8) {
-            let word = self.next().to_le_bytes();
-            chunk.copy_from_slice(&word[..chunk.len()]);
-        }
-    }
-}
-
 /// One reading of the process's resources.
 #[derive(Clone, Copy)]
 struct Sample {
@@ -163,7 +144,7 @@ fn sample(trips: usize) -> Sample {
 }
 
 /// One encrypt/decrypt round trip of `plain` through files in `dir`.
-fn round_trip(dir: &Path, trip: usize, plain: &[u8], rng: &mut Rng) -> Result<(), String> {
+fn round_trip(dir: &Path, trip: usize, plain: &[u8], rng: &mut SplitMix64) -> Result<(), String> {
     let err = |what: &str, e: &dyn std::fmt::Display| format!("trip {trip}: {what}: {e}");
     let size = KeySize::ALL[trip % 3];
     let mode = if trip.is_multiple_of(2) {
@@ -258,14 +239,14 @@ fn main() -> ExitCode {
         dir.display()
     );
 
-    let mut rng = Rng(options.seed);
+    let mut rng = SplitMix64::new(options.seed);
     let mut plain = vec![0u8; options.max_size];
     let mut samples = vec![start];
     let mut total_bytes = 0u64;
     let mut failures = 0usize;
     let clock = Instant::now();
     for trip in 0..options.iterations {
-        let len = (rng.next() % (options.max_size as u64 + 1)) as usize;
+        let len = (rng.next_u64() % (options.max_size as u64 + 1)) as usize;
         rng.fill(&mut plain[..len]);
         total_bytes += len as u64;
         if let Err(message) = round_trip(&dir, trip, &plain[..len], &mut rng) {

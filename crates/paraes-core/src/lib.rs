@@ -12,6 +12,7 @@ pub mod key;
 pub mod modes;
 pub mod pipeline;
 pub mod polyval;
+pub mod seeded;
 
 pub use aes::Implementation;
 pub use cpu::CpuEngine;

@@ -12,6 +12,7 @@ use paraes_core::fuzzing::{
     all_paths, cheap_argon2_params, decrypt_container, decrypt_container_into, seal_container,
     FIXED_KEY,
 };
+use paraes_core::seeded::SplitMix64;
 use paraes_core::{KeySize, Mode};
 use proptest::prelude::*;
 
@@ -27,15 +28,7 @@ struct Sealed {
 }
 
 fn plaintext(len: usize, seed: u64) -> Vec<u8> {
-    let mut state = seed | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        })
-        .collect()
+    SplitMix64::new(seed).bytes(len)
 }
 
 fn seal(mode: Mode, size: KeySize, passphrase: bool, len: usize, seed: u64) -> Sealed {

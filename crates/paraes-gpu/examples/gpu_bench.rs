@@ -12,6 +12,7 @@
 
 use std::time::Instant;
 
+use paraes_core::seeded::SplitMix64;
 use paraes_core::{CpuEngine, Direction, Engine, ExpandedKey, Job, Key, KeySize, Mode};
 use paraes_gpu::{CopyDirection, CtrVariant, GpuEngine, GpuOptions, KernelKind};
 use rayon::prelude::*;
@@ -89,14 +90,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn random(len: usize, seed: u64) -> Vec<u8> {
     let mut buf = vec![0u8; len];
     buf.par_chunks_mut(MIB).enumerate().for_each(|(i, chunk)| {
-        let mut s = seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        for word in chunk.chunks_mut(8) {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            let n = word.len();
-            word.copy_from_slice(&s.to_le_bytes()[..n]);
-        }
+        SplitMix64::new(seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)).fill(chunk);
     });
     buf
 }

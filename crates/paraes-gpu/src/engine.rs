@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use paraes_core::seeded::SplitMix64;
 use paraes_core::{modes, Direction, Engine, EngineError, ExpandedKey, Implementation, Job, Mode};
 
 use crate::driver::{load_driver, Device, DeviceBuffer, DeviceInfo, Event, PinnedBuffer, Stream};
@@ -618,14 +619,7 @@ impl GpuEngine {
         let buffer = DeviceBuffer::new(&self.device, bytes)?;
         let staging_len = bytes.clamp(16, 64 << 20);
         let mut staging = PinnedBuffer::new(&self.device, staging_len)?;
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        for chunk in staging.as_mut_slice().chunks_mut(8) {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let n = chunk.len();
-            chunk.copy_from_slice(&state.to_le_bytes()[..n]);
-        }
+        SplitMix64::new(0x2545_f491_4f6c_dd1d).fill(staging.as_mut_slice());
         let stream = Stream::new(&self.device)?;
         let mut at = 0;
         while at < bytes {

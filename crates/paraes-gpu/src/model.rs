@@ -358,19 +358,9 @@ pub fn run(
 mod tests {
     use super::*;
     use crate::plan::{counter_halves, RoundKeyWords};
+    use paraes_core::seeded::SplitMix64;
     use paraes_core::{modes, Direction, Implementation, Job, Key, Mode};
     use std::cell::RefCell;
-
-    fn rng(seed: &mut u64) -> u64 {
-        *seed ^= *seed << 13;
-        *seed ^= *seed >> 7;
-        *seed ^= *seed << 17;
-        *seed
-    }
-
-    fn bytes(seed: &mut u64, n: usize) -> Vec<u8> {
-        (0..n).map(|_| rng(seed) as u8).collect()
-    }
 
     #[test]
     fn sbox_known_values() {
@@ -394,7 +384,7 @@ mod tests {
     /// shapes, and counters that carry across 2^64 and wrap at 2^128.
     #[test]
     fn model_kernels_match_the_core() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rng = SplitMix64::new(0x9e37_79b9_7f4a_7c15);
         let launches = [
             Launch {
                 grid: 1,
@@ -426,15 +416,15 @@ mod tests {
             },
         ];
         for bits in [16usize, 24, 32] {
-            let key = Key::new(&bytes(&mut seed, bits)).unwrap().expand();
+            let key = Key::new(&rng.bytes(bits)).unwrap().expand();
             let nr = key.rounds();
             let enc = RoundKeyWords::new(key.enc_round_keys());
             let dec = RoundKeyWords::new(key.dec_round_keys());
             for (i, launch) in launches.iter().enumerate() {
                 let nblocks = [1usize, 700, 1537][i];
-                let data = bytes(&mut seed, nblocks * 16);
+                let data = rng.bytes(nblocks * 16);
                 let iv = ivs[i];
-                let start_block = rng(&mut seed) % 1000;
+                let start_block = rng.next_u64() % 1000;
                 let ctr = counter_halves(&iv, start_block);
                 for kind in [
                     Kind::EcbEncrypt,
@@ -481,8 +471,8 @@ mod tests {
     /// touches never depends on the key or the data.
     #[test]
     fn every_lookup_hits_the_lanes_own_bank() {
-        let mut seed = 42u64;
-        let key = Key::new(&bytes(&mut seed, 32)).unwrap().expand();
+        let mut rng = SplitMix64::new(42);
+        let key = Key::new(&rng.bytes(32)).unwrap().expand();
         let enc = RoundKeyWords::new(key.enc_round_keys());
         let dec = RoundKeyWords::new(key.dec_round_keys());
         for kind in [Kind::EcbEncrypt, Kind::EcbDecrypt] {
@@ -492,10 +482,10 @@ mod tests {
                 let lane = Lane::new(&shared, lane_id, Some(&trace));
                 for _ in 0..8 {
                     let mut s = [
-                        rng(&mut seed) as u32,
-                        rng(&mut seed) as u32,
-                        rng(&mut seed) as u32,
-                        rng(&mut seed) as u32,
+                        rng.next_u64() as u32,
+                        rng.next_u64() as u32,
+                        rng.next_u64() as u32,
+                        rng.next_u64() as u32,
                     ];
                     if kind == Kind::EcbDecrypt {
                         lane.decrypt(&mut s, &dec.w, 14);

@@ -6,34 +6,11 @@
 
 use std::io::Write;
 
+use paraes_core::seeded::SplitMix64;
 use paraes_core::{modes, Direction, Engine, Implementation, Job, Key, Mode};
 use paraes_gpu::{CtrVariant, GpuEngine, GpuOptions};
 
 const MIB: usize = 1 << 20;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn fill(&mut self, buf: &mut [u8]) {
-        for chunk in buf.chunks_mut(8) {
-            let n = chunk.len();
-            chunk.copy_from_slice(&self.next().to_le_bytes()[..n]);
-        }
-    }
-
-    fn bytes<const N: usize>(&mut self) -> [u8; N] {
-        let mut out = [0u8; N];
-        self.fill(&mut out);
-        out
-    }
-}
 
 /// The engine, or None after printing why the test is skipped.
 fn engine(options: GpuOptions) -> Option<GpuEngine> {
@@ -55,25 +32,25 @@ fn engine(options: GpuOptions) -> Option<GpuEngine> {
 /// Checks one job on one buffer against the reference, for every CTR variant.
 fn check(
     engine: &GpuEngine,
-    rng: &mut Rng,
+    rng: &mut SplitMix64,
     mode: Mode,
     direction: Direction,
     bits: usize,
     len: usize,
 ) {
-    let key_bytes: [u8; 32] = rng.bytes();
+    let key_bytes: [u8; 32] = rng.array();
     let key = Key::new(&key_bytes[..bits / 8]).unwrap().expand();
-    let mut iv: [u8; 16] = rng.bytes();
-    if rng.next().is_multiple_of(4) {
+    let mut iv: [u8; 16] = rng.array();
+    if rng.next_u64().is_multiple_of(4) {
         // Counters that carry across 2^64 or wrap at 2^128 inside the buffer.
         iv[8..].copy_from_slice(&[0xff; 8]);
-        if rng.next().is_multiple_of(2) {
+        if rng.next_u64().is_multiple_of(2) {
             iv[..8].copy_from_slice(&[0xff; 8]);
         }
     }
     let (len, offset) = match mode {
-        Mode::Ecb => (len / 16 * 16, (rng.next() % (1 << 30)) * 16),
-        Mode::Ctr => (len, rng.next() % (1 << 40)),
+        Mode::Ecb => (len / 16 * 16, (rng.next_u64() % (1 << 30)) * 16),
+        Mode::Ctr => (len, rng.next_u64() % (1 << 40)),
     };
     let job = Job {
         mode,
@@ -113,7 +90,7 @@ fn gpu_engine_matches_the_reference() {
         return;
     };
     eprintln!("testing on {}", engine.device_info());
-    let mut rng = Rng(0x5eed_1234_abcd_ef01);
+    let mut rng = SplitMix64::new(0x5eed_1234_abcd_ef01);
     for len in [0, 1, 15, 16, 17, 4096 + 5, MIB + 3, 256 * MIB] {
         for bits in [128, 192, 256] {
             for (mode, direction) in [
@@ -143,7 +120,7 @@ fn small_pieces_and_odd_geometry_match() {
     let Some(engine) = engine(options) else {
         return;
     };
-    let mut rng = Rng(77);
+    let mut rng = SplitMix64::new(77);
     for len in [17, 4096 * 3 + 1, MIB + 3] {
         for bits in [128, 256] {
             for mode in [Mode::Ecb, Mode::Ctr] {
@@ -161,9 +138,9 @@ fn chunked_calls_equal_one_call() {
     let Some(engine) = engine(GpuOptions::default()) else {
         return;
     };
-    let mut rng = Rng(99);
-    let key = Key::new(&rng.bytes::<16>()).unwrap().expand();
-    let iv: [u8; 16] = rng.bytes();
+    let mut rng = SplitMix64::new(99);
+    let key = Key::new(&rng.array::<16>()).unwrap().expand();
+    let iv: [u8; 16] = rng.array();
     let mut data = vec![0u8; 5 * MIB + 11];
     rng.fill(&mut data);
     let job = Job {

@@ -7,6 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use paraes_core::seeded::SplitMix64;
 use paraes_core::{modes, Direction, Implementation, Job, Key, Mode};
 use paraes_gpu::plan::{counter_halves, RoundKeyWords};
 use paraes_gpu::{BLOCKS_PER_THREAD, MAX_THREADS_PER_BLOCK};
@@ -79,30 +80,24 @@ fn run(
 #[test]
 fn kernel_source_matches_the_core_on_the_cpu() {
     let Some(exe) = build() else { return };
-    let mut seed = 0x1234_5678_9abc_def1u64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut rng = SplitMix64::new(0x1234_5678_9abc_def1);
     let shapes = [(1u32, 32u32, 1usize), (3, 64, 1000), (5, 96, 2333)];
     for bits in [128usize, 192, 256] {
-        let key_bytes: Vec<u8> = (0..bits / 8).map(|_| next() as u8).collect();
+        let key_bytes = rng.bytes(bits / 8);
         let key = Key::new(&key_bytes).unwrap().expand();
         let enc = RoundKeyWords::new(key.enc_round_keys());
         let dec = RoundKeyWords::new(key.dec_round_keys());
         for (i, &(grid, threads, nblocks)) in shapes.iter().enumerate() {
-            let input: Vec<u8> = (0..nblocks * 16).map(|_| next() as u8).collect();
+            let input = rng.bytes(nblocks * 16);
             let mut iv = [0u8; 16];
-            iv.iter_mut().for_each(|b| *b = next() as u8);
+            rng.fill(&mut iv);
             if i == 1 {
                 iv[8..].copy_from_slice(&(u64::MAX - 300).to_be_bytes()); // carry into the high half
             }
             if i == 2 {
                 iv = [0xff; 16]; // wraps at 2^128
             }
-            let start = next() % 5000;
+            let start = rng.next_u64() % 5000;
             let ctr = counter_halves(&iv, start);
             for (kind, mode, direction) in [
                 ("ecb_encrypt", Mode::Ecb, Direction::Encrypt),
