@@ -324,7 +324,7 @@ pub fn prepare(args: &CryptArgs, direction: Direction) -> Result<Prepared> {
     })
 }
 
-/// Reads a container header; a read error names the input and gives the system's reason once.
+/// Reads a container header; a read error names the input file.
 fn read_header(input: &mut Input) -> Result<UnverifiedHeader> {
     Header::read(input).map_err(|e| match e {
         ContainerError::Io(io) => anyhow::Error::new(io).context(format!(
@@ -381,8 +381,7 @@ fn stream(
     };
     let result = pipeline::run(spec, input, &mut output.writer(), &|n| bar.set_position(n));
     bar.finish_and_clear();
-    // Name the file that failed, and give the system's reason once (the pipeline's message
-    // repeats its source).
+    // Name the file that failed (the pipeline only knows "the input" and "the output").
     result.map_err(|e| match e {
         PipelineError::Read(io) => {
             anyhow::Error::new(io).context(format!("reading {} failed", input.name()))

@@ -64,9 +64,16 @@ pub enum ContainerError {
     /// The system random generator failed.
     #[error("the system random number generator failed: {0}")]
     Random(String),
-    /// Reading the header failed.
+    /// Reading the header failed (the I/O error is in the message, not also a `source`, so a
+    /// report of the error chain gives the reason once).
     #[error("reading the container header failed: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for ContainerError {
+    fn from(e: std::io::Error) -> Self {
+        ContainerError::Io(e)
+    }
 }
 
 /// Fills `buf` from the operating system's random generator.

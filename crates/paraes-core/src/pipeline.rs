@@ -65,12 +65,13 @@ impl<'a> StreamSpec<'a> {
 /// Why a stream could not be processed.
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
-    /// Reading the input failed.
+    /// Reading the input failed. (The I/O error is in the message, not also a `source`, so a
+    /// report of the error chain gives the reason once.)
     #[error("reading the input failed: {0}")]
-    Read(#[source] io::Error),
-    /// Writing the output failed.
+    Read(io::Error),
+    /// Writing the output failed (the I/O error is in the message, as for `Read`).
     #[error("writing the output failed: {0}")]
-    Write(#[source] io::Error),
+    Write(io::Error),
     /// The engine failed.
     #[error(transparent)]
     Engine(#[from] EngineError),
