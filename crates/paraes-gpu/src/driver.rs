@@ -5,8 +5,8 @@
 //! cudarc loads `libcuda.so.1` on its first driver call and panics if it cannot; so before
 //! any call, [`load_driver`] asks cudarc's `is_culib_present` (a plain dlopen attempt) and
 //! returns [`GpuError::NoDriver`] instead. Every entry point also runs under
-//! `catch_unwind`, so a panic inside the bindings (a symbol missing from an ancient driver)
-//! still becomes an error.
+//! `catch_unwind`, so a panic inside the bindings (a symbol missing from an ancient driver,
+//! a bug) becomes [`GpuError::Internal`]: an error that surfaces, never "no GPU here".
 
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
@@ -58,7 +58,8 @@ impl std::fmt::Display for DeviceInfo {
     }
 }
 
-/// Runs `f`, turning a panic inside the CUDA bindings into an error.
+/// Runs `f`, turning a panic inside the CUDA bindings into [`GpuError::Internal`] (which
+/// `--backend auto` reports instead of quietly using the CPU).
 pub(crate) fn guard<T>(what: &str, f: impl FnOnce() -> Result<T, GpuError>) -> Result<T, GpuError> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(result) => result,
@@ -68,8 +69,8 @@ pub(crate) fn guard<T>(what: &str, f: impl FnOnce() -> Result<T, GpuError>) -> R
                 .cloned()
                 .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_default();
-            Err(GpuError::Unsupported(format!(
-                "{what}: the CUDA bindings failed: {message}"
+            Err(GpuError::Internal(format!(
+                "{what} (a panic in the CUDA bindings: {message})"
             )))
         }
     }
@@ -536,5 +537,38 @@ impl Drop for PinnedBuffer {
             // SAFETY: `ptr` came from cuMemHostAlloc and no copy uses it any more.
             let _ = unsafe { result::free_host(self.ptr.cast()) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_in_the_bindings_is_an_internal_error_not_unavailable() {
+        let error = guard("testing the guard", || -> Result<(), GpuError> {
+            panic!("symbol cuFoo not found")
+        })
+        .unwrap_err();
+        assert!(matches!(error, GpuError::Internal(_)), "{error:?}");
+        assert!(!error.is_unavailable());
+        let text = error.to_string();
+        assert!(
+            text.contains("testing the guard") && text.contains("cuFoo"),
+            "{text}"
+        );
+        assert!(matches!(
+            paraes_core::EngineError::from(error),
+            paraes_core::EngineError::Failed(_)
+        ));
+        // A formatted panic message (String payload) is kept too.
+        let n = 7;
+        let error = guard("x", || -> Result<(), GpuError> { panic!("code {n}") }).unwrap_err();
+        assert!(error.to_string().contains("code 7"));
+        // No panic: the closure's own result passes through unchanged.
+        assert_eq!(
+            guard("x", || Err::<(), _>(GpuError::NoDriver)),
+            Err(GpuError::NoDriver)
+        );
     }
 }

@@ -27,13 +27,21 @@ pub enum GpuError {
         /// How many devices the driver sees.
         count: usize,
     },
-    /// The driver is too old for the kernels' PTX, or cannot compile it for this GPU.
+    /// The driver is too old for the kernels, or the GPU is older than compute capability
+    /// 8.0 (the kernels are built for Ampere and newer). A GPU is there, so this is not
+    /// "unavailable": `--backend auto` says why before it uses the CPU.
     #[error(
         "the CUDA driver cannot load the AES kernels ({0}): they need an NVIDIA driver \
-         R550 (CUDA 12.4) or newer and a GPU of compute capability 7.0+; update the driver \
-         or use --backend cpu"
+         R550 (CUDA 12.4) or newer and a GPU of compute capability 8.0 or newer (Ampere, \
+         Hopper, ...); update the driver or use --backend cpu"
     )]
     Unsupported(String),
+    /// A panic inside the CUDA bindings (cudarc) or the engine: a bug, never "no GPU".
+    #[error(
+        "internal error in the GPU engine while {0}: please report this bug; \
+         use --backend cpu meanwhile"
+    )]
+    Internal(String),
     /// Device or pinned host memory ran out.
     #[error(
         "out of GPU memory while {0}: free the GPU, use a smaller --chunk-size, \
@@ -91,16 +99,15 @@ impl GpuError {
         }
     }
 
-    /// True when the error means "no usable GPU here" rather than a failure while working:
-    /// `--backend auto` falls back to the CPU silently on these.
+    /// True only when there is no GPU to use here: no driver, no device, or GPU use
+    /// disabled by `PARAES_NO_GPU`. `--backend auto` falls back to the CPU silently on these
+    /// alone; every other error (a GPU too old, a driver too old, a device ordinal that does
+    /// not exist, a failure while working, a bug) is reported, so a real problem is never
+    /// hidden behind a quiet CPU run.
     pub fn is_unavailable(&self) -> bool {
         matches!(
             self,
-            GpuError::NoDriver
-                | GpuError::Disabled
-                | GpuError::NoDevice(_)
-                | GpuError::BadDevice { .. }
-                | GpuError::Unsupported(_)
+            GpuError::NoDriver | GpuError::Disabled | GpuError::NoDevice(_)
         )
     }
 }
@@ -124,5 +131,48 @@ fn describe(error: DriverError) -> String {
     match error.error_string() {
         Ok(text) => format!("{name}: {}", text.to_string_lossy()),
         Err(_) => name,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_missing_driver_or_device_is_unavailable() {
+        let unavailable = [
+            GpuError::NoDriver,
+            GpuError::Disabled,
+            GpuError::NoDevice("none".into()),
+        ];
+        for e in unavailable {
+            assert!(e.is_unavailable(), "{e}");
+            assert!(matches!(EngineError::from(e), EngineError::Unavailable(_)));
+        }
+        let surfaced = [
+            GpuError::BadDevice {
+                device: 3,
+                count: 1,
+            },
+            GpuError::Unsupported("x".into()),
+            GpuError::Internal("x".into()),
+            GpuError::OutOfMemory("x".into()),
+            GpuError::LaunchFailed("x".into()),
+            GpuError::DeviceLost("x".into()),
+            GpuError::Driver("x".into()),
+            GpuError::BadOption("x".into()),
+        ];
+        for e in surfaced {
+            assert!(!e.is_unavailable(), "{e}");
+            assert!(matches!(EngineError::from(e), EngineError::Failed(_)));
+        }
+    }
+
+    #[test]
+    fn the_capability_text_matches_the_check() {
+        let text = GpuError::Unsupported("x".into()).to_string();
+        assert!(text.contains("compute capability 8.0"), "{text}");
+        assert!(!text.contains("7.0"), "{text}");
+        assert!(!text.contains('\n'));
     }
 }
