@@ -9,7 +9,8 @@
 // its 4 bytes (byte 0 of the block = row 0 of column 0 = bits 0..7 of word 0), exactly as a
 // 16-byte uint4 load yields it.
 //
-// Tables: ONE 256-entry T-table (Te0 for encryption, Td0 for decryption) in shared memory,
+// Tables (the base kernels; the PAIR variants are described at `enum Layout`): ONE
+// 256-entry T-table (Te0 for encryption, Td0 for decryption) in shared memory,
 // replicated 32 times and interleaved so that entry e of lane l lives at word e * 32 + l,
 // i.e. always in bank l. Every lookup of a lane hits that lane's own bank whatever the
 // data: no bank conflicts, and the shared-memory timing does not depend on the key or the
@@ -112,7 +113,19 @@ __device__ __forceinline__ u32 inv_sbox_word(u32 w) {
 // Byte k of x, alone in the low byte: one PRMT (ALU pipe), where shift-and-mask is two.
 __device__ __forceinline__ u32 byte_of(u32 x, int k) { return __byte_perm(x, 0, 0x4440 + k); }
 
-// Byte address of entry e of the calling lane in an interleaved table: e * 128 + lane * 4,
+// Table layouts (the LAYOUT template parameter; docs/GPU.md, "Kernel variants"):
+//   ROTATE: ONE table, T0 only, entry e of lane l at word e * 32 + l (32 KiB, static shared
+//           memory). Row k of a round column is rotl(T0[byte k], 8k): three rotations and
+//           one IMAD (the entry address) per lookup.
+//   PAIR:   TWO tables interleaved, T0 and T1 = rotl(T0, 8): entry e of table t, lane l at
+//           word e * 64 + t * 32 + l (64 KiB, dynamic shared memory). The byte address
+//           (e << 8) | (t << 7) | (4 * l) is ONE PRMT of the state word and a per-lane
+//           constant, no IMAD; and T2 = rotl(T0, 16), T3 = rotl(T1, 16), so a column is
+//           T0[a] ^ T1[b] ^ rotl(T0[c] ^ T1[d], 16): one rotation instead of three.
+// In both the bank (address / 4 mod 32) is the lane's own whatever the data.
+enum Layout { ROTATE = 0, PAIR = 1 };
+
+// Byte address of entry e of the calling lane in the ROTATE table: e * 128 + lane * 4,
 // one IMAD (FMA pipe, leaving the busier ALU pipe alone) that ptxas adds to the table's
 // shared-memory address as an immediate. The index depends on the data; the bank
 // (address / 4 mod 32 = lane) never does.
@@ -122,58 +135,91 @@ __device__ __forceinline__ u32 load_word(const u32* table, u32 offset) {
     return *(const u32*)((const char*)table + offset);
 }
 
-// Te0/Td0 entry byte_of(x, k) for the calling lane (lane4 = 4 * lane).
-__device__ __forceinline__ u32 lookup(const u32* table, u32 lane4, u32 x, int k) {
-    return load_word(table, entry_offset(byte_of(x, k), lane4));
+// The raw table word for byte k of x. ROTATE: T0[byte k], lane_t = 4 * lane. PAIR: table t
+// at byte k, lane_t = (t << 7) | (4 * lane): PRMT puts byte k of x in byte 1 of the address,
+// byte 0 of lane_t in byte 0 and zeros (bytes of lane_t above 0) in bytes 2 and 3.
+template <int LAYOUT>
+__device__ __forceinline__ u32 entry(const u32* table, u32 lane_t, u32 x, int k) {
+    if (LAYOUT == PAIR) return load_word(table, __byte_perm(x, lane_t, 0x5504 | (k << 4)));
+    return load_word(table, entry_offset(byte_of(x, k), lane_t));
 }
 
-// AddRoundKey with round key 0, then rounds 1..NR-1 through the T-table `table`: row k of
-// output column c comes from column c + k * STEP (STEP 1: ShiftRows, for encryption; STEP 3,
-// i.e. c - k: InvShiftRows, for the equivalent inverse cipher).
-template <int NR, int STEP>
+// Row k of a round column: T_k[byte k of x] (= rotl(T0[byte k of x], 8k)).
+template <int LAYOUT>
+__device__ __forceinline__ u32 row(const u32* table, u32 lane4, u32 x, int k) {
+    if (LAYOUT == PAIR) {
+        u32 v = entry<PAIR>(table, (k & 1) ? lane4 | 0x80 : lane4, x, k);
+        return k >= 2 ? rotl(v, 16) : v;
+    }
+    u32 v = entry<ROTATE>(table, lane4, x, k);
+    return k ? rotl(v, 8 * k) : v;
+}
+
+// One round column without its round key: T0[x0 b0] ^ T1[x1 b1] ^ T2[x2 b2] ^ T3[x3 b3].
+template <int LAYOUT>
+__device__ __forceinline__ u32 column(const u32* table, u32 lane4, u32 x0, u32 x1, u32 x2, u32 x3) {
+    if (LAYOUT == PAIR)
+        return entry<PAIR>(table, lane4, x0, 0) ^ entry<PAIR>(table, lane4 | 0x80, x1, 1) ^
+               rotl(entry<PAIR>(table, lane4, x2, 2) ^ entry<PAIR>(table, lane4 | 0x80, x3, 3), 16);
+    return row<ROTATE>(table, lane4, x0, 0) ^ row<ROTATE>(table, lane4, x1, 1) ^
+           row<ROTATE>(table, lane4, x2, 2) ^ row<ROTATE>(table, lane4, x3, 3);
+}
+
+// Rounds FIRST..NR-1 through the T-table `table` (FIRST = 1: AddRoundKey with round key 0
+// first): row k of output column c comes from column c + k * STEP (STEP 1: ShiftRows, for
+// encryption; STEP 3, i.e. c - k: InvShiftRows, for the equivalent inverse cipher).
+template <int NR, int STEP, int LAYOUT, int FIRST>
 __device__ __forceinline__ void table_rounds(u32 (&s)[BLOCKS_PER_THREAD][4], const u32* table,
                                              u32 lane4, const RoundKeys& rk) {
+    if (FIRST == 1)
 #pragma unroll
-    for (int b = 0; b < BLOCKS_PER_THREAD; ++b)
+        for (int b = 0; b < BLOCKS_PER_THREAD; ++b)
 #pragma unroll
-        for (int c = 0; c < 4; ++c) s[b][c] ^= rk.w[c];
+            for (int c = 0; c < 4; ++c) s[b][c] ^= rk.w[c];
 #pragma unroll
-    for (int r = 1; r < NR; ++r) {
+    for (int r = FIRST; r < NR; ++r) {
 #pragma unroll
         for (int b = 0; b < BLOCKS_PER_THREAD; ++b) {
             u32 t[4];
 #pragma unroll
-            for (int c = 0; c < 4; ++c) {
-                t[c] = lookup(table, lane4, s[b][c], 0) ^
-                       rotl(lookup(table, lane4, s[b][(c + STEP) & 3], 1), 8) ^
-                       rotl(lookup(table, lane4, s[b][(c + 2 * STEP) & 3], 2), 16) ^
-                       rotl(lookup(table, lane4, s[b][(c + 3 * STEP) & 3], 3), 24) ^ rk.w[4 * r + c];
-            }
+            for (int c = 0; c < 4; ++c)
+                t[c] = column<LAYOUT>(table, lane4, s[b][c], s[b][(c + STEP) & 3], s[b][(c + 2 * STEP) & 3],
+                                      s[b][(c + 3 * STEP) & 3]) ^
+                       rk.w[4 * r + c];
 #pragma unroll
             for (int c = 0; c < 4; ++c) s[b][c] = t[c];
         }
     }
 }
 
-// Encrypts BLOCKS_PER_THREAD blocks, interleaved for instruction-level parallelism.
-template <int NR>
-__device__ __forceinline__ void encrypt(u32 (&s)[BLOCKS_PER_THREAD][4], const u32* te,
-                                        u32 lane4, const RoundKeys& rk) {
-    table_rounds<NR, 1>(s, te, lane4, rk);
+// The last encryption round: S[x] is byte 1 of T0[x]; gather byte 1 of four T0 entries
+// into one word (both layouts read T0 here).
+template <int NR, int LAYOUT>
+__device__ __forceinline__ void last_round(u32 (&s)[BLOCKS_PER_THREAD][4], const u32* te, u32 lane4,
+                                           const RoundKeys& rk) {
 #pragma unroll
     for (int b = 0; b < BLOCKS_PER_THREAD; ++b) {
         u32 t[4];
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
-            // S[x] is byte 1 of Te0[x]: gather byte 1 of four entries into one word.
-            u32 lo = __byte_perm(lookup(te, lane4, s[b][c], 0), lookup(te, lane4, s[b][(c + 1) & 3], 1), 0x0051);
-            u32 hi = __byte_perm(lookup(te, lane4, s[b][(c + 2) & 3], 2), lookup(te, lane4, s[b][(c + 3) & 3], 3),
+            u32 lo = __byte_perm(entry<LAYOUT>(te, lane4, s[b][c], 0), entry<LAYOUT>(te, lane4, s[b][(c + 1) & 3], 1),
                                  0x0051);
+            u32 hi = __byte_perm(entry<LAYOUT>(te, lane4, s[b][(c + 2) & 3], 2),
+                                 entry<LAYOUT>(te, lane4, s[b][(c + 3) & 3], 3), 0x0051);
             t[c] = __byte_perm(lo, hi, 0x5410) ^ rk.w[4 * NR + c];
         }
 #pragma unroll
         for (int c = 0; c < 4; ++c) s[b][c] = t[c];
     }
+}
+
+// Encrypts BLOCKS_PER_THREAD blocks, interleaved for instruction-level parallelism; from
+// round FIRST (2: the caller did AddRoundKey 0 and round 1).
+template <int NR, int LAYOUT, int FIRST>
+__device__ __forceinline__ void encrypt(u32 (&s)[BLOCKS_PER_THREAD][4], const u32* te, u32 lane4,
+                                        const RoundKeys& rk) {
+    table_rounds<NR, 1, LAYOUT, FIRST>(s, te, lane4, rk);
+    last_round<NR, LAYOUT>(s, te, lane4, rk);
 }
 
 // Inverse S-box byte for entry `byte` (bits 8k..8k+7 of x), in byte 0 of the result.
@@ -183,10 +229,10 @@ __device__ __forceinline__ u32 inv_sub(const u32* inv, u32 lane4, u32 x, int k) 
 }
 
 // Decrypts with the equivalent inverse cipher (FIPS-197 5.3.5; rk = decryption keys).
-template <int NR>
+template <int NR, int LAYOUT>
 __device__ __forceinline__ void decrypt(u32 (&s)[BLOCKS_PER_THREAD][4], const u32* td,
                                         const u32* inv, u32 lane4, const RoundKeys& rk) {
-    table_rounds<NR, 3>(s, td, lane4, rk);
+    table_rounds<NR, 3, LAYOUT, 1>(s, td, lane4, rk);
 #pragma unroll
     for (int b = 0; b < BLOCKS_PER_THREAD; ++b) {
         u32 t[4];
@@ -206,24 +252,58 @@ __device__ __forceinline__ u32 bswap(u32 x) { return __byte_perm(x, 0, 0x0123); 
 
 enum Kind { ECB_ENCRYPT = 0, ECB_DECRYPT = 1, CTR_FUSED = 2, CTR_KEYSTREAM = 3 };
 
+// The dynamic shared memory a PAIR kernel needs: the two interleaved tables, plus the packed
+// inverse S-box for decryption (the host passes this size at launch: 64 or 72 KiB).
+#ifndef DYNAMIC_SHARED
+#define DYNAMIC_SHARED(name) extern __shared__ u32 name[]
+#endif
+
 // The grid-stride loop shared by every kernel. A tile is BLOCKS_PER_THREAD * blockDim.x
 // consecutive AES blocks; block k of a thread in a tile is tile + k * blockDim.x + tid, so
 // each of a warp's 16-byte loads and stores covers 512 contiguous bytes (coalesced).
 // CTR: the counter of block g is (ctr_hi:ctr_lo) + g, a 128-bit big-endian add with carry,
 // made here from the block index (never copied from the host).
-template <int NR, int KIND>
+// R1 (CTR only): when no block of the launch carries out of the counter's low 32 bits (a
+// launch-uniform test, true unless the launch straddles a multiple of 2^32 blocks), column
+// words 0..2 of every counter are the launch constants, so each thread computes the twelve
+// round-1 lookups that depend on them once per launch and per block only the four that
+// read column 3; otherwise it takes the general path.
+template <int NR, int KIND, int LAYOUT, int R1>
 __device__ __forceinline__ void run(const uint4* in, uint4* out, u64 nblocks, u64 ctr_hi,
                                     u64 ctr_lo, const RoundKeys& rk) {
-    __shared__ u32 table[TABLE_WORDS];
-    __shared__ u32 inv_sbox[KIND == ECB_DECRYPT ? INV_SBOX_WORDS : 1];
-    for (u32 i = threadIdx.x; i < TABLE_WORDS; i += blockDim.x)
-        table[i] = KIND == ECB_DECRYPT ? td0_entry(i / LANES) : te0_entry(i / LANES);
+    __shared__ u32 fixed_table[LAYOUT == ROTATE ? TABLE_WORDS : 1];
+    __shared__ u32 fixed_inv_sbox[LAYOUT == ROTATE && KIND == ECB_DECRYPT ? INV_SBOX_WORDS : 1];
+    DYNAMIC_SHARED(dynamic_shared);
+    u32* table = LAYOUT == ROTATE ? fixed_table : dynamic_shared;
+    u32* inv_sbox = LAYOUT == ROTATE ? fixed_inv_sbox : dynamic_shared + 2 * TABLE_WORDS;
+    const u32 table_words = LAYOUT == PAIR ? 2 * TABLE_WORDS : TABLE_WORDS;
+    for (u32 i = threadIdx.x; i < table_words; i += blockDim.x) {
+        // ROTATE: word e * 32 + l; PAIR: word e * 64 + t * 32 + l.
+        u32 e = LAYOUT == PAIR ? i / (2 * LANES) : i / LANES;
+        u32 v = KIND == ECB_DECRYPT ? td0_entry(e) : te0_entry(e);
+        table[i] = LAYOUT == PAIR && (i / LANES) % 2 ? rotl(v, 8) : v;
+    }
     if (KIND == ECB_DECRYPT)
         for (u32 i = threadIdx.x; i < INV_SBOX_WORDS; i += blockDim.x)
             inv_sbox[i] = inv_sbox_word(i / LANES);
     __syncthreads();
 
     const u32 lane4 = (threadIdx.x % LANES) * 4;
+    constexpr bool CTR = KIND == CTR_FUSED || KIND == CTR_KEYSTREAM;
+    const bool uniform = R1 && CTR && (ctr_lo & 0xffffffffull) + nblocks <= (1ull << 32);
+    // Round 1 of every counter of the launch minus the row read from column 3 (R1 only).
+    u32 partial[4] = {0, 0, 0, 0};
+    if (uniform) {
+        const u32 w[3] = {bswap((u32)(ctr_hi >> 32)) ^ rk.w[0], bswap((u32)ctr_hi) ^ rk.w[1],
+                          bswap((u32)(ctr_lo >> 32)) ^ rk.w[2]};
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+            partial[c] = rk.w[4 + c];
+#pragma unroll
+            for (int k = 0; k < 4; ++k)
+                if (((c + k) & 3) != 3) partial[c] ^= row<LAYOUT>(table, lane4, w[(c + k) & 3], k);
+        }
+    }
     const u64 tile = (u64)BLOCKS_PER_THREAD * blockDim.x;
     for (u64 base = (u64)blockIdx.x * tile; base < nblocks; base += (u64)gridDim.x * tile) {
         u32 s[BLOCKS_PER_THREAD][4];
@@ -234,7 +314,7 @@ __device__ __forceinline__ void run(const uint4* in, uint4* out, u64 nblocks, u6
             bool live = g < nblocks;
             if (KIND == ECB_ENCRYPT || KIND == ECB_DECRYPT || KIND == CTR_FUSED)
                 data[b] = live ? in[g] : make_uint4(0, 0, 0, 0);
-            if (KIND == CTR_FUSED || KIND == CTR_KEYSTREAM) {
+            if (CTR) {
                 u64 lo = ctr_lo + g;
                 u64 hi = ctr_hi + (lo < ctr_lo ? 1 : 0);
                 s[b][0] = bswap((u32)(hi >> 32));
@@ -248,10 +328,20 @@ __device__ __forceinline__ void run(const uint4* in, uint4* out, u64 nblocks, u6
                 s[b][3] = data[b].w;
             }
         }
-        if (KIND == ECB_DECRYPT)
-            decrypt<NR>(s, table, inv_sbox, lane4, rk);
-        else
-            encrypt<NR>(s, table, lane4, rk);
+        if (KIND == ECB_DECRYPT) {
+            decrypt<NR, LAYOUT>(s, table, inv_sbox, lane4, rk);
+        } else if (R1 && CTR && uniform) {
+            // Round 1: output column c takes row (3 - c) & 3 from column 3.
+#pragma unroll
+            for (int b = 0; b < BLOCKS_PER_THREAD; ++b) {
+                u32 x = s[b][3] ^ rk.w[3];
+#pragma unroll
+                for (int c = 0; c < 4; ++c) s[b][c] = partial[c] ^ row<LAYOUT>(table, lane4, x, (3 - c) & 3);
+            }
+            encrypt<NR, LAYOUT, 2>(s, table, lane4, rk);
+        } else {
+            encrypt<NR, LAYOUT, 1>(s, table, lane4, rk);
+        }
 #pragma unroll
         for (int b = 0; b < BLOCKS_PER_THREAD; ++b) {
             u64 g = base + (u64)b * blockDim.x + threadIdx.x;
@@ -273,19 +363,44 @@ __device__ __forceinline__ void run(const uint4* in, uint4* out, u64 nblocks, u6
 //   nblocks number of 16-byte blocks
 //   ctr_hi, ctr_lo  CTR: the 128-bit counter of block 0 of this launch (unused by ECB)
 //   rk      round keys (encryption keys, or equivalent-inverse-cipher keys for decryption)
-#define AES_KERNEL(name, NR, KIND)                                                              \
-    extern "C" __global__ void __launch_bounds__(MAX_THREADS)                                  \
+// PAIR kernels also need their dynamic shared memory at launch (64 KiB; 72 KiB to decrypt).
+// BOUNDS is the __launch_bounds__ argument list: (MAX_THREADS) or, for the lb5 variant,
+// (256, 5): at most 256 threads, at most 48 registers, so 5 blocks (40 warps) fit an SM.
+// REGISTER_KERNEL lets kernels/emulate/host.cpp list every entry point (nothing on a GPU).
+#ifndef REGISTER_KERNEL
+#define REGISTER_KERNEL(name)
+#endif
+#define AES_KERNEL(name, NR, KIND, LAYOUT, R1, BOUNDS)                                         \
+    extern "C" __global__ void __launch_bounds__ BOUNDS                                        \
         name(const uint4* in, uint4* out, u64 nblocks, u64 ctr_hi, u64 ctr_lo,                 \
              const __grid_constant__ RoundKeys rk) {                                            \
-        run<NR, KIND>(in, out, nblocks, ctr_hi, ctr_lo, rk);                                    \
-    }
+        run<NR, KIND, LAYOUT, R1>(in, out, nblocks, ctr_hi, ctr_lo, rk);                        \
+    }                                                                                          \
+    REGISTER_KERNEL(name)
 
-#define AES_KERNELS(bits, NR)                                   \
-    AES_KERNEL(aes##bits##_ecb_encrypt, NR, ECB_ENCRYPT)        \
-    AES_KERNEL(aes##bits##_ecb_decrypt, NR, ECB_DECRYPT)        \
-    AES_KERNEL(aes##bits##_ctr_fused, NR, CTR_FUSED)            \
-    AES_KERNEL(aes##bits##_ctr_keystream, NR, CTR_KEYSTREAM)
+#define AES_KERNELS(bits, NR)                                                        \
+    AES_KERNEL(aes##bits##_ecb_encrypt, NR, ECB_ENCRYPT, ROTATE, 0, (MAX_THREADS))   \
+    AES_KERNEL(aes##bits##_ecb_decrypt, NR, ECB_DECRYPT, ROTATE, 0, (MAX_THREADS))   \
+    AES_KERNEL(aes##bits##_ctr_fused, NR, CTR_FUSED, ROTATE, 0, (MAX_THREADS))       \
+    AES_KERNEL(aes##bits##_ctr_keystream, NR, CTR_KEYSTREAM, ROTATE, 0, (MAX_THREADS))
 
 AES_KERNELS(128, 10)
 AES_KERNELS(192, 12)
 AES_KERNELS(256, 14)
+
+// The variants to A/B on a GPU (docs/GPU.md, "Kernel variants"), AES-128 only (the
+// headline figure; each variant adds about 1/12 to the PTX and the cubins). The host's
+// KernelVariant names them: pair, r1, pair-r1, lb5; a variant leaves the kinds it does not
+// change on the base kernel.
+#define AES_VARIANTS(bits, NR)                                                                  \
+    AES_KERNEL(aes##bits##_ecb_encrypt_pair, NR, ECB_ENCRYPT, PAIR, 0, (MAX_THREADS))           \
+    AES_KERNEL(aes##bits##_ecb_decrypt_pair, NR, ECB_DECRYPT, PAIR, 0, (MAX_THREADS))           \
+    AES_KERNEL(aes##bits##_ctr_fused_pair, NR, CTR_FUSED, PAIR, 0, (MAX_THREADS))               \
+    AES_KERNEL(aes##bits##_ctr_keystream_pair, NR, CTR_KEYSTREAM, PAIR, 0, (MAX_THREADS))       \
+    AES_KERNEL(aes##bits##_ctr_fused_r1, NR, CTR_FUSED, ROTATE, 1, (MAX_THREADS))               \
+    AES_KERNEL(aes##bits##_ctr_keystream_r1, NR, CTR_KEYSTREAM, ROTATE, 1, (MAX_THREADS))       \
+    AES_KERNEL(aes##bits##_ctr_fused_pair_r1, NR, CTR_FUSED, PAIR, 1, (MAX_THREADS))            \
+    AES_KERNEL(aes##bits##_ctr_keystream_pair_r1, NR, CTR_KEYSTREAM, PAIR, 1, (MAX_THREADS))    \
+    AES_KERNEL(aes##bits##_ctr_fused_lb5, NR, CTR_FUSED, ROTATE, 0, (256, 5))
+
+AES_VARIANTS(128, 10)

@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# build-ptx.sh: regenerates kernels/aes.ptx from kernels/aes.cu with NVRTC, no nvcc needed.
+# build-ptx.sh: regenerates kernels/aes.ptx from kernels/aes.cu with NVRTC, no nvcc needed,
+# and assembles it with the pinned ptxas into the machine code the engine loads on Ampere
+# and Hopper without any JIT: aes.sm_80.cubin (compute capability 8.x) and aes.sm_90.cubin
+# (9.x). ptxas is deterministic (same PTX and flags -> byte-identical cubin, whatever the
+# directory), so check-ptx.sh compares all three files byte for byte.
 #
-# Usage: kernels/build-ptx.sh [OUTPUT.ptx]      (default: kernels/aes.ptx)
+# Usage: kernels/build-ptx.sh [OUTPUT.ptx]      (default: kernels/aes.ptx; the cubins go
+#        beside it as OUTPUT.sm_80.cubin and OUTPUT.sm_90.cubin, minus the .ptx)
+# With PTXAS_LOG_DIR set, ptxas runs with -v and writes sm_80.log / sm_90.log there.
 #
 # Installs the pinned wheels of requirements.txt (NVRTC and ptxas from PyPI) into the
 # git-ignored kernels/.venv on first use, with `pip install --target` (works on Debian
@@ -24,3 +30,18 @@ if ! cmp -s "$here/requirements.txt" "$stamp" 2>/dev/null; then
 fi
 
 python3 "$here/build-ptx.py" --site "$site" "$here/aes.cu" "$out"
+
+ptxas="$site/nvidia/cuda_nvcc/bin/ptxas"
+chmod +x "$ptxas"
+for arch in sm_80 sm_90; do
+    cubin="${out%.ptx}.$arch.cubin"
+    if [ -n "${PTXAS_LOG_DIR:-}" ]; then
+        "$ptxas" -v -O3 -arch="$arch" "$out" -o "$cubin" >"$PTXAS_LOG_DIR/$arch.log" 2>&1 || {
+            cat "$PTXAS_LOG_DIR/$arch.log" >&2
+            exit 1
+        }
+    else
+        "$ptxas" -O3 -arch="$arch" "$out" -o "$cubin"
+    fi
+    echo "build-ptx: wrote $cubin ($(wc -c <"$cubin") bytes, ptxas -O3 -arch=$arch)" >&2
+done

@@ -10,8 +10,9 @@
 // table fill before its lookups: the grid is therefore run twice, out of place; the first
 // pass fills the tables (its output is discarded), the second computes with full tables.
 //
-// Protocol: argv[1] = kernel name (e.g. aes128_ctr_fused), argv[2] = grid, argv[3] =
-// threads per block. stdin: u64 nblocks, u64 ctr_hi, u64 ctr_lo, 60 x u32 round-key words,
+// Protocol: `host --list` prints the name of every kernel aes.cu defines, one a line (the
+// test runs them all, so a new kernel cannot escape it). Otherwise argv[1] = kernel name
+// (e.g. aes128_ctr_fused), argv[2] = grid, argv[3] = threads per block. stdin: u64 nblocks, u64 ctr_hi, u64 ctr_lo, 60 x u32 round-key words,
 // then nblocks x 16 input bytes (little-endian host). stdout: nblocks x 16 output bytes.
 
 #include <cstdint>
@@ -46,35 +47,44 @@ static inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned shift)
 #define __device__
 #define __forceinline__ inline
 #define __shared__ static
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define __grid_constant__
 #define __syncthreads() ((void)0)
+// Dynamic shared memory (PAIR kernels): a static array as large as the largest launch.
+#define DYNAMIC_SHARED(name) static unsigned name[2 * 256 * 32 + 64 * 32]
+
+// Every kernel registers itself here (REGISTER_KERNEL in aes.cu), in definition order.
+struct Entry {
+    std::string name;
+    void* kernel;
+};
+static std::vector<Entry>& registry() {
+    static std::vector<Entry> entries;
+    return entries;
+}
+struct Registrar {
+    Registrar(const char* name, void* kernel) { registry().push_back(Entry{name, kernel}); }
+};
+#define REGISTER_KERNEL(name) static Registrar name##_registrar(#name, (void*)&name);
 
 #include "../aes.cu"
 
 typedef void (*Kernel)(const uint4*, uint4*, u64, u64, u64, const RoundKeys);
 
-struct Entry {
-    const char* name;
-    Kernel kernel;
-};
-
-#define ENTRIES(bits)                                                                    \
-    {"aes" #bits "_ecb_encrypt", aes##bits##_ecb_encrypt}, {"aes" #bits "_ecb_decrypt", aes##bits##_ecb_decrypt}, \
-        {"aes" #bits "_ctr_fused", aes##bits##_ctr_fused}, {"aes" #bits "_ctr_keystream", aes##bits##_ctr_keystream}
-
-static const Entry ENTRY_TABLE[] = {ENTRIES(128), ENTRIES(192), ENTRIES(256)};
-
 static bool read_all(void* dst, size_t len) { return fread(dst, 1, len, stdin) == len; }
 
 int main(int argc, char** argv) {
+    if (argc == 2 && std::string(argv[1]) == "--list") {
+        for (const Entry& e : registry()) printf("%s\n", e.name.c_str());
+        return 0;
+    }
     if (argc != 4) {
-        fprintf(stderr, "usage: host KERNEL GRID THREADS < input > output\n");
+        fprintf(stderr, "usage: host KERNEL GRID THREADS < input > output | host --list\n");
         return 2;
     }
     Kernel kernel = nullptr;
-    for (const Entry& e : ENTRY_TABLE)
-        if (std::string(argv[1]) == e.name) kernel = e.kernel;
+    for (const Entry& e : registry())
+        if (argv[1] == e.name) kernel = (Kernel)e.kernel;
     if (!kernel) {
         fprintf(stderr, "host: no kernel %s\n", argv[1]);
         return 2;

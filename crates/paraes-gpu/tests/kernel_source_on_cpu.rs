@@ -77,56 +77,115 @@ fn run(
     out.stdout
 }
 
+/// Every kernel aes.cu defines, as the emulator lists them.
+fn kernel_names(exe: &Path) -> Vec<String> {
+    let out = Command::new(exe).arg("--list").output().unwrap();
+    assert!(out.status.success(), "host --list failed");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// (key bits, kind) of a kernel name `aes{bits}_{kind}[_{variant}]`.
+fn parse(name: &str) -> (usize, &'static str) {
+    let bits = name[3..6].parse().unwrap();
+    let kind = ["ecb_encrypt", "ecb_decrypt", "ctr_fused", "ctr_keystream"]
+        .into_iter()
+        .find(|k| name[7..].starts_with(k))
+        .unwrap_or_else(|| panic!("unknown kernel kind in {name}"));
+    (bits, kind)
+}
+
 #[test]
 fn kernel_source_matches_the_core_on_the_cpu() {
     let Some(exe) = build() else { return };
+    let names = kernel_names(&exe);
+    // The emulator must list exactly the kernels in the committed PTX (so none escapes).
+    let mut in_ptx: Vec<String> = paraes_gpu::PTX
+        .lines()
+        .filter_map(|l| l.strip_prefix(".visible .entry "))
+        .map(|l| l[..l.find('(').unwrap()].to_string())
+        .collect();
+    let mut listed = names.clone();
+    in_ptx.sort();
+    listed.sort();
+    assert_eq!(listed, in_ptx, "emulator list vs kernels/aes.ptx");
+    assert!(names.len() >= 12 + 9, "base kernels and the AES-128 variants: {names:?}");
+
     let mut rng = SplitMix64::new(0x1234_5678_9abc_def1);
-    let shapes = [(1u32, 32u32, 1usize), (3, 64, 1000), (5, 96, 2333)];
+    // (grid, threads, AES blocks, counter block 0's low 32 bits, or None: the wrap cases).
+    // The R1 variants take their fast path only when no counter of the launch carries out
+    // of the low 32 bits; shapes 0 and 3 do not carry, 1, 2 and 4 do.
+    let shapes: [(u32, u32, usize, Option<u32>); 5] = [
+        (1, 32, 1, Some(0x1000)),
+        (3, 64, 1000, None),
+        (5, 96, 2333, None),
+        (2, 64, 700, Some(0xffff_f000)),
+        (2, 32, 300, Some(0xffff_ff80)),
+    ];
+    let (mut uniform_launches, mut carrying_launches) = (0, 0);
+    let mut keys = std::collections::HashMap::new();
     for bits in [128usize, 192, 256] {
         let key_bytes = rng.bytes(bits / 8);
-        let key = Key::new(&key_bytes).unwrap().expand();
-        let enc = RoundKeyWords::new(key.enc_round_keys());
-        let dec = RoundKeyWords::new(key.dec_round_keys());
-        for (i, &(grid, threads, nblocks)) in shapes.iter().enumerate() {
-            let input = rng.bytes(nblocks * 16);
-            let mut iv = [0u8; 16];
-            rng.fill(&mut iv);
-            if i == 1 {
-                iv[8..].copy_from_slice(&(u64::MAX - 300).to_be_bytes()); // carry into the high half
+        keys.insert(bits, Key::new(&key_bytes).unwrap().expand());
+    }
+    for (i, &(grid, threads, nblocks, low)) in shapes.iter().enumerate() {
+        let input = rng.bytes(nblocks * 16);
+        let mut iv = [0u8; 16];
+        rng.fill(&mut iv);
+        // Counter of the launch's first block: the IV itself (start 0) except for shape 0, so
+        // that the carries of shapes 1, 2 and 4 happen inside the launch.
+        let mut start = 0;
+        match (i, low) {
+            (0, Some(low)) => {
+                iv[12..].copy_from_slice(&low.to_be_bytes());
+                start = rng.next_u64() % 5000;
             }
-            if i == 2 {
-                iv = [0xff; 16]; // wraps at 2^128
-            }
-            let start = rng.next_u64() % 5000;
-            let ctr = counter_halves(&iv, start);
-            for (kind, mode, direction) in [
-                ("ecb_encrypt", Mode::Ecb, Direction::Encrypt),
-                ("ecb_decrypt", Mode::Ecb, Direction::Decrypt),
-                ("ctr_fused", Mode::Ctr, Direction::Encrypt),
-                ("ctr_keystream", Mode::Ctr, Direction::Encrypt),
-            ] {
-                let job = Job {
-                    mode,
-                    direction,
-                    key: &key,
-                    iv,
-                    offset: start * 16,
-                };
-                let mut expect = if kind == "ctr_keystream" {
-                    vec![0u8; input.len()]
-                } else {
-                    input.clone()
-                };
-                modes::apply(Implementation::Portable, &job, &mut expect).unwrap();
-                let keys = if kind == "ecb_decrypt" { &dec } else { &enc };
-                let name = format!("aes{bits}_{kind}");
-                let got = run(&exe, &name, grid, threads, ctr, keys, &input);
-                assert!(
-                    got == expect,
-                    "{name} grid {grid} x {threads}, {nblocks} blocks: differs from the core"
-                );
-            }
+            (_, Some(low)) => iv[12..].copy_from_slice(&low.to_be_bytes()),
+            (1, None) => iv[8..].copy_from_slice(&(u64::MAX - 300).to_be_bytes()), // carry into the high half
+            _ => iv = [0xff; 16],                                                // wraps at 2^128
+        }
+        let ctr = counter_halves(&iv, start);
+        if (ctr.1 & 0xffff_ffff) + nblocks as u64 <= 1 << 32 {
+            uniform_launches += 1;
+        } else {
+            carrying_launches += 1;
+        }
+        for name in &names {
+            let (bits, kind) = parse(name);
+            let key = &keys[&bits];
+            let (mode, direction) = match kind {
+                "ecb_encrypt" => (Mode::Ecb, Direction::Encrypt),
+                "ecb_decrypt" => (Mode::Ecb, Direction::Decrypt),
+                _ => (Mode::Ctr, Direction::Encrypt),
+            };
+            let job = Job {
+                mode,
+                direction,
+                key,
+                iv,
+                offset: start * 16,
+            };
+            let mut expect = if kind == "ctr_keystream" {
+                vec![0u8; input.len()]
+            } else {
+                input.clone()
+            };
+            modes::apply(Implementation::Portable, &job, &mut expect).unwrap();
+            let words = RoundKeyWords::new(if kind == "ecb_decrypt" {
+                key.dec_round_keys()
+            } else {
+                key.enc_round_keys()
+            });
+            let got = run(&exe, name, grid, threads, ctr, &words, &input);
+            assert!(
+                got == expect,
+                "{name} grid {grid} x {threads}, {nblocks} blocks from counter {ctr:x?}: differs from the core"
+            );
         }
     }
+    assert_eq!((uniform_launches, carrying_launches), (2, 3));
     let _ = std::fs::remove_file(exe);
 }
