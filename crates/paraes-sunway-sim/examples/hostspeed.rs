@@ -1,9 +1,10 @@
 //! Measures the host speed of the simulator's data path per variant (one thread: set
 //! RAYON_NUM_THREADS=1), in MB of simulated input per second.
+use paraes_core::Key;
 use paraes_core::{Direction, Engine, Job, Mode};
-use paraes_sunway_sim::{expand_key, Buffering, SimConfig, SunwaySimEngine, Variant};
+use paraes_sunway_sim::{Buffering, SimConfig, SunwaySimEngine, Variant};
 fn main() {
-    let key = expand_key(&[7u8; 16]);
+    let key = Key::new(&[7u8; 16]).expect("a 16-byte key").expand();
     let mut buf = vec![1u8; 64 << 20];
     for variant in Variant::ALL {
         let engine =

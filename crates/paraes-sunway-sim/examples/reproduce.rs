@@ -8,9 +8,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use paraes_core::Key;
 use paraes_core::{Direction, Job, Mode};
 use paraes_sunway_sim::params::PARAMETER_TABLE;
-use paraes_sunway_sim::{expand_key, Buffering, SimConfig, SimReport, SunwaySimEngine, Variant};
+use paraes_sunway_sim::{Buffering, SimConfig, SimReport, SunwaySimEngine, Variant};
 use plotters::prelude::*;
 
 type Plot = Result<(), Box<dyn std::error::Error>>;
@@ -43,10 +44,12 @@ struct Run {
 
 /// Really encrypts `size` bytes (AES-128 ECB, as the paper) in one offload.
 fn run(engine: &SunwaySimEngine, buffer: &mut [u8]) -> Run {
-    let key = expand_key(&[
+    let key = Key::new(&[
         0x2b, 0x7e, 0x15, 0x16, 0x28, 0xae, 0xd2, 0xa6, 0xab, 0xf7, 0x15, 0x88, 0x09, 0xcf, 0x4f,
         0x3c,
-    ]);
+    ])
+    .expect("a 16-byte key")
+    .expand();
     let job = Job {
         mode: Mode::Ecb,
         direction: Direction::Encrypt,

@@ -1,56 +1,5 @@
-//! A CPE's 64 KiB local data memory: an explicit allocator that fails on overflow, and the
-//! word-addressed storage the simulated instructions read and write.
-
-use crate::SimError;
-
-/// Alignment of every LDM allocation (a `vldd` needs 32-byte alignment).
-pub const LDM_ALIGN: usize = 32;
-
-/// Plans the LDM of a CPE region by region; fails when the regions do not fit.
-#[derive(Clone, Debug)]
-pub struct LdmAllocator {
-    capacity: usize,
-    used: usize,
-    regions: Vec<(String, usize, usize)>,
-}
-
-impl LdmAllocator {
-    /// An empty LDM of `capacity` bytes.
-    pub fn new(capacity: usize) -> Self {
-        LdmAllocator {
-            capacity,
-            used: 0,
-            regions: Vec::new(),
-        }
-    }
-
-    /// Reserves `bytes` bytes (rounded up to 32) named `name`; returns its LDM word address.
-    pub fn alloc(&mut self, name: &str, bytes: usize) -> Result<usize, SimError> {
-        let size = bytes.div_ceil(LDM_ALIGN) * LDM_ALIGN;
-        if self.used + size > self.capacity {
-            return Err(SimError::LdmOverflow {
-                region: name.to_string(),
-                requested: size,
-                used: self.used,
-                capacity: self.capacity,
-            });
-        }
-        let start = self.used;
-        self.used += size;
-        self.regions.push((name.to_string(), start, size));
-        Ok(start / 4)
-    }
-
-    /// Bytes allocated so far.
-    pub fn used(&self) -> usize {
-        self.used
-    }
-
-    /// The regions so far: (name, byte address, bytes).
-    pub fn regions(&self) -> &[(String, usize, usize)] {
-        &self.regions
-    }
-}
+//! A CPE's local data memory as the simulated instructions and DMA see it: word-addressed
+//! storage of the allocated part (the layout is [`crate::ldm_plan::LdmPlan`]'s).
 
 /// The contents of a CPE's LDM (only the allocated part is stored), as 32-bit words.
 #[derive(Clone, Debug)]
@@ -151,7 +100,9 @@ impl Ldm {
         }
     }
 
-    fn set_byte(&mut self, addr: usize, value: u8) {
+    /// Writes the byte at byte address `addr` (little-endian words).
+    #[inline(always)]
+    pub fn set_byte(&mut self, addr: usize, value: u8) {
         let shift = 8 * (addr % 4);
         let word = &mut self.words[addr / 4];
         *word = (*word & !(0xff << shift)) | (u32::from(value) << shift);

@@ -40,6 +40,8 @@ pub enum Op {
     VShuffle,
     /// `selldw`: one lane looked up in an LDM word table.
     Selldw,
+    /// Vector register move (the copy of a `selldw` temporary into its `Vd`, Sec. III-B2).
+    VMove,
     /// Moves one lane of a vector to a scalar register.
     VExtract,
     /// Moves a scalar into one lane of a vector.
@@ -56,13 +58,14 @@ pub enum Op {
 
 impl Op {
     /// Every instruction kind, in the order counts are reported.
-    pub const ALL: [Op; 12] = [
+    pub const ALL: [Op; 13] = [
         Op::VLoad,
         Op::VStore,
         Op::VLogic,
         Op::VShift,
         Op::VShuffle,
         Op::Selldw,
+        Op::VMove,
         Op::VExtract,
         Op::VInsert,
         Op::SLoad,
@@ -74,11 +77,32 @@ impl Op {
     /// The pipeline the instruction issues to.
     pub fn pipe(self) -> Pipe {
         match self {
-            Op::VLogic | Op::VShift | Op::VShuffle | Op::VExtract | Op::VInsert => Pipe::P0,
+            Op::VLogic | Op::VShift | Op::VShuffle | Op::VMove | Op::VExtract | Op::VInsert => {
+                Pipe::P0
+            }
             Op::VLoad | Op::VStore | Op::Selldw | Op::SLoad | Op::SStore | Op::Branch => Pipe::P1,
             Op::SAlu => Pipe::Either,
         }
     }
+}
+
+/// The AES steps the kernels mark in their instruction streams (Fig. 5 pairs them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Step {
+    /// Loading a batch into registers (and the Fig. 3 layout transform).
+    Load,
+    /// AddRoundKey.
+    AddRoundKey,
+    /// SubBytes: the P1-bound step (Sec. III-B3).
+    SubBytes,
+    /// ShiftRows.
+    ShiftRows,
+    /// MixColumns (with the InvMixColumns preparation when decrypting).
+    MixColumns,
+    /// Storing a batch back (and the inverse layout transform).
+    Store,
+    /// CTR: the keystream xored into the data.
+    CtrXor,
 }
 
 /// Receives every executed instruction.
@@ -86,7 +110,7 @@ pub trait Sink {
     /// Records `op` depending on the values tagged `deps`; returns the tag of its result.
     fn issue(&mut self, op: Op, deps: [Tag; 2]) -> Tag;
     /// Marks the start of an AES step (for interleaving); ignored by default.
-    fn step(&mut self) {}
+    fn step(&mut self, _step: Step) {}
 }
 
 /// A sink that records nothing: the fast path of the real run.
@@ -114,8 +138,8 @@ pub struct Instr {
 pub struct Trace {
     /// The instructions in program order.
     pub instrs: Vec<Instr>,
-    /// Indices into `instrs` where a step (SubBytes, ShiftRows, ...) begins.
-    pub step_starts: Vec<usize>,
+    /// Where each marked step begins (index into `instrs`) and which step it is.
+    pub steps: Vec<(usize, Step)>,
 }
 
 impl Trace {
@@ -148,8 +172,8 @@ impl Sink for Trace {
         (self.instrs.len() - 1) as Tag
     }
 
-    fn step(&mut self) {
-        self.step_starts.push(self.instrs.len());
+    fn step(&mut self, step: Step) {
+        self.steps.push((self.instrs.len(), step));
     }
 }
 
@@ -201,18 +225,35 @@ fn with_lane(lanes: [u32; 8], index: usize, value: u32) -> [u32; 8] {
 pub struct Machine<S: Sink> {
     /// Where the instructions go.
     pub sink: S,
+    /// The temporary registers `selldw` collects its results in (Sec. III-B2); empty for the
+    /// other reading, where each `selldw` depends only on its index vector.
+    temporaries: Vec<V256>,
 }
 
 impl<S: Sink> Machine<S> {
-    /// A machine reporting to `sink`.
+    /// A machine reporting to `sink` whose `selldw` collects results in one temporary register,
+    /// as Sec. III-B2 describes.
     pub fn new(sink: S) -> Self {
-        Machine { sink }
+        Machine::with_temporaries(sink, 1)
+    }
+
+    /// A machine with `temporaries` `selldw` temporary registers (0: no temporary, no move).
+    pub fn with_temporaries(sink: S, temporaries: usize) -> Self {
+        Machine {
+            sink,
+            temporaries: vec![V256::splat(0); temporaries],
+        }
+    }
+
+    /// How many temporary registers `selldw` collects results in (0: the other reading).
+    pub fn temporaries(&self) -> usize {
+        self.temporaries.len()
     }
 
     /// Marks the start of an AES step in the instruction stream.
     #[inline(always)]
-    pub fn step(&mut self) {
-        self.sink.step();
+    pub fn step(&mut self, step: Step) {
+        self.sink.step(step);
     }
 
     #[inline(always)]
@@ -301,14 +342,46 @@ impl<S: Sink> Machine<S> {
     }
 
     /// `selldw va, rb, #c, vd`: lane `c` of the result is the LDM word at `table_word + va[c]`,
-    /// the other lanes are `vd`'s. The eight selldw of one lookup depend only on `va` (the paper
-    /// collects their results in a temporary register), so `vd`'s tag is not a dependency.
+    /// the other lanes are `vd`'s. This form depends only on `va` (the reading in which the eight
+    /// selldw of a lookup are independent); see [`Self::selldw_temporary`] for the paper's.
     #[inline(always)]
     pub fn selldw(&mut self, ldm: &Ldm, va: V256, table_word: usize, c: usize, vd: V256) -> V256 {
         let value = ldm.word(table_word + va.lanes[c] as usize);
         V256 {
             lanes: with_lane(vd.lanes, c, value),
             tag: self.sink.issue(Op::Selldw, [va.tag, NO_TAG]),
+        }
+    }
+
+    /// `selldw va, rb, #c, t`: the looked-up word goes into lane `c` of temporary register
+    /// `temporary`, whose other lanes it keeps, so it depends on the previous `selldw` into the
+    /// same temporary as well as on `va` ("Eight selldw instructions work sequentially ... It
+    /// caches the return values in a temporary register", Sec. III-B2).
+    #[inline(always)]
+    pub fn selldw_temporary(
+        &mut self,
+        ldm: &Ldm,
+        va: V256,
+        table_word: usize,
+        c: usize,
+        temporary: usize,
+    ) {
+        let value = ldm.word(table_word + va.lanes[c] as usize);
+        let old = self.temporaries[temporary];
+        self.temporaries[temporary] = V256 {
+            lanes: with_lane(old.lanes, c, value),
+            tag: self.sink.issue(Op::Selldw, [va.tag, old.tag]),
+        };
+    }
+
+    /// Moves temporary register `temporary` to a new register ("and move them to Vd registers
+    /// afterwards", Sec. III-B2): one P0 vector move.
+    #[inline(always)]
+    pub fn move_temporary(&mut self, temporary: usize) -> V256 {
+        let value = self.temporaries[temporary];
+        V256 {
+            lanes: value.lanes,
+            tag: self.sink.issue(Op::VMove, [value.tag, NO_TAG]),
         }
     }
 
@@ -353,6 +426,23 @@ impl<S: Sink> Machine<S> {
     pub fn load_word(&mut self, ldm: &Ldm, word: usize) -> Scalar {
         Scalar {
             value: u64::from(ldm.word(word)),
+            tag: self.sink.issue(Op::SLoad, [NO_TAG, NO_TAG]),
+        }
+    }
+
+    /// `stb`: stores the low 8 bits of `s` at LDM byte address `addr` (an immediate offset).
+    #[inline(always)]
+    pub fn store_byte(&mut self, ldm: &mut Ldm, addr: usize, s: Scalar) {
+        ldm.set_byte(addr, s.value as u8);
+        self.sink.issue(Op::SStore, [s.tag, NO_TAG]);
+    }
+
+    /// `ldbu`: loads the byte at LDM byte address `addr` (an immediate offset from a base
+    /// register, so no address arithmetic).
+    #[inline(always)]
+    pub fn load_byte_at(&mut self, ldm: &Ldm, addr: usize) -> Scalar {
+        Scalar {
+            value: u64::from(ldm.byte(addr)),
             tag: self.sink.issue(Op::SLoad, [NO_TAG, NO_TAG]),
         }
     }

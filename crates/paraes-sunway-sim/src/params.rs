@@ -19,6 +19,26 @@ pub const DMA_TABLE: [(f64, f64); 9] = [
     (24576.0, 20.4),
 ];
 
+/// How the pipelined variant interleaves its two batches (Sec. III-B3, Fig. 5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pipelining {
+    /// The paper's Pipelined Step Execution: batch A's SubBytes (P1-bound) woven with batch B's
+    /// ShiftRows, MixColumns and AddRoundKey (P0-bound) at a half-round lead, step by step, the
+    /// instructions of a pair of steps spread evenly so that "the next two instructions in the
+    /// front of the instruction queue" can go to the two pipelines.
+    Fig5Steps,
+    /// A greedy list scheduler over the two batches (any instruction of either, whichever
+    /// issues first): an upper bound on what reordering two batches can gain.
+    ListScheduler,
+}
+
+/// The LDM load-to-use latency no source gives, cycles: the default (the first) and the other
+/// values every headline figure is also reported at (docs/SUNWAY.md). The default is the one
+/// value of the bracket the paper's own compute-bound peak allows under Sec. III-B2 as written:
+/// the chain of 1,280 `selldw` per AES-128 batch through one temporary alone takes 1,280 x L
+/// cycles, and 107.9 Gbps means about 3,520 cycles per batch, so L <= 2.75.
+pub const LDM_LATENCY_BRACKET: [u32; 3] = [2, 3, 4];
+
 /// Every cost parameter of the model.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Params {
@@ -39,8 +59,16 @@ pub struct Params {
     pub dma_counts_both_ways: bool,
     /// Result latency of P0 (vector and integer vector) instructions, cycles.
     pub p0_latency: u32,
-    /// Result latency of LDM loads (`vldd`, `selldw`, scalar loads), cycles.
+    /// Result latency of LDM loads (`vldd`, `selldw`, scalar loads), cycles. Also the link of
+    /// the `selldw` chain through its temporary register.
     pub ldm_load_latency: u32,
+    /// Temporary registers `selldw` collects its results in before the move to `Vd`
+    /// (Sec. III-B2: "It caches the return values in a temporary register and move them to Vd
+    /// registers afterwards": one). 0 is the other reading: each `selldw` depends only on its
+    /// index vector and writes its `Vd` directly, with no move.
+    pub selldw_temporaries: usize,
+    /// How the pipelined variant interleaves two batches.
+    pub pipelining: Pipelining,
     /// Result latency of scalar integer instructions (either pipeline), cycles.
     pub scalar_latency: u32,
     /// athread spawn + join of the 64 CPE threads of a core group, seconds, per offload.
@@ -60,7 +88,9 @@ impl Params {
         dma_group_cpes: 4,
         dma_counts_both_ways: true,
         p0_latency: 1,
-        ldm_load_latency: 4,
+        ldm_load_latency: LDM_LATENCY_BRACKET[0],
+        selldw_temporaries: 1,
+        pipelining: Pipelining::Fig5Steps,
         scalar_latency: 1,
         athread_startup_s: 10e-6,
         ldm_buffer_bytes: 16 * 1024,
@@ -120,7 +150,11 @@ pub const PARAMETER_TABLE: &[ParameterRow] = &[
     ParameterRow { name: "issue model", value: "in order, at most one P0 + one P1 per cycle", source: "paper, Sec. III-B3" },
     ParameterRow { name: "pipe of each instruction", value: "vector ops P0; loads/stores/selldw/branches P1; scalar integer either", source: "paper, Sec. II-B and III-B3" },
     ParameterRow { name: "p0_latency", value: "1 cycle", source: "assumption: simple integer vector ops (and/xor/shift/shuffle/lane moves) fully pipelined" },
-    ParameterRow { name: "ldm_load_latency", value: "4 cycles", source: "assumption: order of published LDM load-to-use figures; not in our sources" },
+    ParameterRow { name: "ldm_load_latency", value: "2 cycles, bracket 2-4", source: "no source gives it (the paper names no latency; none of our sources measures it). Bracket 2-4 cycles for a scratchpad load; 2 is the only value in it that the paper's compute-bound peak allows under Sec. III-B2 as written (1,280 chained selldw x L <= ~3,520 cycles per batch): an inference from the paper's result, not a measurement. Every headline figure is also reported at 3 and 4" },
+    ParameterRow { name: "selldw_temporaries", value: "1 (other reading: 0, no chain, no move)", source: "paper, Sec. III-B2: \"Eight selldw instructions work sequentially ... It caches the return values in a temporary register and move them to Vd registers afterwards\": each selldw merges one lane into the temporary (a chain with the LDM latency), one P0 vector move per 8" },
+    ParameterRow { name: "pipelining", value: "Fig. 5 steps (upper bound: list scheduler)", source: "paper, Sec. III-B3 and Fig. 5: SubBytes (P1-bound) of one batch overlapped with ShiftRows/MixColumns/AddRoundKey (P0-bound) of the other; \"the next two instructions in the front of the instruction queue\" dual-issue" },
+    ParameterRow { name: "original rung", value: "byte-array C AES, 16-byte state in LDM, ldbu/stb per byte", source: "paper, Sec. IV-A2 (\"original no-vectorized implementation\") and Sec. IV (\"the other steps are implemented with C\"); Table I's 256 B S-Box and 240 B Round Key" },
     ParameterRow { name: "scalar_latency", value: "1 cycle", source: "assumption" },
     ParameterRow { name: "athread_startup_s", value: "10 us per offload (spawn + join)", source: "assumption: order of magnitude of an athread spawn/join; the paper gives no number, only that it dominates below 1 MB" },
+    ParameterRow { name: "start-up in Fig. 7", value: "spawn/join + each CPE's table fetch (S-box, round keys) before its first batch", source: "paper, Sec. IV-A1: the small-size cost is \"thread start-up time on CPE\"; the table fetch is part of a CPE thread starting, not of streaming the data" },
 ];

@@ -1,15 +1,21 @@
 //! The CPE's in-order dual-issue model: turns a recorded instruction stream into cycles (at most
-//! one P0 and one P1 instruction per cycle, in program order, operands ready), and the "Pipelined
-//! Step Execution" interleaving of two independent batches' streams (paper Sec. III-B3, Fig. 5).
+//! one P0 and one P1 instruction per cycle, in program order, operands ready), and two ways of
+//! interleaving two independent batches: the paper's Pipelined Step Execution at step
+//! granularity ([`pipeline_steps`], Sec. III-B3, Fig. 5) and a greedy list scheduler
+//! ([`interleave`]), the upper bound of what reordering two batches can gain.
 
-use crate::machine::{Instr, Op, Pipe, Tag, Trace, NO_TAG};
+use std::ops::Range;
+
+use crate::machine::{Instr, Op, Pipe, Step, Tag, Trace, NO_TAG};
 use crate::params::Params;
 
 /// Cycles from issue until an instruction's result can be used.
 pub fn latency(op: Op, params: &Params) -> u64 {
     u64::from(match op {
         Op::VLoad | Op::Selldw | Op::SLoad => params.ldm_load_latency,
-        Op::VLogic | Op::VShift | Op::VShuffle | Op::VExtract | Op::VInsert => params.p0_latency,
+        Op::VLogic | Op::VShift | Op::VShuffle | Op::VMove | Op::VExtract | Op::VInsert => {
+            params.p0_latency
+        }
         Op::SAlu => params.scalar_latency,
         Op::VStore | Op::SStore | Op::Branch => 1,
     })
@@ -67,11 +73,13 @@ pub fn trace_cycles(trace: &Trace, params: &Params) -> u64 {
 /// apart). Program order within
 /// each stream, and so every dependency, is kept.
 pub fn interleave(first: &Trace, second: &Trace, params: &Params) -> Trace {
-    // Steps: 0 load/transpose, 1 AddRoundKey 0, 2 SubBytes 1, 3 ShiftRows 1, ...
-    let lead = match (first.step_starts.get(2), first.step_starts.get(3)) {
-        (Some(sub_bytes), Some(shift_rows)) => shift_rows - sub_bytes,
-        _ => 0,
-    };
+    // The lead: the length of the first SubBytes step.
+    let lead = first
+        .steps
+        .iter()
+        .position(|&(_, step)| step == Step::SubBytes)
+        .and_then(|i| Some(first.steps.get(i + 1)?.0 - first.steps[i].0))
+        .unwrap_or(0);
     let streams = [first, second];
     let mut maps = [
         vec![NO_TAG; first.instrs.len()],
@@ -140,6 +148,89 @@ pub fn interleave(first: &Trace, second: &Trace, params: &Params) -> Trace {
             next_cycle = time + 1;
         } else {
             open = Some((time, instr.op.pipe()));
+        }
+    }
+    out
+}
+
+/// A trace cut into half rounds: alternately runs of SubBytes (P1-bound) and runs of every other
+/// step (P0-bound: ShiftRows, MixColumns, AddRoundKey, with the load, store and CTR work at the
+/// ends), starting with the latter; `true` marks SubBytes.
+pub fn half_rounds(trace: &Trace) -> Vec<(bool, Range<usize>)> {
+    let mut units = vec![(false, 0..0)];
+    for &(at, step) in &trace.steps {
+        let sub_bytes = step == Step::SubBytes;
+        let last = units.last_mut().expect("at least one unit");
+        if last.0 != sub_bytes {
+            last.1.end = at;
+            units.push((sub_bytes, at..at));
+        }
+    }
+    units.last_mut().expect("at least one unit").1.end = trace.instrs.len();
+    units
+}
+
+/// Pipelined Step Execution (Sec. III-B3, Fig. 5): batch `second` runs half a round behind
+/// `first`, so each SubBytes of one is paired with the ShiftRows, MixColumns and AddRoundKey of
+/// the other. Within a pair the two steps' instructions are spread evenly (the P1 `selldw` of one
+/// next to the P0 logic of the other, so "the next two instructions in the front of the
+/// instruction queue" can issue to the two pipelines). Program order within each batch, and so
+/// every dependency, is kept. The two batches share the `temporaries` `selldw` temporary
+/// registers of the one instruction stream: a chained `selldw` depends on the last `selldw` into
+/// the same temporary in the woven order, whichever batch it belongs to.
+pub fn pipeline_steps(first: &Trace, second: &Trace, temporaries: usize) -> Trace {
+    let streams = [first, second];
+    let units = [half_rounds(first), half_rounds(second)];
+    let phases = units[0].len().max(units[1].len() + 1);
+    let mut maps = [
+        vec![NO_TAG; first.instrs.len()],
+        vec![NO_TAG; second.instrs.len()],
+    ];
+    // Ordinal of the next selldw of each stream, and the last selldw into each temporary.
+    let mut selldw_seen = [0usize; 2];
+    let mut last_into = vec![NO_TAG; temporaries];
+    let mut out = Trace::default();
+    for phase in 0..phases {
+        let ranges = [
+            units[0].get(phase).map_or(0..0, |u| u.1.clone()),
+            phase
+                .checked_sub(1)
+                .and_then(|p| units[1].get(p))
+                .map_or(0..0, |u| u.1.clone()),
+        ];
+        let lengths = [ranges[0].len(), ranges[1].len()];
+        let mut taken = [0usize; 2];
+        while taken[0] < lengths[0] || taken[1] < lengths[1] {
+            // Take from the stream that is behind in proportion to its length.
+            let s = if taken[1] == lengths[1]
+                || (taken[0] < lengths[0] && taken[0] * lengths[1] <= taken[1] * lengths[0])
+            {
+                0
+            } else {
+                1
+            };
+            let index = ranges[s].start + taken[s];
+            taken[s] += 1;
+            let instr = streams[s].instrs[index];
+            let mut deps = instr.deps.map(|d| {
+                if d == NO_TAG {
+                    NO_TAG
+                } else {
+                    maps[s][d as usize]
+                }
+            });
+            let tag = out.instrs.len() as Tag;
+            if instr.op == Op::Selldw && temporaries > 0 {
+                // Groups of 8 per intv8 vector, 4 per SubBytes of a row: group g uses g % T.
+                let temporary = (selldw_seen[s] / 8 % 4) % temporaries;
+                selldw_seen[s] += 1;
+                if instr.deps[1] != NO_TAG || last_into[temporary] != NO_TAG {
+                    deps[1] = last_into[temporary];
+                }
+                last_into[temporary] = tag;
+            }
+            out.instrs.push(Instr { op: instr.op, deps });
+            maps[s][index] = tag;
         }
     }
     out
@@ -228,7 +319,12 @@ mod tests {
             (Op::VLoad, 4),
             (Op::VLogic, 4),
         ] {
-            stream.step_starts.push(stream.instrs.len());
+            let step = if pipe_op == Op::VLoad {
+                Step::SubBytes
+            } else {
+                Step::MixColumns
+            };
+            stream.steps.push((stream.instrs.len(), step));
             for _ in 0..count {
                 stream.instrs.push(instr(pipe_op, NONE));
             }
@@ -243,6 +339,42 @@ mod tests {
         assert!(
             (24..=28).contains(&together),
             "{together} cycles for two interleaved streams"
+        );
+        // Fig. 5 pairs each P1 step of one stream with a P0 step of the other: between the
+        // list scheduler's bound and running the two apart.
+        let steps = pipeline_steps(&stream, &stream, 1);
+        assert_eq!(steps.instrs.len(), 40);
+        let paired = trace_cycles(&steps, &params);
+        assert!(
+            together <= paired && paired < 2 * alone,
+            "Fig. 5 {paired}, list {together}, apart {}",
+            2 * alone
+        );
+        let units: Vec<bool> = half_rounds(&stream).iter().map(|u| u.0).collect();
+        assert_eq!(units, [false, true, false, true, false]);
+    }
+
+    #[test]
+    fn a_shared_temporary_chains_the_two_batches_selldw() {
+        // Two streams of one 8-selldw chain each: woven, the second chain waits for the first.
+        let params = Params::DEFAULT;
+        let mut stream = Trace::default();
+        stream.steps.push((0, Step::SubBytes));
+        for i in 0..8 {
+            let previous = if i == 0 { NO_TAG } else { i - 1 };
+            stream.instrs.push(instr(Op::Selldw, [NO_TAG, previous]));
+        }
+        let woven = pipeline_steps(&stream, &stream, 1);
+        let selldw: Vec<_> = woven.instrs.iter().map(|i| i.deps[1]).collect();
+        assert_eq!(
+            selldw[8], 7,
+            "the second batch's first selldw follows the first's last"
+        );
+        let latency = u64::from(params.ldm_load_latency);
+        assert_eq!(trace_cycles(&woven, &params), 15 * latency + 1);
+        assert_eq!(
+            trace_cycles(&pipeline_steps(&stream, &stream, 2), &params),
+            15 * latency + 1
         );
     }
 }

@@ -1,11 +1,15 @@
 //! The time model of one offload: the MPE splits the blocks over core groups and CPEs, each CPE
 //! streams its share through LDM buffers (DMA get, compute, DMA put) with single or double
 //! buffering, the CG's memory bandwidth is one channel shared by its CPEs and served to groups of
-//! 4 CPEs in turn, and the athread spawn/join cost is paid once per offload.
+//! 4 CPEs in turn, and the athread spawn/join cost is paid once per offload. Start-up is the
+//! spawn/join plus each CPE's fetch of its tables (S-box, round keys) into LDM: the time before
+//! the first batch can start, which Fig. 7 calls "thread start-up" (see docs/SUNWAY.md).
 
-use crate::kernel::{LdmPlan, BATCH_BYTES};
+use crate::batch::BATCH_BYTES;
+use crate::config::Buffering;
+use crate::ldm_plan::LdmPlan;
+use crate::offload::distribute;
 use crate::params::Params;
-use crate::Buffering;
 
 /// Cycles a CPE needs for a number of batches: units of `batches_per_unit` batches (2 when two
 /// batches are interleaved) and single batches for the rest.
@@ -34,22 +38,6 @@ impl KernelCost {
     }
 }
 
-/// Splits `total` items into `parts` contiguous, balanced shares (first shares one larger).
-pub fn split_even(total: u64, parts: usize) -> Vec<u64> {
-    let parts64 = parts as u64;
-    (0..parts64)
-        .map(|i| total / parts64 + u64::from(i < total % parts64))
-        .collect()
-}
-
-/// Blocks of every CPE of a job of `total_blocks` blocks on `cgs` core groups: `[cg][cpe]`.
-pub fn distribute(total_blocks: u64, cgs: usize, cpes_per_cg: usize) -> Vec<Vec<u64>> {
-    split_even(total_blocks, cgs)
-        .into_iter()
-        .map(|cg| split_even(cg, cpes_per_cg))
-        .collect()
-}
-
 /// Where the simulated time of one offload went.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct TimeSplit {
@@ -59,7 +47,8 @@ pub struct TimeSplit {
     pub compute_seconds: f64,
     /// Waiting for DMA (queueing for the shared channel included), seconds.
     pub dma_seconds: f64,
-    /// athread spawn + join, seconds.
+    /// Start-up: athread spawn + join, and the CPEs' table fetch before their first batch,
+    /// seconds.
     pub startup_seconds: f64,
     /// Computing while the group's own DMA was in flight (double buffering), seconds.
     pub overlapped_seconds: f64,
@@ -85,6 +74,7 @@ struct Step {
 struct GroupState {
     compute_free: f64,
     done: f64,
+    tables_done: f64,
     compute: Vec<(f64, f64)>,
     dma: Vec<(f64, f64)>,
 }
@@ -99,7 +89,7 @@ pub fn simulate_cg(
     buffering: Buffering,
     params: &Params,
 ) -> TimeSplit {
-    let chunk_blocks = (plan.buffer_bytes / 16) as u64;
+    let chunk_blocks = (plan.buffer_bytes() / 16) as u64;
     let groups: Vec<Vec<Step>> = cpe_blocks
         .chunks(params.dma_group_cpes)
         .map(|group| {
@@ -170,12 +160,18 @@ pub fn simulate_cg(
         let end = start + duration(bytes, transfer);
         channel_free = end;
         let group = &mut state[g];
-        group.dma.push((issue, end));
         match request {
             Request::Table(i) if i + 1 < table_bytes.len() => {
                 push(&mut pending, end, g, Request::Table(i + 1))
             }
-            Request::Table(_) => push(&mut pending, end, g, Request::Get(0)),
+            Request::Table(_) => {
+                group.tables_done = end;
+                push(&mut pending, end, g, Request::Get(0))
+            }
+            _ => group.dma.push((issue, end)),
+        }
+        match request {
+            Request::Table(_) => {}
             Request::Get(k) => {
                 let begin = if double {
                     end.max(group.compute_free)
@@ -211,8 +207,8 @@ pub fn simulate_cg(
     TimeSplit {
         seconds: critical.done,
         compute_seconds: compute - overlapped,
-        dma_seconds: critical.done - compute,
-        startup_seconds: 0.0,
+        dma_seconds: critical.done - critical.tables_done - compute,
+        startup_seconds: critical.tables_done,
         overlapped_seconds: overlapped,
     }
 }
@@ -259,7 +255,7 @@ pub fn simulate_offload(
         .unwrap_or_default();
     TimeSplit {
         seconds: split.seconds + params.athread_startup_s,
-        startup_seconds: params.athread_startup_s,
+        startup_seconds: split.startup_seconds + params.athread_startup_s,
         ..split
     }
 }
@@ -271,13 +267,5 @@ mod tests {
     #[test]
     fn union_of_overlapping_intervals() {
         assert_eq!(union_length(&[(0.0, 2.0), (1.0, 3.0), (5.0, 6.0)]), 4.0);
-    }
-
-    #[test]
-    fn shares_are_balanced_and_complete() {
-        let shares = split_even(10, 4);
-        assert_eq!(shares, vec![3, 3, 2, 2]);
-        let all = distribute(1000, 3, 64);
-        assert_eq!(all.iter().flatten().sum::<u64>(), 1000);
     }
 }

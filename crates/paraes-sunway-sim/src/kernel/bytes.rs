@@ -1,0 +1,153 @@
+//! The "Original parallel" rung of Fig. 8: AES as plain C over a 16-byte state array in LDM, one
+//! block after another, no vectorisation: every step loads the state bytes it needs (`ldbu`),
+//! computes with scalar integer instructions and stores them back (`stb`), with a 256-byte S-box
+//! and a 240-byte round-key array (Table I's *S-Box* and *Round Key*). Statements are issued in
+//! source order (the in-order CPE does no reordering, Sec. III-B3).
+
+use paraes_core::Direction;
+
+use crate::kernel::flavor::{bytes_image, CipherShape, Flavor, BATCH_BLOCKS, BATCH_BYTES};
+use crate::ldm::Ldm;
+use crate::ldm_plan::LdmPlan;
+use crate::machine::{Machine, Scalar, Sink, Step};
+
+/// The original, non-vectorised kernel: byte-array AES on each block in place.
+pub struct ByteFlavor;
+
+impl Flavor for ByteFlavor {
+    fn cipher_batch<S: Sink>(
+        m: &mut Machine<S>,
+        ldm: &mut Ldm,
+        plan: &LdmPlan,
+        shape: CipherShape,
+        word: usize,
+    ) {
+        for block in 0..BATCH_BLOCKS {
+            cipher_block(m, ldm, plan, shape, 4 * word + 16 * block);
+        }
+    }
+
+    fn xor_keystream<S: Sink>(m: &mut Machine<S>, ldm: &mut Ldm, keystream: usize, word: usize) {
+        // for (i = 0; i < 128; i++) data[i] ^= keystream[i];
+        for i in 0..BATCH_BYTES {
+            let k = m.load_byte_at(ldm, 4 * keystream + i);
+            let d = m.load_byte_at(ldm, 4 * word + i);
+            let x = xor(m, k, d);
+            m.store_byte(ldm, 4 * word + i, x);
+        }
+    }
+
+    fn sbox_image(table: &[u8; 256]) -> Vec<u32> {
+        bytes_image(table)
+    }
+
+    fn round_key_image(keys: &[[u8; 16]]) -> Vec<u32> {
+        bytes_image(keys.as_flattened())
+    }
+}
+
+#[inline(always)]
+fn xor<S: Sink>(m: &mut Machine<S>, a: Scalar, b: Scalar) -> Scalar {
+    m.alu(a, b, |x, y| x ^ y)
+}
+
+/// `xtime(x) = ((x << 1) ^ ((x >> 7) * 0x1b)) & 0xff`: 5 scalar instructions.
+#[inline(always)]
+fn xtime<S: Sink>(m: &mut Machine<S>, x: Scalar) -> Scalar {
+    let high = m.alu(x, Scalar::imm(7), |v, s| v >> s);
+    let reduce = m.alu(high, Scalar::imm(0x1b), |v, c| v * c);
+    let low = m.alu(x, Scalar::imm(1), |v, s| v << s);
+    let y = xor(m, low, reduce);
+    m.alu(y, Scalar::imm(0xff), |v, mask| v & mask)
+}
+
+/// The cipher of one block at LDM byte address `at`, step by step.
+fn cipher_block<S: Sink>(
+    m: &mut Machine<S>,
+    ldm: &mut Ldm,
+    plan: &LdmPlan,
+    shape: CipherShape,
+    at: usize,
+) {
+    let decrypt = shape.direction == Direction::Decrypt;
+    m.step(Step::AddRoundKey);
+    add_round_key(m, ldm, plan, 0, at);
+    for round in 1..=shape.rounds {
+        m.step(Step::SubBytes);
+        sub_bytes(m, ldm, plan, at);
+        m.step(Step::ShiftRows);
+        shift_rows(m, ldm, at, decrypt);
+        if round < shape.rounds {
+            m.step(Step::MixColumns);
+            mix_columns(m, ldm, at, decrypt);
+        }
+        m.step(Step::AddRoundKey);
+        add_round_key(m, ldm, plan, round, at);
+    }
+}
+
+/// `for (i = 0; i < 16; i++) s[i] ^= rk[16 * round + i];`
+fn add_round_key<S: Sink>(
+    m: &mut Machine<S>,
+    ldm: &mut Ldm,
+    plan: &LdmPlan,
+    round: usize,
+    at: usize,
+) {
+    for i in 0..16 {
+        let s = m.load_byte_at(ldm, at + i);
+        let k = m.load_byte_at(ldm, plan.round_keys.byte + 16 * round + i);
+        let x = xor(m, s, k);
+        m.store_byte(ldm, at + i, x);
+    }
+}
+
+/// `for (i = 0; i < 16; i++) s[i] = sbox[s[i]];`
+fn sub_bytes<S: Sink>(m: &mut Machine<S>, ldm: &mut Ldm, plan: &LdmPlan, at: usize) {
+    let base = Scalar::imm(plan.sbox.byte as u64);
+    for i in 0..16 {
+        let s = m.load_byte_at(ldm, at + i);
+        let addr = m.alu(s, base, |x, y| x + y);
+        let v = m.load_byte(ldm, addr);
+        m.store_byte(ldm, at + i, v);
+    }
+}
+
+/// Rows 1-3 rotated left by their index (right when decrypting): 12 loads, 12 stores.
+fn shift_rows<S: Sink>(m: &mut Machine<S>, ldm: &mut Ldm, at: usize, decrypt: bool) {
+    for r in 1..4 {
+        let row = [0, 1, 2, 3].map(|c| m.load_byte_at(ldm, at + 4 * c + r));
+        let shift = if decrypt { 4 - r } else { r };
+        for c in 0..4 {
+            m.store_byte(ldm, at + 4 * c + r, row[(c + shift) % 4]);
+        }
+    }
+}
+
+/// MixColumns column by column (`a_r ^= t ^ xtime(a_r ^ a_(r+1))`); when decrypting, first the
+/// step that turns it into InvMixColumns (`u = xtime(xtime(a0 ^ a2))`, "The Design of Rijndael"
+/// 4.1.3).
+fn mix_columns<S: Sink>(m: &mut Machine<S>, ldm: &mut Ldm, at: usize, decrypt: bool) {
+    for c in 0..4 {
+        let mut a = [0, 1, 2, 3].map(|r| m.load_byte_at(ldm, at + 4 * c + r));
+        if decrypt {
+            for half in 0..2 {
+                let pair = xor(m, a[half], a[half + 2]);
+                let twice = xtime(m, pair);
+                let four = xtime(m, twice);
+                a[half] = xor(m, a[half], four);
+                a[half + 2] = xor(m, a[half + 2], four);
+            }
+        }
+        let t = xor(m, a[0], a[1]);
+        let t = xor(m, t, a[2]);
+        let t = xor(m, t, a[3]);
+        for r in 0..4 {
+            let pair = xor(m, a[r], a[(r + 1) % 4]);
+            let doubled = xtime(m, pair);
+            let with_t = xor(m, a[r], t);
+            let out = xor(m, with_t, doubled);
+            m.store_byte(ldm, at + 4 * c + r, out);
+        }
+    }
+}

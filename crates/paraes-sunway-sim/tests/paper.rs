@@ -1,0 +1,124 @@
+//! The simulator against the SW-AES paper's figures: the targets of docs/SUNWAY.md, checked from
+//! the model (the same `predict` the `reproduce` example prints), so a change to the mechanism
+//! that moves a figure out of its band fails here.
+
+use paraes_core::{Direction, KeySize, Mode};
+use paraes_sunway_sim::params::{Pipelining, LDM_LATENCY_BRACKET};
+use paraes_sunway_sim::{Buffering, SimConfig, SimReport, SunwaySimEngine, Variant};
+
+const PAPER_PEAK_GBPS: f64 = 107.9;
+
+fn predict(config: SimConfig, bytes: u64) -> SimReport {
+    SunwaySimEngine::new(config).unwrap().predict(
+        Mode::Ecb,
+        Direction::Encrypt,
+        KeySize::Aes128,
+        bytes,
+    )
+}
+
+fn one_cg(variant: Variant) -> f64 {
+    predict(SimConfig::new(variant, Buffering::Double, 1), 256 << 20).gbps()
+}
+
+#[test]
+fn peak_at_256_mib_is_within_10_percent_of_the_paper() {
+    let peak = predict(SimConfig::default(), 256 << 20).gbps();
+    assert!(
+        (peak / PAPER_PEAK_GBPS - 1.0).abs() < 0.10,
+        "{peak:.1} Gbps vs {PAPER_PEAK_GBPS}"
+    );
+}
+
+#[test]
+fn the_first_size_above_100_gbps_is_between_8_and_32_mib() {
+    let first = (10..=28)
+        .map(|p| 1u64 << p)
+        .find(|&size| predict(SimConfig::default(), size).gbps() > 100.0);
+    assert!(
+        matches!(first, Some(size) if (8 << 20..=32 << 20).contains(&size)),
+        "first above 100 Gbps: {first:?}"
+    );
+}
+
+#[test]
+fn pipelined_ladder_ratio_is_within_25_percent_of_the_paper() {
+    let original = one_cg(Variant::Original);
+    let pipelined = one_cg(Variant::Pipelined) / original;
+    assert!(
+        (pipelined / 6.9 - 1.0).abs() < 0.25,
+        "pipelined {pipelined:.2}x vs 6.9x"
+    );
+}
+
+#[test]
+fn selldw_ladder_ratio_keeps_its_documented_residual() {
+    // The paper: 4.6x. The model is above it (docs/SUNWAY.md, "Where the model disagrees"):
+    // within 25% is the target it misses; this checks the miss does not grow past +50%.
+    let ratio = one_cg(Variant::Selldw) / one_cg(Variant::Original);
+    assert!(
+        ratio > 4.6 * 0.75 && ratio < 4.6 * 1.5,
+        "selldw {ratio:.2}x vs 4.6x"
+    );
+    // The ladder keeps its order: SIMD alone gains less than selldw (the model's SIMD rung is a
+    // documented residual: the paper reports no gain).
+    let simd = one_cg(Variant::Simd) / one_cg(Variant::Original);
+    assert!(
+        1.0 < simd && simd < ratio,
+        "simd {simd:.2}x, selldw {ratio:.2}x"
+    );
+}
+
+#[test]
+fn the_paper_is_compute_bound_at_its_peak_and_so_is_the_model() {
+    let r = predict(SimConfig::default(), 256 << 20);
+    let computing = (r.compute_seconds + r.overlapped_seconds) / r.seconds;
+    assert!(
+        computing > 0.9,
+        "computing {:.0}% of the time",
+        100.0 * computing
+    );
+}
+
+#[test]
+fn start_up_is_the_largest_share_below_1_mib() {
+    // Fig. 7 / Sec. IV-A1: "the poor performance when the input size is less than 1MB is mainly
+    // caused by the thread start-up time on CPE".
+    for size in [1u64 << 10, 16 << 10, 256 << 10] {
+        let r = predict(SimConfig::default(), size);
+        let largest = [r.compute_seconds, r.overlapped_seconds, r.dma_seconds]
+            .into_iter()
+            .fold(0.0, f64::max);
+        assert!(
+            r.startup_seconds > largest,
+            "{size} B: start-up {:.2e} s vs {largest:.2e} s",
+            r.startup_seconds
+        );
+    }
+}
+
+#[test]
+fn the_selldw_chain_is_what_bounds_the_peak() {
+    let chained = predict(SimConfig::default(), 256 << 20).gbps();
+    // The other reading of Sec. III-B2 (no temporary, independent selldw) is far faster.
+    let mut independent = SimConfig::default();
+    independent.params.selldw_temporaries = 0;
+    let independent = predict(independent, 256 << 20).gbps();
+    assert!(
+        independent > 1.4 * chained,
+        "{independent:.1} vs {chained:.1}"
+    );
+    // The list scheduler is an upper bound on the Fig. 5 pairing.
+    let mut list = SimConfig::default();
+    list.params.pipelining = Pipelining::ListScheduler;
+    assert!(predict(list, 256 << 20).gbps() >= chained);
+    // A longer LDM latency lengthens every link of the chain.
+    let mut peaks = LDM_LATENCY_BRACKET.map(|latency| {
+        let mut config = SimConfig::default();
+        config.params.ldm_load_latency = latency;
+        predict(config, 256 << 20).gbps()
+    });
+    assert!(peaks.windows(2).all(|w| w[0] > w[1]), "{peaks:?}");
+    peaks.reverse();
+    assert!(peaks[0] < 0.7 * peaks[2]);
+}
