@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use paraes_core::Key;
-use paraes_core::{Direction, Job, Mode};
-use paraes_sunway_sim::params::PARAMETER_TABLE;
+use paraes_core::{Direction, Job, KeySize, Mode};
+use paraes_sunway_sim::params::{Pipelining, LDM_LATENCY_BRACKET, PARAMETER_TABLE};
 use paraes_sunway_sim::{Buffering, SimConfig, SimReport, SunwaySimEngine, Variant};
 use plotters::prelude::*;
 
@@ -225,6 +225,46 @@ fn sweep(config: SimConfig, buffer: &mut [u8]) -> Vec<(usize, Run)> {
         .collect()
 }
 
+/// The headline figures across the readings and the latency bracket no source fixes.
+fn sensitivity() {
+    println!("\n## Sensitivity: LDM latency bracket, the two readings of Sec. III-B2, Fig. 5 vs list scheduler\n");
+    println!("| LDM latency | selldw temporaries | pipelining | cycles/batch | peak Gbps (256 MiB) | vs 107.9 | first > 100 Gbps |\n|---|---|---|---|---|---|---|");
+    for latency in LDM_LATENCY_BRACKET {
+        for temporaries in [1, 0] {
+            for pipelining in [Pipelining::Fig5Steps, Pipelining::ListScheduler] {
+                let mut config = SimConfig::default();
+                config.params.ldm_load_latency = latency;
+                config.params.selldw_temporaries = temporaries;
+                config.params.pipelining = pipelining;
+                let engine = SunwaySimEngine::new(config).expect("valid configuration");
+                let at = |bytes: u64| {
+                    engine.predict(Mode::Ecb, Direction::Encrypt, KeySize::Aes128, bytes)
+                };
+                let peak = at(1 << 28);
+                let first = sizes()
+                    .into_iter()
+                    .find(|&size| at(size as u64).gbps() > 100.0)
+                    .map_or_else(|| "none".into(), label);
+                println!(
+                    "| {latency} | {} | {} | {:.0} | {:.1} | {:+.0}% | {first} |",
+                    if temporaries == 0 {
+                        "0 (independent)".to_string()
+                    } else {
+                        temporaries.to_string()
+                    },
+                    match pipelining {
+                        Pipelining::Fig5Steps => "Fig. 5 steps",
+                        Pipelining::ListScheduler => "list scheduler",
+                    },
+                    peak.cycles_per_batch,
+                    peak.gbps(),
+                    100.0 * (peak.gbps() / 107.9 - 1.0)
+                );
+            }
+        }
+    }
+}
+
 fn main() -> Plot {
     let out = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "docs".into()));
     std::fs::create_dir_all(&out)?;
@@ -266,7 +306,8 @@ fn main() -> Plot {
         .map(|(s, _)| label(*s));
     println!("\npeak {peak:.1} Gbps ({:.2} GB/s) vs paper 107.9 Gbps: {:+.0}%; first size above 100 Gbps: {}", peak / 8.0, 100.0 * (peak / 107.9 - 1.0), first_above_100.unwrap_or_else(|| "none".into()));
     let r = &chip.last().expect("sizes").1.report;
-    println!("steady state: {:.0} cycles per 8-block batch per CPE, {:.0} simulated instructions per batch", r.cycles_per_batch, r.instructions_per_batch);
+    println!("steady state: {:.0} cycles per 8-block batch per CPE (paper: ~3,520 implied by 107.9 Gbps), {:.0} simulated instructions per batch", r.cycles_per_batch, r.instructions_per_batch);
+    sensitivity();
 
     let single = sweep(
         SimConfig {
@@ -342,6 +383,15 @@ fn main() -> Plot {
             Variant::ALL[v]
         );
     }
+    let last = sizes().len() - 1;
+    for (v, paper) in [(2, 4.6), (3, 6.9)] {
+        let ratio = ladder[v].1[last].1.report.gbps() / ladder[0].1[last].1.report.gbps();
+        println!(
+            "{} over original at 256 MiB: {ratio:.2}x vs paper {paper}x: {:+.0}%",
+            Variant::ALL[v],
+            100.0 * (ratio / paper - 1.0)
+        );
+    }
     println!("\ncycles per batch on one CPE:");
     for (variant, runs) in &ladder {
         let r = &runs.last().expect("sizes").1.report;
@@ -351,7 +401,7 @@ fn main() -> Plot {
         );
     }
 
-    println!("\n## Table III\n\n| device | Gbps | SW26010 paper speedup | simulated SW26010 speedup |\n|---|---|---|---|");
+    println!("\n## Table III\n\n| device | Gbps | SW26010 paper speedup | simulated SW26010 speedup | residual |\n|---|---|---|---|---|");
     for (device, gbps) in [
         ("FPGA XC7VX690T [22]", 66.1),
         ("FPGA XC6VLX240T [21]", 78.2),
@@ -361,13 +411,14 @@ fn main() -> Plot {
         ("GeForce GTX 480 [19]", 78.6),
     ] {
         println!(
-            "| {device} | {gbps} | {:.2}x | {:.2}x |",
+            "| {device} | {gbps} | {:.2}x | {:.2}x | {:+.1}% |",
             107.9 / gbps,
-            peak / gbps
+            peak / gbps,
+            100.0 * (peak / 107.9 - 1.0)
         );
     }
     println!("| SW26010 (this model) | {peak:.1} | - | - |");
-    println!("\n## 1024 nodes\n\n1024 x {:.2} GB/s = {:.0} GB/s (paper: 13,819 GB/s; no network modelled: each node encrypts its own share)", peak / 8.0, 1024.0 * peak / 8.0);
+    println!("\n## 1024 nodes\n\n1024 x {:.2} GB/s = {:.0} GB/s (paper: 13,819 GB/s, {:+.1}%; no network modelled: each node encrypts its own share)", peak / 8.0, 1024.0 * peak / 8.0, 100.0 * (1024.0 * peak / 8.0 / 13_819.0 - 1.0));
 
     let all_runs: Vec<&Run> = chip
         .iter()
