@@ -17,7 +17,9 @@ use cudarc::driver::{result, sys};
 
 use crate::engine::KernelKind;
 use crate::error::GpuError;
+use crate::image::{one_line, ImageChoice, KernelImage, ModuleReport};
 use crate::plan::RoundKeyWords;
+use crate::variant::{dynamic_shared_bytes, max_threads, KernelVariant};
 
 /// What the driver says about a GPU, for `--backend auto`, logs and benchmark records.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,6 +40,9 @@ pub struct DeviceInfo {
     pub max_threads_per_sm: u32,
     /// Driver API version, e.g. 12080 for CUDA 12.8.
     pub driver_version: u32,
+    /// Peak SM clock in kHz (`CU_DEVICE_ATTRIBUTE_CLOCK_RATE`; the clock under load may be
+    /// lower: read `nvidia-smi dmon` beside a measurement).
+    pub sm_clock_khz: u32,
     /// Devices the driver sees.
     pub device_count: usize,
 }
@@ -149,6 +154,7 @@ pub fn probe_device(ordinal: usize) -> Result<DeviceInfo, GpuError> {
             shared_memory_per_sm: attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)?,
             max_threads_per_sm: attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
             driver_version: version.max(0) as u32,
+            sm_clock_khz: attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?,
             device_count: count,
         })
     })
@@ -160,13 +166,32 @@ pub fn probe() -> Result<DeviceInfo, GpuError> {
     probe_device(0)
 }
 
-/// One device: its primary context and the loaded kernels. Made once per device and kept
-/// for the life of the process (module load JIT-compiles the PTX, which takes a while).
+/// One kernel of the loaded module, with what a launch needs to know about it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Kernel {
+    pub(crate) func: sys::CUfunction,
+    /// Dynamic shared memory to pass at launch (PAIR kernels).
+    pub(crate) shared_bytes: u32,
+    /// The most threads per block it was compiled for.
+    pub(crate) max_threads: u32,
+}
+
+// SAFETY: a CUfunction handle of a module that is never unloaded may be used from any thread
+// with its context current (every launch binds the context first); Kernel is immutable.
+unsafe impl Send for Kernel {}
+// SAFETY: as above.
+unsafe impl Sync for Kernel {}
+
+/// One device: its primary context and one loaded module of the kernels. Made once per
+/// (device, image choice) and kept for the life of the process.
 pub(crate) struct Device {
     pub(crate) info: DeviceInfo,
     ctx: sys::CUcontext,
-    /// kernels[key size index][kind index], see [`KernelKind::index`].
-    kernels: [[sys::CUfunction; 4]; 3],
+    /// Every kernel of the module, by entry-point name; `Err` says why one cannot run here
+    /// (a PAIR kernel's shared memory refused).
+    kernels: HashMap<String, Result<Kernel, String>>,
+    /// What loading the module took and said.
+    pub(crate) module: ModuleReport,
 }
 
 // SAFETY: CUDA driver handles (contexts, functions) may be used from any thread once the
@@ -175,10 +200,94 @@ unsafe impl Send for Device {}
 // SAFETY: as above; the handles are immutable after creation.
 unsafe impl Sync for Device {}
 
+/// Entry-point names of the embedded PTX (the same in both cubins; image.rs tests that).
+fn kernel_names() -> impl Iterator<Item = &'static str> {
+    crate::PTX
+        .lines()
+        .filter_map(|l| l.strip_prefix(".visible .entry "))
+        .filter_map(|l| l.split('(').next())
+}
+
+/// Loads one image with `cuModuleLoadDataEx`, keeping the JIT's info and error logs and
+/// wall time. On failure the error carries the error log.
+fn load_module(image: KernelImage) -> Result<(sys::CUmodule, ModuleReport), GpuError> {
+    const LOG: usize = 1 << 14;
+    let mut info_log = vec![0u8; LOG];
+    let mut error_log = vec![0u8; LOG];
+    let ptx_with_nul;
+    let bytes: &[u8] = match image {
+        KernelImage::Ptx => {
+            ptx_with_nul = [crate::PTX.as_bytes(), b"\0"].concat();
+            &ptx_with_nul
+        }
+        _ => image.bytes(),
+    };
+    use sys::CUjit_option::*;
+    let mut options = [
+        CU_JIT_INFO_LOG_BUFFER,
+        CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+        CU_JIT_ERROR_LOG_BUFFER,
+        CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        CU_JIT_LOG_VERBOSE,
+        CU_JIT_WALL_TIME,
+    ];
+    // Values are pointer-sized slots: buffers, sizes and flags by value; the driver writes
+    // the used log sizes and the wall time (a float in the slot's low bytes) back.
+    let mut values: [*mut c_void; 6] = [
+        info_log.as_mut_ptr().cast(),
+        std::ptr::without_provenance_mut(LOG),
+        error_log.as_mut_ptr().cast(),
+        std::ptr::without_provenance_mut(LOG),
+        std::ptr::without_provenance_mut(1),
+        std::ptr::null_mut(),
+    ];
+    let mut module: sys::CUmodule = std::ptr::null_mut();
+    let start = std::time::Instant::now();
+    // SAFETY: `bytes` is a cubin or a NUL-terminated PTX that outlives the call (the driver
+    // copies what it needs); the option arrays have the same length, the log buffers hold
+    // LOG bytes as their size slots say and outlive the call; the context is current.
+    let loaded = unsafe {
+        sys::cuModuleLoadDataEx(
+            &mut module,
+            bytes.as_ptr().cast(),
+            options.len() as u32,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+        )
+    }
+    .result();
+    let load_seconds = start.elapsed().as_secs_f64();
+    let jit_wall_ms = f32::from_bits(values[5] as usize as u32);
+    let info_log = one_line(&info_log, 2000);
+    match loaded {
+        Ok(()) => Ok((
+            module,
+            ModuleReport {
+                image,
+                load_seconds,
+                jit_wall_ms: if jit_wall_ms.is_finite() {
+                    jit_wall_ms
+                } else {
+                    0.0
+                },
+                info_log,
+                cubin_refused: None,
+            },
+        )),
+        Err(e) => {
+            let log = one_line(&error_log, 2000);
+            let log = if log.is_empty() { info_log } else { log };
+            let what = format!("loading the AES kernels ({image})");
+            Err(GpuError::driver(&what, e).with_log(&log))
+        }
+    }
+}
+
 impl Device {
-    /// The device `ordinal`, opened and its module loaded on first use, then cached.
-    pub(crate) fn get(ordinal: usize) -> Result<Arc<Device>, GpuError> {
-        static DEVICES: OnceLock<Mutex<HashMap<usize, Arc<Device>>>> = OnceLock::new();
+    /// The device `ordinal` with the image `choice` loaded, opened on first use, then cached.
+    pub(crate) fn get(ordinal: usize, choice: ImageChoice) -> Result<Arc<Device>, GpuError> {
+        type Cache = Mutex<HashMap<(usize, ImageChoice), Arc<Device>>>;
+        static DEVICES: OnceLock<Cache> = OnceLock::new();
         let info = probe_device(ordinal)?;
         if info.compute_capability.0 < 8 {
             return Err(GpuError::Unsupported(format!(
@@ -190,16 +299,16 @@ impl Device {
             .get_or_init(Default::default)
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(device) = devices.get(&ordinal) {
+        if let Some(device) = devices.get(&(ordinal, choice)) {
             return Ok(device.clone());
         }
-        let device = guard("loading the AES kernels", || Device::open(info))?;
+        let device = guard("loading the AES kernels", || Device::open(info, choice))?;
         let device = Arc::new(device);
-        devices.insert(ordinal, device.clone());
+        devices.insert((ordinal, choice), device.clone());
         Ok(device)
     }
 
-    fn open(info: DeviceInfo) -> Result<Device, GpuError> {
+    fn open(info: DeviceInfo, choice: ImageChoice) -> Result<Device, GpuError> {
         let dev = result::device::get(info.ordinal as i32)
             .map_err(|e| GpuError::driver("opening the device", e))?;
         // SAFETY: `dev` came from cuDeviceGet; the primary context is retained for the life
@@ -209,34 +318,71 @@ impl Device {
         // SAFETY: `ctx` is the valid context just retained.
         unsafe { result::ctx::set_current(ctx) }
             .map_err(|e| GpuError::driver("binding the CUDA context", e))?;
-        let image = CString::new(crate::PTX)
-            .map_err(|_| GpuError::Unsupported("the PTX contains a NUL byte".into()))?;
-        // SAFETY: `image` is a NUL-terminated PTX text that outlives the call; the driver
-        // copies what it needs. The context is current on this thread.
-        let module = unsafe { result::module::load_data(image.as_ptr() as *const c_void) }
-            .map_err(|e| GpuError::driver("loading the AES kernels (PTX JIT)", e))?;
-        let mut kernels = [[std::ptr::null_mut(); 4]; 3];
-        for (size_index, bits) in [128, 192, 256].into_iter().enumerate() {
-            for kind in KernelKind::ALL {
-                let name = CString::new(format!("aes{bits}_{}", kind.name()))
-                    .expect("no NUL in kernel names");
-                // SAFETY: `module` was just loaded and is never unloaded.
-                let func = unsafe { result::module::get_function(module, name) }
-                    .map_err(|e| GpuError::driver("finding an AES kernel in the module", e))?;
-                // A hint (the driver may ignore it): prefer shared memory over L1, so that
-                // more 32-40 KiB thread blocks fit on an SM. Failure is harmless.
-                // SAFETY: `func` is a valid function of the loaded module.
-                let _ = unsafe {
+        let (major, minor) = info.compute_capability;
+        let wanted = match choice {
+            ImageChoice::Auto => KernelImage::for_capability(major, minor),
+            ImageChoice::Ptx => KernelImage::Ptx,
+        };
+        let (module, report) = match load_module(wanted) {
+            Ok(loaded) => loaded,
+            // A cubin the driver refuses (not out of memory): the PTX still may load.
+            Err(e) if wanted != KernelImage::Ptx && !matches!(e, GpuError::OutOfMemory(_)) => {
+                let (module, mut report) = load_module(KernelImage::Ptx)
+                    .map_err(|ptx| ptx.with_log(&format!("after the {wanted} failed: {e}")))?;
+                report.cubin_refused = Some(e.to_string());
+                (module, report)
+            }
+            Err(e) => return Err(e),
+        };
+        let mut kernels = HashMap::new();
+        for name in kernel_names() {
+            let cname = CString::new(name).expect("no NUL in kernel names");
+            // SAFETY: `module` was just loaded and is never unloaded.
+            let func = unsafe { result::module::get_function(module, cname) }
+                .map_err(|e| GpuError::driver("finding an AES kernel in the module", e))?;
+            // A hint (the driver may ignore it): prefer shared memory over L1, so that
+            // more 32-72 KiB thread blocks fit on an SM. Failure is harmless.
+            // SAFETY: `func` is a valid function of the loaded module.
+            let _ = unsafe {
+                result::function::set_function_attribute(
+                    func,
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                    100,
+                )
+            };
+            let shared_bytes = dynamic_shared_bytes(name);
+            let usable = if shared_bytes > 0 {
+                // More than 48 KiB of dynamic shared memory must be opted into per function.
+                // SAFETY: as above; the value is a byte count.
+                unsafe {
                     result::function::set_function_attribute(
                         func,
-                        sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
-                        100,
+                        sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                        shared_bytes as i32,
                     )
-                };
-                kernels[size_index][kind.index()] = func;
-            }
+                }
+                .map_err(|e| {
+                    format!(
+                        "{name} needs {} KiB of shared memory per block, which this GPU refuses ({e:?})",
+                        shared_bytes >> 10
+                    )
+                })
+            } else {
+                Ok(())
+            };
+            let kernel = usable.map(|()| Kernel {
+                func,
+                shared_bytes,
+                max_threads: max_threads(name),
+            });
+            kernels.insert(name.to_string(), kernel);
         }
-        Ok(Device { info, ctx, kernels })
+        Ok(Device {
+            info,
+            ctx,
+            kernels,
+            module: report,
+        })
     }
 
     /// Makes the device's context current on the calling thread (every operation does this
@@ -247,22 +393,53 @@ impl Device {
             .map_err(|e| GpuError::driver("binding the CUDA context", e))
     }
 
-    /// The kernel for `rounds` (10, 12, 14) and `kind`.
-    pub(crate) fn kernel(&self, rounds: usize, kind: KernelKind) -> sys::CUfunction {
-        self.kernels[(rounds - 10) / 2][kind.index()]
+    /// The kernel for `rounds` (10, 12, 14), `kind` and `variant`, or why it cannot run here.
+    pub(crate) fn kernel(
+        &self,
+        rounds: usize,
+        kind: KernelKind,
+        variant: KernelVariant,
+    ) -> Result<Kernel, GpuError> {
+        // 10, 12, 14 rounds: AES-128, -192, -256.
+        let name = variant.kernel_name(128 + 32 * (rounds - 10), kind);
+        match self.kernels.get(&name) {
+            Some(Ok(kernel)) => Ok(*kernel),
+            Some(Err(why)) => Err(GpuError::BadOption(format!(
+                "kernel variant {variant}: {why}"
+            ))),
+            None => Err(GpuError::Internal(format!(
+                "looking up kernel {name}: not in the module"
+            ))),
+        }
     }
 
-    /// Thread blocks of `threads` threads of `func` that fit on one SM at once.
-    pub(crate) fn resident_per_sm(
-        &self,
-        func: sys::CUfunction,
-        threads: u32,
-    ) -> Result<u32, GpuError> {
+    /// Registers per thread of a kernel (`CU_FUNC_ATTRIBUTE_NUM_REGS`).
+    pub(crate) fn registers(&self, kernel: &Kernel) -> Result<u32, GpuError> {
+        self.bind()?;
+        // SAFETY: `func` is a valid function of the loaded module.
+        unsafe {
+            result::function::get_function_attribute(
+                kernel.func,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS,
+            )
+        }
+        .map(|n| n.max(0) as u32)
+        .map_err(|e| GpuError::driver("querying kernel registers", e))
+    }
+
+    /// Thread blocks of `threads` threads of `kernel` that fit on one SM at once.
+    pub(crate) fn resident_per_sm(&self, kernel: &Kernel, threads: u32) -> Result<u32, GpuError> {
         self.bind()?;
         // SAFETY: `func` is a valid function of the loaded module; the context is current.
-        unsafe { result::occupancy::max_active_block_per_multiprocessor(func, threads as i32, 0) }
-            .map(|n| n.max(1) as u32)
-            .map_err(|e| GpuError::driver("querying kernel occupancy", e))
+        unsafe {
+            result::occupancy::max_active_block_per_multiprocessor(
+                kernel.func,
+                threads as i32,
+                kernel.shared_bytes as usize,
+            )
+        }
+        .map(|n| n.max(1) as u32)
+        .map_err(|e| GpuError::driver("querying kernel occupancy", e))
     }
 
     /// Enqueues one kernel launch on `stream`. `input` and `output` must hold `nblocks`
@@ -271,7 +448,7 @@ impl Device {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn launch(
         &self,
-        func: sys::CUfunction,
+        kernel: &Kernel,
         grid: u32,
         threads: u32,
         stream: &Stream,
@@ -297,13 +474,14 @@ impl Device {
         // SAFETY: the six parameters match the kernels' signature in kernels/aes.cu
         // (u64 pointers, three u64, a 240-byte struct of u32) and live until cuLaunchKernel
         // returns, which copies them; the caller guarantees the device buffers' extent and
-        // lifetime; `func` belongs to this device's module.
+        // lifetime; `func` belongs to this device's module and was opted into the dynamic
+        // shared memory it is launched with (Device::open).
         let launched = unsafe {
             result::launch_kernel(
-                func,
+                kernel.func,
                 (grid, 1, 1),
                 (threads, 1, 1),
-                0,
+                kernel.shared_bytes,
                 stream.raw,
                 &mut params,
             )
@@ -392,6 +570,14 @@ impl Stream {
             .map_err(|e| GpuError::driver("copying on the GPU", e))
     }
 
+    /// Makes later work on this stream wait until `event` (recorded on another stream) is done.
+    pub(crate) fn wait(&self, event: &Event) -> Result<(), GpuError> {
+        // SAFETY: both handles are live and belong to the same context.
+        unsafe { sys::cuStreamWaitEvent(self.raw, event.raw, 0) }
+            .result()
+            .map_err(|e| GpuError::driver("ordering two streams", e))
+    }
+
     /// Records `event` on this stream.
     pub(crate) fn record(&self, event: &Event) -> Result<(), GpuError> {
         // SAFETY: both handles are live and belong to the same context.
@@ -410,21 +596,51 @@ impl Drop for Stream {
     }
 }
 
-/// A CUDA event for timing.
+/// A CUDA event, for timing or (blocking-sync) waiting.
 pub(crate) struct Event {
     device: Arc<Device>,
     raw: sys::CUevent,
 }
 
+// SAFETY: an event handle may be used from any thread with its context current.
+unsafe impl Send for Event {}
+
 impl Event {
+    /// A timing event.
     pub(crate) fn new(device: &Arc<Device>) -> Result<Event, GpuError> {
+        Event::with_flags(device, sys::CUevent_flags::CU_EVENT_DEFAULT as u32)
+    }
+
+    /// An event whose synchronisation puts the waiting thread to sleep instead of spinning
+    /// (and records no time, which makes it cheaper).
+    pub(crate) fn blocking(device: &Arc<Device>) -> Result<Event, GpuError> {
+        Event::with_flags(
+            device,
+            sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC as u32
+                | sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32,
+        )
+    }
+
+    fn with_flags(device: &Arc<Device>, flags: u32) -> Result<Event, GpuError> {
         device.bind()?;
-        let raw = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT)
+        let mut raw: sys::CUevent = std::ptr::null_mut();
+        // SAFETY: cuEventCreate writes one handle through a valid pointer; the flags are a
+        // combination of CUevent_flags values; the context is current.
+        unsafe { sys::cuEventCreate(&mut raw, flags) }
+            .result()
             .map_err(|e| GpuError::driver("creating an event", e))?;
         Ok(Event {
             device: device.clone(),
             raw,
         })
+    }
+
+    /// Waits until the work recorded before this event is done.
+    pub(crate) fn synchronize(&self) -> Result<(), GpuError> {
+        self.device.bind()?;
+        // SAFETY: the event is live.
+        unsafe { result::event::synchronize(self.raw) }
+            .map_err(|e| GpuError::driver("waiting for the GPU", e))
     }
 
     /// Seconds from `self` to `end` (both recorded and complete).

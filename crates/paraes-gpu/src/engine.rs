@@ -12,9 +12,13 @@ use std::time::Instant;
 use paraes_core::seeded::SplitMix64;
 use paraes_core::{modes, Direction, Engine, EngineError, ExpandedKey, Implementation, Job, Mode};
 
-use crate::driver::{load_driver, Device, DeviceBuffer, DeviceInfo, Event, PinnedBuffer, Stream};
+use crate::driver::{
+    load_driver, Device, DeviceBuffer, DeviceInfo, Event, Kernel, PinnedBuffer, Stream,
+};
 use crate::error::GpuError;
+use crate::image::{ImageChoice, ModuleReport};
 use crate::plan::{self, RoundKeyWords};
+use crate::variant::{KernelVariant, SyncMode};
 use crate::xor::{par_copy, par_xor_into};
 
 /// How CTR uses the GPU.
@@ -141,6 +145,12 @@ pub struct GpuOptions {
     /// Bytes timed per variant when `Auto` calibrates (default 16 MiB): CTR buffers of at
     /// least twice this much calibrate; smaller ones use the keystream variant until then.
     pub calibrate_bytes: usize,
+    /// Which kernels of kernels/aes.cu run (default `Base`; the others are to A/B on a GPU).
+    pub kernel_variant: KernelVariant,
+    /// How the host waits for each piece (default `Spin`, the driver's default).
+    pub sync: SyncMode,
+    /// Which kernel image to load (default: the cubin for the GPU, else the PTX).
+    pub image: ImageChoice,
 }
 
 impl Default for GpuOptions {
@@ -155,11 +165,68 @@ impl Default for GpuOptions {
             cpu_below: 0,
             host_threads: None,
             calibrate_bytes: 16 << 20,
+            kernel_variant: KernelVariant::Base,
+            sync: SyncMode::Spin,
+            image: ImageChoice::Auto,
         }
     }
 }
 
+/// The environment variables [`GpuOptions::with_env`] reads, with what each sets.
+pub const ENV_OVERRIDES: [(&str, &str); 6] = [
+    (
+        "PARAES_GPU_KERNEL",
+        "kernel variant: base, pair, r1, pair-r1, lb5",
+    ),
+    ("PARAES_GPU_SYNC", "spin or blocking"),
+    ("PARAES_GPU_IMAGE", "auto (cubin for sm_8x/sm_9x) or ptx"),
+    ("PARAES_GPU_STREAMS", "CUDA streams, 1..=8"),
+    (
+        "PARAES_GPU_PIECE",
+        "largest piece in bytes (each stream's buffers)",
+    ),
+    ("PARAES_GPU_THREADS", "threads per block"),
+];
+
 impl GpuOptions {
+    /// These options with the `PARAES_GPU_*` environment variables of [`ENV_OVERRIDES`]
+    /// applied (those set and non-empty): a way to A/B the engine's settings through the
+    /// `paraes` tool itself, which has no flag for each. [`GpuEngine::new`] applies them, and
+    /// the engine's name reports the settings in force.
+    pub fn with_env(mut self) -> Result<GpuOptions, GpuError> {
+        fn var(name: &str) -> Option<String> {
+            std::env::var(name).ok().filter(|v| !v.is_empty())
+        }
+        fn parse<T: FromStr>(name: &str, value: &str) -> Result<T, GpuError>
+        where
+            T::Err: std::fmt::Display,
+        {
+            value
+                .parse()
+                .map_err(|e| GpuError::BadOption(format!("{name}={value:?}: {e}")))
+        }
+        if let Some(v) = var("PARAES_GPU_KERNEL") {
+            self.kernel_variant = parse("PARAES_GPU_KERNEL", &v)?;
+        }
+        if let Some(v) = var("PARAES_GPU_SYNC") {
+            self.sync = parse("PARAES_GPU_SYNC", &v)?;
+        }
+        if let Some(v) = var("PARAES_GPU_IMAGE") {
+            self.image = parse("PARAES_GPU_IMAGE", &v)?;
+        }
+        if let Some(v) = var("PARAES_GPU_STREAMS") {
+            self.streams = parse("PARAES_GPU_STREAMS", &v)?;
+        }
+        if let Some(v) = var("PARAES_GPU_PIECE") {
+            self.max_piece = parse("PARAES_GPU_PIECE", &v)?;
+            self.min_piece = self.min_piece.min(self.max_piece);
+        }
+        if let Some(v) = var("PARAES_GPU_THREADS") {
+            self.threads_per_block = parse("PARAES_GPU_THREADS", &v)?;
+        }
+        Ok(self)
+    }
+
     fn check(&self) -> Result<(), GpuError> {
         if !(1..=8).contains(&self.streams) {
             return Err(GpuError::BadOption(format!(
@@ -180,6 +247,11 @@ impl GpuOptions {
                 self.min_piece, self.max_piece
             )));
         }
+        if self.kernel_variant == KernelVariant::Lb5 && t > 256 {
+            return Err(GpuError::BadOption(format!(
+                "kernel variant lb5 runs at most 256 threads per block, not {t}"
+            )));
+        }
         if self.host_threads == Some(0) {
             return Err(GpuError::BadOption(
                 "host threads must be at least 1".into(),
@@ -192,6 +264,8 @@ impl GpuOptions {
 /// One stream's share of the pipeline.
 struct Slot {
     stream: Stream,
+    /// With [`SyncMode::Blocking`]: recorded after each piece and waited on (sleeping).
+    done: Option<Event>,
     host: PinnedBuffer,
     dev: DeviceBuffer,
     /// The piece in flight: its place in the body and whether it comes back as keystream.
@@ -202,7 +276,10 @@ impl Slot {
     /// Waits for the piece in flight, if any, and puts its bytes into `body`.
     fn finish(&mut self, pool: &rayon::ThreadPool, body: &mut [u8]) -> Result<(), GpuError> {
         if let Some((range, keystream)) = self.pending.take() {
-            self.stream.synchronize()?;
+            match &self.done {
+                Some(done) => done.synchronize()?,
+                None => self.stream.synchronize()?,
+            }
             let len = range.len();
             let host = &self.host.as_mut_slice()[..len];
             if keystream {
@@ -225,7 +302,9 @@ const KEYSTREAM: u8 = 2;
 pub struct GpuEngine {
     device: Arc<Device>,
     options: GpuOptions,
-    /// Grid size that fills the GPU, per [key size][kernel].
+    /// The kernels of the chosen variant, per [key size][kernel kind].
+    kernels: [[Kernel; 4]; 3],
+    /// Grid size that fills the GPU, per [key size][kernel kind].
     full_grid: [[u32; 4]; 3],
     slots: Mutex<Vec<Slot>>,
     pool: rayon::ThreadPool,
@@ -234,21 +313,28 @@ pub struct GpuEngine {
 }
 
 impl GpuEngine {
-    /// Opens the device, loads the kernels (once per device and process) and prepares the
-    /// pipeline. Where there is no driver or device this returns an error whose message
-    /// says what to do; it never panics.
+    /// Opens the device, loads the kernels (once per device, image choice and process) and
+    /// prepares the pipeline. `options` pass through [`GpuOptions::with_env`] first. Where
+    /// there is no driver or device this returns an error whose message says what to do; it
+    /// never panics.
     pub fn new(options: GpuOptions) -> Result<GpuEngine, GpuError> {
+        let options = options.with_env()?;
         options.check()?;
         load_driver()?;
-        let device = Device::get(options.device)?;
+        let device = Device::get(options.device, options.image)?;
         let mut full_grid = [[1u32; 4]; 3];
+        let mut kernels = Vec::new();
         for (size, grids) in full_grid.iter_mut().enumerate() {
+            let mut row = Vec::new();
             for kind in KernelKind::ALL {
-                let func = device.kernel(10 + 2 * size, kind);
-                let resident = device.resident_per_sm(func, options.threads_per_block)?;
+                let kernel = device.kernel(10 + 2 * size, kind, options.kernel_variant)?;
+                let resident = device.resident_per_sm(&kernel, options.threads_per_block)?;
                 grids[kind.index()] = device.info.sms.max(1) * resident;
+                row.push(kernel);
             }
+            kernels.push(<[Kernel; 4]>::try_from(row).expect("four kinds"));
         }
+        let kernels = <[[Kernel; 4]; 3]>::try_from(kernels).unwrap_or_else(|_| unreachable!());
         let threads = options
             .host_threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -267,6 +353,7 @@ impl GpuEngine {
         Ok(GpuEngine {
             device,
             options,
+            kernels,
             full_grid,
             slots: Mutex::new(Vec::new()),
             pool,
@@ -280,9 +367,18 @@ impl GpuEngine {
         &self.device.info
     }
 
-    /// The options the engine was made with.
+    /// The options in force (those the engine was made with, after [`GpuOptions::with_env`]).
     pub fn options(&self) -> &GpuOptions {
         &self.options
+    }
+
+    /// Which kernel image was loaded, how long it took, and the driver's JIT log.
+    pub fn module_report(&self) -> &ModuleReport {
+        &self.device.module
+    }
+
+    fn kernel(&self, rounds: usize, kind: KernelKind) -> Kernel {
+        self.kernels[(rounds - 10) / 2][kind.index()]
     }
 
     /// The CTR variant in use: `Auto` until `Auto` has calibrated, then the winner.
@@ -462,12 +558,16 @@ impl GpuEngine {
         while slots.len() < o.streams {
             slots.push(Slot {
                 stream: Stream::new(&self.device)?,
+                done: match o.sync {
+                    SyncMode::Blocking => Some(Event::blocking(&self.device)?),
+                    SyncMode::Spin => None,
+                },
                 host: PinnedBuffer::new(&self.device, capacity)?,
                 dev: DeviceBuffer::new(&self.device, capacity)?,
                 pending: None,
             });
         }
-        let func = self.device.kernel(rounds, kind);
+        let kernel = self.kernel(rounds, kind);
         let full_grid = self.full_grid[(rounds - 10) / 2][kind.index()];
         let n = slots.len();
         let mut next = 0;
@@ -498,7 +598,7 @@ impl GpuEngine {
                 slot.dev.ptr
             };
             self.device.launch(
-                func,
+                &kernel,
                 grid,
                 o.threads_per_block,
                 &slot.stream,
@@ -509,6 +609,9 @@ impl GpuEngine {
                 keys,
             )?;
             slot.stream.copy_to_host(&slot.host, &slot.dev, len)?;
+            if let Some(done) = &slot.done {
+                slot.stream.record(done)?;
+            }
             slot.pending = Some((range, keystream));
             next = (i + 1) % n;
         }
@@ -518,9 +621,8 @@ impl GpuEngine {
         Ok(())
     }
 
-    /// Kernel-only timing: `reps` launches of `kind` for `key` over `bytes` bytes in device
-    /// memory (separate input and output), each timed with CUDA events after two warm-up
-    /// launches. Seconds per launch.
+    /// Kernel-only timing with the engine's variant and threads per block: seconds per
+    /// launch (see [`GpuEngine::time_kernel_with`]).
     pub fn time_kernel(
         &self,
         key: &ExpandedKey,
@@ -528,7 +630,42 @@ impl GpuEngine {
         bytes: usize,
         reps: usize,
     ) -> Result<Vec<f64>, GpuError> {
+        let o = &self.options;
+        self.time_kernel_with(
+            key,
+            kind,
+            o.kernel_variant,
+            o.threads_per_block,
+            bytes,
+            reps,
+        )
+        .map(|t| t.seconds)
+    }
+
+    /// Kernel-only timing of any variant at any block size: `reps` launches of `kind` for
+    /// `key` over `bytes` bytes in device memory (separate input and output), each timed
+    /// with CUDA events after two warm-up launches, on a grid that fills the GPU.
+    pub fn time_kernel_with(
+        &self,
+        key: &ExpandedKey,
+        kind: KernelKind,
+        variant: KernelVariant,
+        threads: u32,
+        bytes: usize,
+        reps: usize,
+    ) -> Result<KernelTiming, GpuError> {
         self.timed(|| {
+            let rounds = key.rounds();
+            let kernel = self.device.kernel(rounds, kind, variant)?;
+            if threads > kernel.max_threads || threads == 0 || !threads.is_multiple_of(32) {
+                return Err(GpuError::BadOption(format!(
+                    "{variant} {} runs 32..={} threads per block in steps of 32, not {threads}",
+                    kind.name(),
+                    kernel.max_threads
+                )));
+            }
+            let resident = self.device.resident_per_sm(&kernel, threads)?;
+            let registers = self.device.registers(&kernel)?;
             let bytes = (bytes / 16 * 16).max(16);
             let input = self.device_random(bytes)?;
             let output = DeviceBuffer::new(&self.device, bytes)?;
@@ -537,25 +674,23 @@ impl GpuEngine {
                 _ => key.enc_round_keys(),
             };
             let mut words = RoundKeyWords::new(keys);
-            let rounds = key.rounds();
-            let func = self.device.kernel(rounds, kind);
             let nblocks = (bytes / 16) as u64;
             let grid = plan::grid_size(
                 nblocks,
-                self.options.threads_per_block,
+                threads,
                 crate::BLOCKS_PER_THREAD,
-                self.full_grid[(rounds - 10) / 2][kind.index()],
+                self.device.info.sms.max(1) * resident,
                 1,
             );
             let stream = Stream::new(&self.device)?;
             let (start, end) = (Event::new(&self.device)?, Event::new(&self.device)?);
-            let mut times = Vec::with_capacity(reps);
+            let mut seconds = Vec::with_capacity(reps);
             for rep in 0..reps + 2 {
                 stream.record(&start)?;
                 self.device.launch(
-                    func,
+                    &kernel,
                     grid,
-                    self.options.threads_per_block,
+                    threads,
                     &stream,
                     input.ptr,
                     output.ptr,
@@ -566,11 +701,50 @@ impl GpuEngine {
                 stream.record(&end)?;
                 let t = start.seconds_until(&end)?;
                 if rep >= 2 {
-                    times.push(t);
+                    seconds.push(t);
                 }
             }
             words.wipe();
             stream.synchronize()?;
+            Ok(KernelTiming {
+                kernel: variant.kernel_name(128 + 32 * (rounds - 10), kind),
+                registers,
+                resident_per_sm: resident,
+                grid,
+                threads,
+                seconds,
+            })
+        })
+    }
+
+    /// Simultaneous copy timing: `bytes` host-to-device on one stream while `bytes` go
+    /// device-to-host on another (pinned memory), `reps` times after one warm-up. Seconds
+    /// from the start of both to the end of the later; bandwidth = 2 * bytes / seconds.
+    pub fn time_copy_both_ways(&self, bytes: usize, reps: usize) -> Result<Vec<f64>, GpuError> {
+        self.timed(|| {
+            let up_dst = DeviceBuffer::new(&self.device, bytes)?;
+            let down_src = self.device_random(bytes)?;
+            let up_src = PinnedBuffer::new(&self.device, bytes)?;
+            let down_dst = PinnedBuffer::new(&self.device, bytes)?;
+            let (a, b) = (Stream::new(&self.device)?, Stream::new(&self.device)?);
+            let start = Event::new(&self.device)?;
+            let (b_done, end) = (Event::new(&self.device)?, Event::new(&self.device)?);
+            let mut times = Vec::with_capacity(reps);
+            for rep in 0..reps + 1 {
+                a.record(&start)?;
+                b.wait(&start)?;
+                a.copy_to_device(&up_dst, 0, &up_src, bytes)?;
+                b.copy_to_host(&down_dst, &down_src, bytes)?;
+                b.record(&b_done)?;
+                a.wait(&b_done)?;
+                a.record(&end)?;
+                let t = start.seconds_until(&end)?;
+                if rep >= 1 {
+                    times.push(t);
+                }
+            }
+            a.synchronize()?;
+            b.synchronize()?;
             Ok(times)
         })
     }
@@ -632,13 +806,36 @@ impl GpuEngine {
     }
 }
 
+/// What [`GpuEngine::time_kernel_with`] measured, with the launch shape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelTiming {
+    /// Entry point in kernels/aes.cu.
+    pub kernel: String,
+    /// Registers per thread.
+    pub registers: u32,
+    /// Thread blocks resident per SM at this block size.
+    pub resident_per_sm: u32,
+    /// Thread blocks launched.
+    pub grid: u32,
+    /// Threads per block.
+    pub threads: u32,
+    /// Seconds per launch.
+    pub seconds: Vec<f64>,
+}
+
 impl Engine for GpuEngine {
     fn name(&self) -> String {
+        let o = &self.options;
         format!(
-            "gpu ({}, CTR {}, {} streams)",
+            "gpu ({}, {}, kernels {}, CTR {}, {} streams x {} MiB, {} threads/block, {} sync)",
             self.device.info.name,
+            self.device.module,
+            o.kernel_variant,
             self.ctr_variant(),
-            self.options.streams
+            o.streams,
+            o.max_piece >> 20,
+            o.threads_per_block,
+            o.sync
         )
     }
 

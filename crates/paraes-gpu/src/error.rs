@@ -99,6 +99,26 @@ impl GpuError {
         }
     }
 
+    /// The same error with `; JIT log: {log}` added to its detail (nothing when `log` is
+    /// empty): a refused module load says what the driver's compiler said.
+    pub(crate) fn with_log(self, log: &str) -> GpuError {
+        if log.is_empty() {
+            return self;
+        }
+        let add = |s: String| format!("{s}; JIT log: {log}");
+        match self {
+            GpuError::NoDevice(s) => GpuError::NoDevice(add(s)),
+            GpuError::Unsupported(s) => GpuError::Unsupported(add(s)),
+            GpuError::Internal(s) => GpuError::Internal(add(s)),
+            GpuError::OutOfMemory(s) => GpuError::OutOfMemory(add(s)),
+            GpuError::LaunchFailed(s) => GpuError::LaunchFailed(add(s)),
+            GpuError::DeviceLost(s) => GpuError::DeviceLost(add(s)),
+            GpuError::Driver(s) => GpuError::Driver(add(s)),
+            GpuError::BadOption(s) => GpuError::BadOption(add(s)),
+            other @ (GpuError::NoDriver | GpuError::Disabled | GpuError::BadDevice { .. }) => other,
+        }
+    }
+
     /// True only when there is no GPU to use here: no driver, no device, or GPU use
     /// disabled by `PARAES_NO_GPU`. `--backend auto` falls back to the CPU silently on these
     /// alone; every other error (a GPU too old, a driver too old, a device ordinal that does
@@ -166,6 +186,23 @@ mod tests {
             assert!(!e.is_unavailable(), "{e}");
             assert!(matches!(EngineError::from(e), EngineError::Failed(_)));
         }
+    }
+
+    #[test]
+    fn a_jit_log_is_kept_in_the_message() {
+        let e = GpuError::Unsupported(
+            "loading the AES kernels (PTX (JIT)): CUDA_ERROR_INVALID_PTX".into(),
+        )
+        .with_log("ptxas fatal: bad .version");
+        let text = e.to_string();
+        assert!(
+            text.contains("CUDA_ERROR_INVALID_PTX; JIT log: ptxas fatal: bad .version"),
+            "{text}"
+        );
+        assert_eq!(
+            GpuError::Driver("x".into()).with_log(""),
+            GpuError::Driver("x".into())
+        );
     }
 
     #[test]

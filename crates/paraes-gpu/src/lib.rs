@@ -16,16 +16,30 @@
 mod driver;
 mod engine;
 mod error;
+pub mod image;
 pub mod model;
 pub mod plan;
+pub mod variant;
 pub mod xor;
 
 pub use driver::{probe, DeviceInfo};
-pub use engine::{CopyDirection, CtrVariant, GpuEngine, GpuOptions, KernelKind};
+pub use engine::{
+    CopyDirection, CtrVariant, GpuEngine, GpuOptions, KernelKind, KernelTiming, ENV_OVERRIDES,
+};
 pub use error::GpuError;
+pub use image::{ImageChoice, KernelImage, ModuleReport};
+pub use variant::{KernelVariant, SyncMode};
 
-/// The kernels' PTX, generated from kernels/aes.cu by kernels/build-ptx.sh and committed.
+/// The kernels' PTX, generated from kernels/aes.cu by kernels/build-ptx.sh and committed:
+/// what the driver JIT-compiles on GPUs other than compute capability 8.x and 9.x.
 pub const PTX: &str = include_str!("../../../kernels/aes.ptx");
+
+/// SASS for compute capability 8.x, assembled from [`PTX`] by the pinned ptxas
+/// (kernels/build-ptx.sh; kernels/check-ptx.sh checks it is current).
+pub const CUBIN_SM80: &[u8] = include_bytes!("../../../kernels/aes.sm_80.cubin");
+
+/// SASS for compute capability 9.x, as [`CUBIN_SM80`].
+pub const CUBIN_SM90: &[u8] = include_bytes!("../../../kernels/aes.sm_90.cubin");
 
 /// AES blocks each GPU thread works on per tile (the kernels' `BLOCKS_PER_THREAD`, set in
 /// kernels/build-ptx.py; a test checks that the two agree). Used to size the grid.

@@ -1,6 +1,7 @@
 //! The GPU engine against the core's reference transform: random keys, ivs, offsets and
 //! lengths (0, 1, 15, 16, 17, 1 MiB + 3, 256 MiB), every mode, key size and direction,
-//! every CTR variant. Needs a CUDA GPU: where there is none it prints a loud SKIPPED line
+//! every CTR variant; every kernel variant, both sync modes and both kernel images (cubin,
+//! PTX); with PARAES_GPU_BIG=1 also 8 GiB in one call. Needs a CUDA GPU: where there is none it prints a loud SKIPPED line
 //! and passes; build it here (`cargo test -p paraes-gpu --release --no-run`) and run the
 //! binary on a GPU machine.
 
@@ -8,7 +9,7 @@ use std::io::Write;
 
 use paraes_core::seeded::SplitMix64;
 use paraes_core::{modes, Direction, Engine, Implementation, Job, Key, Mode};
-use paraes_gpu::{CtrVariant, GpuEngine, GpuOptions};
+use paraes_gpu::{CtrVariant, GpuEngine, GpuOptions, ImageChoice, KernelVariant, SyncMode};
 
 const MIB: usize = 1 << 20;
 
@@ -89,7 +90,7 @@ fn gpu_engine_matches_the_reference() {
     let Some(engine) = engine(GpuOptions::default()) else {
         return;
     };
-    eprintln!("testing on {}", engine.device_info());
+    eprintln!("testing on {}: {}", engine.device_info(), engine.name());
     let mut rng = SplitMix64::new(0x5eed_1234_abcd_ef01);
     for len in [0, 1, 15, 16, 17, 4096 + 5, MIB + 3, 256 * MIB] {
         for bits in [128, 192, 256] {
@@ -162,4 +163,121 @@ fn chunked_calls_equal_one_call() {
     let mut expect = data;
     modes::apply(Implementation::detect(), &job, &mut expect).unwrap();
     assert!(whole == expect);
+}
+
+/// Every kernel variant with both sync modes, and the base kernels from the PTX as well as
+/// the cubin, against the reference: the A/B runs of gpu_bench are only worth reading if
+/// every variant is correct on the GPU too (kernels/aes.cu is also checked on the CPU by
+/// kernel_source_on_cpu). Includes CTR launches that straddle a multiple of 2^32 counter
+/// blocks (the R1 variants' general path) and ones that do not (their fast path).
+#[test]
+fn every_kernel_variant_sync_mode_and_image_matches() {
+    let mut configs: Vec<(KernelVariant, SyncMode, ImageChoice)> = Vec::new();
+    for variant in KernelVariant::ALL {
+        for sync in [SyncMode::Spin, SyncMode::Blocking] {
+            configs.push((variant, sync, ImageChoice::Auto));
+        }
+    }
+    configs.push((KernelVariant::Base, SyncMode::Spin, ImageChoice::Ptx));
+    configs.push((KernelVariant::PairR1, SyncMode::Blocking, ImageChoice::Ptx));
+    let mut rng = SplitMix64::new(0xa1b2_c3d4);
+    for (variant, sync, image) in configs {
+        let options = GpuOptions {
+            kernel_variant: variant,
+            sync,
+            image,
+            threads_per_block: 256,
+            max_piece: 4 * MIB,
+            ..GpuOptions::default()
+        };
+        let Some(engine) = engine(options) else {
+            return;
+        };
+        eprintln!("{}", engine.name());
+        if image == ImageChoice::Ptx {
+            assert_eq!(engine.module_report().image, paraes_gpu::KernelImage::Ptx);
+        }
+        for len in [17, MIB + 3, 24 * MIB + 5] {
+            for bits in [128, 256] {
+                for (mode, direction) in [
+                    (Mode::Ecb, Direction::Encrypt),
+                    (Mode::Ecb, Direction::Decrypt),
+                    (Mode::Ctr, Direction::Encrypt),
+                ] {
+                    check(&engine, &mut rng, mode, direction, bits, len);
+                }
+            }
+        }
+        // CTR pieces whose counters cross 2^32 blocks in the low word, and pieces that do not.
+        let key = Key::new(&rng.array::<16>()).unwrap().expand();
+        for low in [0xffff_0000u32, 0x0000_1000] {
+            let mut iv: [u8; 16] = rng.array();
+            iv[12..].copy_from_slice(&low.to_be_bytes());
+            let job = Job {
+                mode: Mode::Ctr,
+                direction: Direction::Encrypt,
+                key: &key,
+                iv,
+                offset: 0,
+            };
+            let mut data = vec![0u8; 3 * MIB + 7];
+            rng.fill(&mut data);
+            let mut expect = data.clone();
+            modes::apply(Implementation::detect(), &job, &mut expect).unwrap();
+            for ctr in [CtrVariant::Fused, CtrVariant::Keystream] {
+                let mut got = data.clone();
+                engine.process_with(&job, &mut got, ctr).unwrap();
+                assert!(
+                    got == expect,
+                    "{} CTR {ctr} from low word {low:#x}",
+                    engine.name()
+                );
+            }
+        }
+    }
+}
+
+/// 8 GiB in one call (more than 2^32 bytes, many pieces, counters past 2^28 blocks), CTR
+/// and ECB, AES-128: only with PARAES_GPU_BIG=1 (about 24 GiB of host memory, 30-60 s).
+#[test]
+fn eight_gib_in_one_call_matches() {
+    if std::env::var_os("PARAES_GPU_BIG").is_none_or(|v| v != "1") {
+        let _ = writeln!(
+            std::io::stderr(),
+            "\n*** SKIPPED: the 8 GiB identity test runs only with PARAES_GPU_BIG=1 ***\n"
+        );
+        return;
+    }
+    let Some(engine) = engine(GpuOptions::default()) else {
+        return;
+    };
+    let mut rng = SplitMix64::new(8);
+    let key = Key::new(&rng.array::<16>()).unwrap().expand();
+    let len = 8usize << 30;
+    let mut data = vec![0u8; len];
+    data.chunks_mut(1 << 24)
+        .for_each(|c| SplitMix64::new(c.len() as u64 ^ c.as_ptr() as u64).fill(c));
+    for (mode, offset) in [(Mode::Ctr, 5u64), (Mode::Ecb, 0)] {
+        let job = Job {
+            mode,
+            direction: Direction::Encrypt,
+            key: &key,
+            iv: rng.array(),
+            offset,
+        };
+        let mut expect = data.clone();
+        modes::apply(Implementation::detect(), &job, &mut expect).unwrap();
+        let mut got = data.clone();
+        let start = std::time::Instant::now();
+        engine.process(&job, &mut got).unwrap();
+        eprintln!(
+            "{mode:?} 8 GiB on the GPU in {:.2} s",
+            start.elapsed().as_secs_f64()
+        );
+        assert!(
+            got == expect,
+            "{mode:?} 8 GiB: first difference at byte {:?}",
+            got.iter().zip(&expect).position(|(a, b)| a != b)
+        );
+    }
 }

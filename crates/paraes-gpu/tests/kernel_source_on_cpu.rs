@@ -112,7 +112,10 @@ fn kernel_source_matches_the_core_on_the_cpu() {
     in_ptx.sort();
     listed.sort();
     assert_eq!(listed, in_ptx, "emulator list vs kernels/aes.ptx");
-    assert!(names.len() >= 12 + 9, "base kernels and the AES-128 variants: {names:?}");
+    assert!(
+        names.len() >= 12 + 9,
+        "base kernels and the AES-128 variants: {names:?}"
+    );
 
     let mut rng = SplitMix64::new(0x1234_5678_9abc_def1);
     // (grid, threads, AES blocks, counter block 0's low 32 bits, or None: the wrap cases).
@@ -145,7 +148,7 @@ fn kernel_source_matches_the_core_on_the_cpu() {
             }
             (_, Some(low)) => iv[12..].copy_from_slice(&low.to_be_bytes()),
             (1, None) => iv[8..].copy_from_slice(&(u64::MAX - 300).to_be_bytes()), // carry into the high half
-            _ => iv = [0xff; 16],                                                // wraps at 2^128
+            _ => iv = [0xff; 16],                                                  // wraps at 2^128
         }
         let ctr = counter_halves(&iv, start);
         if (ctr.1 & 0xffff_ffff) + nblocks as u64 <= 1 << 32 {
