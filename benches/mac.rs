@@ -3,7 +3,7 @@
 //! AES-128-CTR on the same buffer for scale.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use paraes_core::container::{ContainerKeys, Header, KeySource};
+use paraes_core::container::{self, Recipient};
 use paraes_core::pipeline::{self, StreamSpec, DEFAULT_CHUNK_SIZE};
 use paraes_core::{CpuEngine, Direction, Engine, Job, Key, KeySize, Mode};
 use std::hint::black_box;
@@ -71,15 +71,12 @@ fn pipeline_cost(c: &mut Criterion) {
     const LEN: usize = 256 << 20;
     let input = vec![0x33u8; LEN];
     let key = Key::new(&[9u8; 16]).expect("key");
-    let keys = ContainerKeys::derive(&key);
-    let header = Header::new(
-        Mode::Ctr,
-        KeySize::Aes128,
-        DEFAULT_CHUNK_SIZE,
-        KeySource::RawKey,
-    )
-    .expect("header");
-    let (_, auth) = header.seal(&keys);
+    let params = container::BodyParams {
+        mode: Mode::Ctr,
+        key_size: KeySize::Aes128,
+        chunk_size: DEFAULT_CHUNK_SIZE,
+    };
+    let (_, sealed) = container::seal(params, &[Recipient::Key(key)]).expect("header");
     let engine = CpuEngine::new(None).expect("cpu engine");
     let mut group = c.benchmark_group("pipeline-256MiB-in-memory");
     group
@@ -87,10 +84,10 @@ fn pipeline_cost(c: &mut Criterion) {
         .sample_size(10)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(4));
-    let container = StreamSpec::for_container(&engine, &header, &keys, &auth, Direction::Encrypt);
+    let container = sealed.stream_spec(&engine, Direction::Encrypt);
     let raw = StreamSpec {
         auth: None,
-        ..StreamSpec::for_container(&engine, &header, &keys, &auth, Direction::Encrypt)
+        ..sealed.stream_spec(&engine, Direction::Encrypt)
     };
     for (label, spec) in [("raw-ctr", raw), ("container-ctr", container)] {
         group.bench_function(format!("{label}-{}t", engine.workers()), |b| {

@@ -14,8 +14,13 @@ Examples:
   tar c dir | paraes enc -k my.key > dir.tar.paraes
   paraes dec -k my.key dir.tar.paraes -o - | tar x
   paraes enc -p notes.txt                         passphrase from the terminal (Argon2id)
-  paraes enc --raw --mode ctr --iv 000102030405060708090a0b0c0d0e0f -k my.key f -o f.ctr
-                                                  bare CTR stream, same bytes as openssl enc
+  paraes keygen --x25519 -o me.id                 an X25519 identity; its recipient on stderr
+  paraes enc -r paraes1... -k team.key big.dat    for a public key and a key file at once
+  paraes dec -i me.id big.dat.paraes              open with an identity file
+  paraes rekey -k old.key --new-key-file new.key big.dat.paraes
+                                                  new keys, body untouched
+  paraes enc --raw --mode ctr -k my.key f -o f.ctr
+                                                  bare CTR stream (random IV, printed), as openssl enc
   paraes info big.dat.paraes                      show a container's header
   paraes bench --quick                            engine throughput on this machine, in a minute";
 
@@ -39,6 +44,8 @@ pub enum Command {
     Keygen(KeygenArgs),
     /// Print the header fields of a container.
     Info(InfoArgs),
+    /// Replace who can open a container (its stanzas) without re-encrypting its body.
+    Rekey(RekeyArgs),
     /// Measure engine throughput across buffer sizes (table, JSON, CSV, SVG plot).
     Bench(BenchArgs),
     /// (internal) Remove the unfinished output PATH if the process that writes it dies: waits
@@ -55,7 +62,8 @@ pub enum Command {
 #[command(group(
     clap::ArgGroup::new("key_source")
         .required(true)
-        .args(["key_file", "key", "passphrase", "passphrase_file"])
+        .multiple(true)
+        .args(["key_file", "key", "passphrase", "passphrase_file", "recipient", "recipients_file", "identity"])
 ))]
 pub struct CryptArgs {
     /// Input file; absent or "-" reads standard input.
@@ -74,23 +82,41 @@ pub struct CryptArgs {
     #[arg(short, long, value_enum, default_value_t = BackendArg::Auto)]
     pub backend: BackendArg,
 
-    /// Key file: 16/24/32 raw bytes, or the same as hex text.
+    /// Key file: 16/24/32 raw bytes, or the same as hex text (repeatable: enc wraps the file's
+    /// key for each, dec tries each).
     #[arg(short = 'k', long, value_name = "PATH")]
-    pub key_file: Option<PathBuf>,
+    pub key_file: Vec<PathBuf>,
 
     /// Key as hex (visible to other users in the process list: prefer --key-file).
     #[arg(long, value_name = "HEX")]
     pub key: Option<String>,
 
-    /// Ask for a passphrase on the terminal (twice for enc).
-    #[arg(short = 'p', long)]
-    pub passphrase: bool,
+    #[command(flatten)]
+    pub passphrase: PassphraseArgs,
 
-    /// Read the passphrase from a file (its first line).
-    #[arg(long, value_name = "PATH")]
-    pub passphrase_file: Option<PathBuf>,
+    /// enc: encrypt to this public key (paraes1... or paraespq1...; repeatable). Anyone can
+    /// encrypt to a recipient: a recipient proves nothing about who wrote a file.
+    #[arg(short = 'r', long, value_name = "RECIPIENT")]
+    pub recipient: Vec<String>,
 
-    /// Key size for passphrases (enc; default 256).
+    /// enc: encrypt to the recipients listed in FILE, one per line (repeatable).
+    #[arg(short = 'R', long, value_name = "FILE")]
+    pub recipients_file: Vec<PathBuf>,
+
+    /// dec: open with the identities (secret keys) in FILE (repeatable).
+    #[arg(short = 'i', long, value_name = "FILE")]
+    pub identity: Vec<PathBuf>,
+
+    /// dec: the most Argon2id work (memory in MiB x passes) a passphrase header may ask for.
+    #[arg(long, value_name = "MIB", default_value_t = paraes_core::container::DEFAULT_MAX_KDF_MIB)]
+    pub max_kdf_mib: u64,
+
+    /// dec: print the body's AES key and counter block on stderr, so standard tools (openssl
+    /// enc) can decrypt the body. Anyone with that key can read this file.
+    #[arg(long)]
+    pub show_data_key: bool,
+
+    /// Key size of the file's data key for enc (default 256); with --raw, the key's size.
     #[arg(long, value_parser = ["128", "192", "256"])]
     pub bits: Option<String>,
 
@@ -99,7 +125,8 @@ pub struct CryptArgs {
     #[arg(long)]
     pub raw: bool,
 
-    /// Raw CTR initial counter block, 32 hex digits (required with --raw --mode ctr).
+    /// Raw CTR initial counter block, 32 hex digits (enc: random and printed when absent; dec:
+    /// required). Raw streams are NOT authenticated: a changed byte goes unnoticed.
     #[arg(long, value_name = "HEX")]
     pub iv: Option<String>,
 
@@ -139,12 +166,91 @@ pub struct CryptArgs {
     pub quiet: bool,
 }
 
+/// A passphrase from the terminal or a file.
+#[derive(Args, Debug, Default)]
+pub struct PassphraseArgs {
+    /// Ask for a passphrase on the terminal (twice for enc).
+    #[arg(short = 'p', long)]
+    pub passphrase: bool,
+
+    /// Read the passphrase from a file (its first line).
+    #[arg(long, value_name = "PATH")]
+    pub passphrase_file: Option<PathBuf>,
+}
+
+/// The options of `rekey`.
+#[derive(Args, Debug)]
+#[command(group(
+    clap::ArgGroup::new("new_keys")
+        .required(true)
+        .multiple(true)
+        .args(["new_key_file", "new_recipient", "new_recipients_file", "new_passphrase_file"])
+))]
+pub struct RekeyArgs {
+    /// The container to rekey (changed in place when the new stanzas fit its header, else
+    /// rewritten beside it and renamed over it; the body bytes never change).
+    pub file: PathBuf,
+
+    /// Open with this key file (repeatable).
+    #[arg(short = 'k', long, value_name = "PATH")]
+    pub key_file: Vec<PathBuf>,
+
+    /// Open with this hex key.
+    #[arg(long, value_name = "HEX")]
+    pub key: Option<String>,
+
+    #[command(flatten)]
+    pub passphrase: PassphraseArgs,
+
+    /// Open with the identities in FILE (repeatable).
+    #[arg(short = 'i', long, value_name = "FILE")]
+    pub identity: Vec<PathBuf>,
+
+    /// The most Argon2id work (memory in MiB x passes) a passphrase header may ask for.
+    #[arg(long, value_name = "MIB", default_value_t = paraes_core::container::DEFAULT_MAX_KDF_MIB)]
+    pub max_kdf_mib: u64,
+
+    /// New: a key file that opens the file (repeatable).
+    #[arg(long, value_name = "PATH")]
+    pub new_key_file: Vec<PathBuf>,
+
+    /// New: a recipient that opens the file (repeatable).
+    #[arg(long, value_name = "RECIPIENT")]
+    pub new_recipient: Vec<String>,
+
+    /// New: the recipients listed in FILE (repeatable).
+    #[arg(long, value_name = "FILE")]
+    pub new_recipients_file: Vec<PathBuf>,
+
+    /// New: a passphrase from a file's first line.
+    #[arg(long, value_name = "PATH")]
+    pub new_passphrase_file: Option<PathBuf>,
+
+    /// No warnings.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
 /// The options of `keygen`.
 #[derive(Args, Debug)]
 pub struct KeygenArgs {
-    /// Key size in bits.
-    #[arg(long, default_value = "256", value_parser = ["128", "192", "256"])]
-    pub bits: String,
+    /// Make an X25519 identity (secret key) instead of a symmetric key; its recipient goes to
+    /// standard error.
+    #[arg(long, conflicts_with_all = ["pq", "recipient_of", "bits"])]
+    pub x25519: bool,
+
+    /// Make a post-quantum hybrid identity (ML-KEM-768 + X25519, X-Wing); its recipient goes
+    /// to standard error.
+    #[arg(long, conflicts_with_all = ["recipient_of", "bits"])]
+    pub pq: bool,
+
+    /// Print the recipients of the identities in FILE on standard output.
+    #[arg(short = 'y', value_name = "FILE", conflicts_with_all = ["output", "force"])]
+    pub recipient_of: Option<PathBuf>,
+
+    /// Key size in bits (symmetric keys).
+    #[arg(long, value_parser = ["128", "192", "256"])]
+    pub bits: Option<String>,
 
     /// Output file (created with mode 0600); default or "-": standard output.
     #[arg(short, long, value_name = "PATH")]

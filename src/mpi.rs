@@ -5,7 +5,6 @@
 use anyhow::{anyhow, bail, Context, Result};
 use paraes_core::{CpuEngine, Direction, Engine};
 use paraes_mpi::{execute, IoStrategy, JobError, Mpi, Plan, RootIo};
-use zeroize::Zeroizing;
 
 use crate::backend;
 use crate::cli::{CryptArgs, MpiIoArg, RankEngineArg};
@@ -57,10 +56,10 @@ fn root(args: &CryptArgs, direction: Direction, mpi: &Mpi, engine: &dyn Engine) 
             return Err(e);
         }
     };
-    let container = job.container();
-    let header_bytes = container
+    let header_bytes = job
+        .container
         .as_ref()
-        .map(|(_, bytes, _)| bytes.clone())
+        .map(|(bytes, _)| bytes.clone())
         .unwrap_or_default();
     if direction == Direction::Encrypt && !header_bytes.is_empty() {
         let written = job
@@ -81,7 +80,7 @@ fn root(args: &CryptArgs, direction: Direction, mpi: &Mpi, engine: &dyn Engine) 
         padding: job.padding,
         chunk_size: job.chunk_size,
         iv: job.iv,
-        key: Zeroizing::new(job.key.as_bytes().to_vec()),
+        key: job.secret_bytes(),
         header: header_bytes,
         input: job.input.path().map(std::path::absolute).transpose()?,
         output: job

@@ -10,8 +10,8 @@ use std::hint::black_box;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use paraes_core::container::{ContainerKeys, Header, KeySource};
-use paraes_core::pipeline::{self, StreamSpec};
+use paraes_core::container::{self, Recipient};
+use paraes_core::pipeline;
 use paraes_core::seeded::SplitMix64;
 use paraes_core::{Direction, Engine, EngineError, ExpandedKey, Job, Key, Mode};
 
@@ -128,14 +128,18 @@ pub fn measure_e2e(
             left -= n;
         }
     }
-    let keys = ContainerKeys::derive(key);
     let once = || -> Result<(), Box<dyn Error + Send + Sync>> {
-        let header = Header::new(mode, key.size(), chunk_size, KeySource::RawKey)?;
-        let (header_bytes, auth) = header.seal(&keys);
+        // As `paraes enc -k`: a fresh file key per file, wrapped for the key.
+        let params = container::BodyParams {
+            mode,
+            key_size: key.size(),
+            chunk_size,
+        };
+        let (header_bytes, sealed) = container::seal(params, &[Recipient::Key(key.clone())])?;
         let mut input = File::open(&input_path)?;
         let mut output = File::create(&output_path)?;
         output.write_all(&header_bytes)?;
-        let spec = StreamSpec::for_container(engine, &header, &keys, &auth, Direction::Encrypt);
+        let spec = sealed.stream_spec(engine, Direction::Encrypt);
         pipeline::run(&spec, &mut input, &mut output, &|_| {})?;
         output.flush()?;
         Ok(())

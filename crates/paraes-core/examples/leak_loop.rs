@@ -3,8 +3,8 @@
 //!
 //! Each round trip does what `paraes enc` and `paraes dec` do (see `src/commands.rs`), on real
 //! files: a fresh random key (AES-128/192/256 in turn), a fresh [`CpuEngine`] (its own rayon pool),
-//! a [`Header`] sealed with [`ContainerKeys`], [`pipeline::run`] from the plaintext file to a
-//! container file, then [`Header::read`] + [`UnverifiedHeader::verify`] and [`pipeline::run`]
+//! a header made by [`container::seal`], [`pipeline::run`] from the plaintext file to a
+//! container file, then [`UnverifiedHeader::read`] + [`UnverifiedHeader::open`] and [`pipeline::run`]
 //! back to a third file, which must equal the plaintext byte for byte. Sizes are random in
 //! `0..=max-size` bytes; modes alternate CTR/ECB and chunk sizes cycle 4 KiB / 16 KiB / 1 MiB so
 //! that multi-chunk streams, ECB padding and empty inputs all occur. The files are removed after
@@ -30,7 +30,7 @@
 //! `--dir` defaults to a fresh directory under the system temporary directory (removed at the
 //! end). Linux only (it reads `/proc/self`).
 //!
-//! [`UnverifiedHeader::verify`]: paraes_core::container::UnverifiedHeader::verify
+//! [`UnverifiedHeader::open`]: paraes_core::container::UnverifiedHeader::open
 
 use std::fs::{self, File};
 use std::io::{BufReader, BufWriter, Read, Write};
@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use paraes_core::container::{self, ContainerKeys, Header, KeySource};
+use paraes_core::container::{self, Identity, Recipient, Unlock, UnverifiedHeader};
 use paraes_core::pipeline::{self, StreamSpec};
 use paraes_core::seeded::SplitMix64;
 use paraes_core::{CpuEngine, Direction, Key, KeySize, Mode};
@@ -165,16 +165,19 @@ fn round_trip(dir: &Path, trip: usize, plain: &[u8], rng: &mut SplitMix64) -> Re
     // Encrypt: like `paraes enc`.
     {
         let engine = CpuEngine::new(None).map_err(|e| err("engine", &e))?;
-        let header = Header::new(mode, size, chunk_size, KeySource::RawKey)
-            .map_err(|e| err("header", &e))?;
-        let keys = ContainerKeys::derive(&key);
-        let (header_bytes, auth) = header.seal(&keys);
+        let params = container::BodyParams {
+            mode,
+            key_size: size,
+            chunk_size,
+        };
+        let (header_bytes, sealed) =
+            container::seal(params, &[Recipient::Key(key.clone())]).map_err(|e| err("seal", &e))?;
         let mut input = BufReader::new(File::open(&plain_path).map_err(|e| err("open", &e))?);
         let mut output = BufWriter::new(File::create(&sealed_path).map_err(|e| err("create", &e))?);
         output
             .write_all(&header_bytes)
             .map_err(|e| err("write header", &e))?;
-        let spec = StreamSpec::for_container(&engine, &header, &keys, &auth, Direction::Encrypt);
+        let spec = sealed.stream_spec(&engine, Direction::Encrypt);
         pipeline::run(&spec, &mut input, &mut output, &|_| {}).map_err(|e| err("enc", &e))?;
         output.flush().map_err(|e| err("flush", &e))?;
     }
@@ -183,12 +186,12 @@ fn round_trip(dir: &Path, trip: usize, plain: &[u8], rng: &mut SplitMix64) -> Re
     {
         let engine = CpuEngine::new(None).map_err(|e| err("engine", &e))?;
         let mut input = BufReader::new(File::open(&sealed_path).map_err(|e| err("open", &e))?);
-        let unverified = Header::read(&mut input).map_err(|e| err("read header", &e))?;
-        let header = unverified.header;
-        let keys = ContainerKeys::derive(&key);
-        let auth = unverified.verify(&keys).map_err(|e| err("verify", &e))?;
+        let unverified = UnverifiedHeader::read(&mut input).map_err(|e| err("read header", &e))?;
+        let opened = unverified
+            .open(&Unlock::new(vec![Identity::Key(key.clone())]))
+            .map_err(|e| err("open", &e))?;
         let mut output = BufWriter::new(File::create(&opened_path).map_err(|e| err("create", &e))?);
-        let spec = StreamSpec::for_container(&engine, &header, &keys, &auth, Direction::Decrypt);
+        let spec = opened.stream_spec(&engine, Direction::Decrypt);
         pipeline::run(&spec, &mut input, &mut output, &|_| {}).map_err(|e| err("dec", &e))?;
         output.flush().map_err(|e| err("flush", &e))?;
     }

@@ -3,7 +3,9 @@
 //! replay test (`tests/fuzz_corpus.rs`) and the property tests (`tests/hostile.rs`). Not part
 //! of the stable API.
 
-use crate::container::{Argon2Params, ContainerKeys, Header, KeySource};
+use crate::container::{
+    self, Argon2Params, Identity, Recipient, SecretIdentity, Unlock, UnverifiedHeader,
+};
 use crate::cpu::CpuEngine;
 use crate::engine::{Direction, Mode};
 use crate::key::{Key, KeySize};
@@ -13,11 +15,17 @@ use crate::pipeline::{self, StreamSpec};
 pub const FIXED_KEY: [u8; 32] = *b"paraes fuzzing key, 32 bytes ok!";
 /// The passphrase of the passphrase-header seeds.
 pub const FIXED_PASSPHRASE: &[u8] = b"paraes fuzzing passphrase";
+/// The X25519 identity of the public-key seeds (a published test key).
+pub const FIXED_X25519_IDENTITY: &str =
+    "PARAES-SECRET-KEY-1WPSHYCT9WVSXVAT60F5KUEEQ0QER2DF38YSXJER9DE6XJAREYYSS2CYAVC";
+/// The hybrid identity of the public-key seeds (a published test key).
+pub const FIXED_HYBRID_IDENTITY: &str =
+    "PARAES-PQ-SECRET-KEY-1WPSHYCT9WVSXVAT60F5KUEEQDPUKYUNFVSSXJER9DE6XJAREYYSSYDLZH7";
 /// Chunk size of the raw-stream path (the smallest a container may declare, so short inputs
 /// still span several chunks).
 pub const RAW_CHUNK_SIZE: usize = crate::container::MIN_CHUNK_SIZE;
 /// Argon2id settings cheap enough to run on every fuzz input; headers asking for more are
-/// keyed with [`FIXED_KEY`] instead (their limits are checked by `Header::read`).
+/// refused by the cost cap of [`unlock`] (their limits are checked by the header reader).
 pub const CHEAP_ARGON2_MEMORY_KIB: u32 = 64;
 /// Most Argon2id passes run per fuzz input (see [`CHEAP_ARGON2_MEMORY_KIB`]).
 pub const CHEAP_ARGON2_ITERATIONS: u32 = 1;
@@ -37,57 +45,88 @@ pub fn cheap_argon2_params() -> Argon2Params {
     }
 }
 
-/// The key `paraes dec` would use for `header`: the fixed key, or the fixed passphrase through
-/// Argon2id when the header's parameters are cheap enough to run per input.
-fn key_for(header: &Header) -> Result<Key, String> {
-    match header.key_source {
-        KeySource::Passphrase(params)
-            if params.memory_kib <= CHEAP_ARGON2_MEMORY_KIB
-                && params.iterations <= CHEAP_ARGON2_ITERATIONS =>
-        {
-            params
-                .derive_key(FIXED_PASSPHRASE, header.key_size)
-                .map_err(|e| e.to_string())
-        }
-        _ => Ok(fixed_key(header.key_size)),
+fn fixed_identities() -> [SecretIdentity; 2] {
+    [
+        FIXED_X25519_IDENTITY.parse().expect("valid test identity"),
+        FIXED_HYBRID_IDENTITY.parse().expect("valid test identity"),
+    ]
+}
+
+/// What `paraes dec` would be given for a fuzz input: every fixed key size, the fixed
+/// passphrase (Argon2id capped at the cheap parameters) and both fixed identities.
+pub fn unlock() -> Unlock {
+    let mut identities: Vec<Identity> = KeySize::ALL
+        .iter()
+        .map(|&size| Identity::Key(fixed_key(size)))
+        .collect();
+    identities.push(Identity::Passphrase(FIXED_PASSPHRASE.to_vec().into()));
+    identities.extend(fixed_identities().into_iter().map(Identity::Secret));
+    Unlock {
+        identities,
+        max_kdf_mib: 1,
     }
 }
 
-/// Seals `plain` into a container keyed as [`decrypt_container`] expects (`argon2`: a
-/// passphrase header with those parameters, keyed as [`key_for`] does).
+/// The recipient kinds a seed can be sealed for.
+#[derive(Clone, Copy, Debug)]
+pub enum SeedRecipient {
+    /// The fixed key (of the container's key size).
+    Key,
+    /// The fixed passphrase with these Argon2id parameters.
+    Passphrase(Argon2Params),
+    /// The fixed X25519 identity.
+    X25519,
+    /// The fixed hybrid identity.
+    Hybrid,
+}
+
+/// Seals `plain` into a v2 container that [`decrypt_container`] opens, for `recipients`.
 pub fn seal_container(
     mode: Mode,
     key_size: KeySize,
     chunk_size: usize,
-    argon2: Option<Argon2Params>,
+    recipients: &[SeedRecipient],
     plain: &[u8],
 ) -> Vec<u8> {
-    let key_source = argon2.map_or(KeySource::RawKey, KeySource::Passphrase);
-    let header = Header::new(mode, key_size, chunk_size, key_source).expect("valid header");
-    let key = key_for(&header).expect("cheap Argon2id parameters");
-    let keys = ContainerKeys::derive(&key);
-    let (mut out, auth) = header.seal(&keys);
+    let [x25519, hybrid] = fixed_identities();
+    let recipients: Vec<Recipient> = recipients
+        .iter()
+        .map(|r| match r {
+            SeedRecipient::Key => Recipient::Key(fixed_key(key_size)),
+            SeedRecipient::Passphrase(params) => {
+                Recipient::Passphrase(FIXED_PASSPHRASE.to_vec().into(), *params)
+            }
+            SeedRecipient::X25519 => Recipient::Public(x25519.recipient()),
+            SeedRecipient::Hybrid => Recipient::Public(hybrid.recipient()),
+        })
+        .collect();
+    let params = container::BodyParams {
+        mode,
+        key_size,
+        chunk_size,
+    };
+    let (mut out, opened) = container::seal(params, &recipients).expect("valid container");
     let engine = CpuEngine::new(Some(1)).expect("one thread");
-    let spec = StreamSpec::for_container(&engine, &header, &keys, &auth, Direction::Encrypt);
+    let spec = opened.stream_spec(&engine, Direction::Encrypt);
     pipeline::run(&spec, &mut &plain[..], &mut out, &|_| {}).expect("encryption into memory");
     out
 }
 
 /// Parses `data` as a container header only. Must never panic.
 pub fn parse_header(data: &[u8]) {
-    if let Ok(unverified) = Header::read(&mut &data[..]) {
-        let header = unverified.header;
+    if let Ok(unverified) = UnverifiedHeader::read(&mut &data[..]) {
+        let info = unverified.info();
         assert!(
-            header.encoded_len() <= data.len(),
+            info.header_len <= data.len(),
             "header longer than its input"
         );
-        assert!(header.chunk_size <= crate::container::MAX_CHUNK_SIZE);
+        assert!(info.params.chunk_size <= crate::container::MAX_CHUNK_SIZE);
     }
 }
 
-/// Decrypts `data` as a container the way `paraes dec` does (header, key, header tag, chunks)
-/// and returns the plaintext or the error text. Must never panic or hang, and allocates at
-/// most [`pipeline::BUFFERS`] buffers of the header's chunk size plus a tag.
+/// Decrypts `data` as a container the way `paraes dec` does (header, stanzas, header tag,
+/// chunks) and returns the plaintext or the error text. Must never panic or hang, and allocates
+/// at most two stanza slots and [`pipeline::BUFFERS`] buffers of the chunk size plus a tag.
 pub fn decrypt_container(data: &[u8]) -> Result<Vec<u8>, String> {
     let mut output = Vec::new();
     decrypt_container_into(data, &mut output)?;
@@ -100,13 +139,11 @@ pub fn decrypt_container(data: &[u8]) -> Result<Vec<u8>, String> {
 pub fn decrypt_container_into(data: &[u8], output: &mut Vec<u8>) -> Result<(), String> {
     output.clear();
     let mut input = data;
-    let unverified = Header::read(&mut input).map_err(|e| e.to_string())?;
-    let header = unverified.header;
-    let key = key_for(&header)?;
-    let keys = ContainerKeys::derive(&key);
-    let auth = unverified.verify(&keys).map_err(|e| e.to_string())?;
+    let unverified = UnverifiedHeader::read(&mut input).map_err(|e| e.to_string())?;
+    let opened = unverified.open(&unlock()).map_err(|e| e.to_string())?;
+    let chunk_size = opened.info().params.chunk_size;
     let engine = CpuEngine::new(Some(1)).map_err(|e| e.to_string())?;
-    let spec = StreamSpec::for_container(&engine, &header, &keys, &auth, Direction::Decrypt);
+    let spec = opened.stream_spec(&engine, Direction::Decrypt);
     match pipeline::run(&spec, &mut input, output, &|_| {}) {
         Ok(written) => {
             assert_eq!(written, output.len() as u64);
@@ -114,7 +151,7 @@ pub fn decrypt_container_into(data: &[u8], output: &mut Vec<u8>) -> Result<(), S
         }
         Err(e) => {
             assert!(
-                output.len().is_multiple_of(header.chunk_size),
+                output.len().is_multiple_of(chunk_size),
                 "a failed decryption released {} bytes: not whole verified chunks",
                 output.len()
             );
@@ -126,13 +163,13 @@ pub fn decrypt_container_into(data: &[u8], output: &mut Vec<u8>) -> Result<(), S
 /// Decrypts `data` as a raw stream (no header, no tags) in `mode` with the fixed 128-bit key,
 /// ECB with PKCS#7 padding as `paraes dec --raw --mode ecb` does. Must never panic or hang.
 pub fn decrypt_raw(mode: Mode, data: &[u8]) -> Result<Vec<u8>, String> {
-    let keys = ContainerKeys::derive(&fixed_key(KeySize::Aes128));
+    let key = fixed_key(KeySize::Aes128).expand();
     let engine = CpuEngine::new(Some(1)).map_err(|e| e.to_string())?;
     let spec = StreamSpec {
         engine: &engine,
         mode,
         direction: Direction::Decrypt,
-        key: keys.aes(),
+        key: &key,
         iv: FIXED_KEY[16..].try_into().expect("16 bytes"),
         chunk_size: RAW_CHUNK_SIZE,
         padding: true,

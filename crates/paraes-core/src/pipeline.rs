@@ -8,7 +8,7 @@
 use std::io::{self, Read, Write};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
-use crate::container::{Authenticator, ContainerKeys, Header, TAG_LEN};
+use crate::container::{Authenticator, TAG_LEN};
 use crate::engine::{Direction, Engine, EngineError, Job, Mode};
 use crate::key::ExpandedKey;
 
@@ -37,29 +37,6 @@ pub struct StreamSpec<'a> {
     pub padding: bool,
     /// Per-chunk tags (the container), or `None` for a raw stream.
     pub auth: Option<&'a Authenticator>,
-}
-
-impl<'a> StreamSpec<'a> {
-    /// The stream of a container: mode, chunk size and initial counter from its `header`, the
-    /// AES key from `keys`, and chunk tags from `auth`.
-    pub fn for_container(
-        engine: &'a dyn Engine,
-        header: &Header,
-        keys: &'a ContainerKeys,
-        auth: &'a Authenticator,
-        direction: Direction,
-    ) -> Self {
-        StreamSpec {
-            engine,
-            mode: header.mode,
-            direction,
-            key: keys.aes(),
-            iv: header.nonce,
-            chunk_size: header.chunk_size,
-            padding: true,
-            auth: Some(auth),
-        }
-    }
 }
 
 /// Why a stream could not be processed.
@@ -466,7 +443,7 @@ fn write_chunks(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::container::{ContainerKeys, Header, KeySource};
+    use crate::container::{self, BodyParams, Opened, Recipient};
     use crate::cpu::CpuEngine;
     use crate::key::{Key, KeySize};
     use crate::modes;
@@ -483,22 +460,30 @@ mod tests {
         Ok(out)
     }
 
+    /// A freshly sealed container's keys (its body key is random, derived from a new file key).
+    fn sealed(key_size: KeySize) -> Opened {
+        let params = BodyParams {
+            mode: Mode::Ctr,
+            key_size,
+            chunk_size: CHUNK,
+        };
+        let key = Key::new(&[5; 16]).unwrap();
+        container::seal(params, &[Recipient::Key(key)]).unwrap().1
+    }
+
     fn spec<'a>(
         engine: &'a CpuEngine,
-        keys: &'a ContainerKeys,
+        keys: &'a Opened,
         mode: Mode,
         direction: Direction,
         auth: Option<&'a Authenticator>,
     ) -> StreamSpec<'a> {
         StreamSpec {
-            engine,
             mode,
-            direction,
-            key: keys.aes(),
             iv: [0xf0; 16],
             chunk_size: CHUNK,
-            padding: true,
             auth,
+            ..keys.stream_spec(engine, direction)
         }
     }
 
@@ -506,9 +491,8 @@ mod tests {
     #[test]
     fn body_is_the_raw_stream_and_round_trips() {
         let engine = CpuEngine::new(Some(2)).unwrap().with_split(0, 1024);
-        let keys = ContainerKeys::derive(&Key::new(&[5; 24]).unwrap());
-        let header = Header::new(Mode::Ctr, KeySize::Aes192, CHUNK, KeySource::RawKey).unwrap();
-        let (_, auth) = header.seal(&keys);
+        let keys = sealed(KeySize::from_len(24).unwrap());
+        let auth = keys.authenticator().clone();
         for mode in [Mode::Ctr, Mode::Ecb] {
             for len in [0, 1, 15, 16, 17, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 5] {
                 let plain = data(len);
@@ -526,7 +510,7 @@ mod tests {
                 let job = Job {
                     mode,
                     direction: Direction::Encrypt,
-                    key: keys.aes(),
+                    key: enc.key,
                     iv: [0xf0; 16],
                     offset: 0,
                 };
@@ -550,9 +534,8 @@ mod tests {
     #[test]
     fn chunk_at_a_time_matches_the_pipeline() {
         let engine = CpuEngine::new(Some(1)).unwrap();
-        let keys = ContainerKeys::derive(&Key::new(&[9; 16]).unwrap());
-        let header = Header::new(Mode::Ecb, KeySize::Aes128, CHUNK, KeySource::RawKey).unwrap();
-        let (_, auth) = header.seal(&keys);
+        let keys = sealed(KeySize::from_len(16).unwrap());
+        let auth = keys.authenticator().clone();
         for mode in [Mode::Ctr, Mode::Ecb] {
             for auth in [None, Some(&auth)] {
                 for len in [
@@ -595,9 +578,8 @@ mod tests {
     #[test]
     fn chunk_level_truncation_and_extension_fail() {
         let engine = CpuEngine::new(Some(1)).unwrap();
-        let keys = ContainerKeys::derive(&Key::new(&[6; 16]).unwrap());
-        let header = Header::new(Mode::Ctr, KeySize::Aes128, CHUNK, KeySource::RawKey).unwrap();
-        let (_, auth) = header.seal(&keys);
+        let keys = sealed(KeySize::from_len(16).unwrap());
+        let auth = keys.authenticator().clone();
         let enc = spec(&engine, &keys, Mode::Ctr, Direction::Encrypt, Some(&auth));
         let dec = spec(&engine, &keys, Mode::Ctr, Direction::Decrypt, Some(&auth));
         let sealed = run_spec(&enc, &data(3 * CHUNK)).unwrap();
@@ -648,7 +630,7 @@ mod tests {
     #[test]
     fn io_errors_stop_the_pipeline() {
         let engine = CpuEngine::new(Some(2)).unwrap();
-        let keys = ContainerKeys::derive(&Key::new(&[7; 32]).unwrap());
+        let keys = sealed(KeySize::from_len(32).unwrap());
         let enc = spec(&engine, &keys, Mode::Ctr, Direction::Encrypt, None);
         let read_err = run(
             &enc,
@@ -677,7 +659,7 @@ mod tests {
     #[test]
     fn raw_ecb_errors_are_clean() {
         let engine = CpuEngine::new(Some(1)).unwrap();
-        let keys = ContainerKeys::derive(&Key::new(&[8; 16]).unwrap());
+        let keys = sealed(KeySize::from_len(16).unwrap());
         let mut no_pad = spec(&engine, &keys, Mode::Ecb, Direction::Encrypt, None);
         no_pad.padding = false;
         assert!(matches!(

@@ -68,7 +68,7 @@ impl Layout {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use paraes_core::container::{ContainerKeys, Header, KeySource};
+    use paraes_core::container::{self, BodyParams, Recipient};
     use paraes_core::pipeline::ChunkReader;
     use paraes_core::{CpuEngine, Direction, Key, KeySize, Mode};
 
@@ -78,9 +78,14 @@ mod tests {
     #[test]
     fn layout_matches_the_chunk_reader() {
         let engine = CpuEngine::new(Some(1)).unwrap();
-        let keys = ContainerKeys::derive(&Key::new(&[1; 16]).unwrap());
-        let header = Header::new(Mode::Ctr, KeySize::Aes128, CHUNK, KeySource::RawKey).unwrap();
-        let (_, auth) = header.seal(&keys);
+        let params = BodyParams {
+            mode: Mode::Ctr,
+            key_size: KeySize::Aes128,
+            chunk_size: CHUNK,
+        };
+        let key = Key::new(&[1; 16]).unwrap();
+        let (_, sealed) = container::seal(params, &[Recipient::Key(key)]).unwrap();
+        let auth = sealed.authenticator().clone();
         for mode in [Mode::Ecb, Mode::Ctr] {
             for direction in [Direction::Encrypt, Direction::Decrypt] {
                 for auth in [None, Some(&auth)] {
@@ -89,7 +94,7 @@ mod tests {
                             engine: &engine,
                             mode,
                             direction,
-                            key: keys.aes(),
+                            key: sealed.stream_spec(&engine, direction).key,
                             iv: [0; 16],
                             chunk_size: CHUNK,
                             padding,

@@ -38,7 +38,8 @@ pub struct Plan {
     pub chunk_size: usize,
     /// Initial counter block of a raw CTR stream (a container's comes from its header).
     pub iv: [u8; 16],
-    /// The AES key (16, 24 or 32 bytes).
+    /// A container's file secret ([`paraes_core::container::Opened::secret`]: D for format
+    /// v2, never the user's key), or a raw stream's AES key (16, 24 or 32 bytes).
     pub key: Zeroizing<Vec<u8>>,
     /// The sealed container header, or empty for a raw stream.
     pub header: Vec<u8>,

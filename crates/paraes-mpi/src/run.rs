@@ -2,9 +2,9 @@
 
 use std::io::{Read, Write};
 
-use paraes_core::container::{ContainerKeys, Header};
+use paraes_core::container::{FileSecret, Opened, UnverifiedHeader};
 use paraes_core::pipeline::{self, Chunk, PipelineError, StreamSpec};
-use paraes_core::{Direction, Engine, Key};
+use paraes_core::{Direction, Engine, ExpandedKey, Key};
 
 use crate::plan::{IoStrategy, Plan};
 use crate::world::{JobError, Mpi};
@@ -29,43 +29,53 @@ pub fn execute(
     engine: &dyn Engine,
     root_io: RootIo<'_>,
 ) -> Result<u64, JobError> {
-    let key = Key::new(&plan.key);
-    let container = key
-        .as_ref()
-        .ok()
-        .filter(|_| !plan.header.is_empty())
-        .map(|key| {
-            let keys = ContainerKeys::derive(key);
-            let verified = Header::read(&mut &plan.header[..])
-                .and_then(|unverified| Ok((unverified.verify(&keys)?, unverified.header)));
-            (keys, verified)
-        });
-    let ready: Result<(), String> = match (&key, &container) {
-        (Err(e), _) => Err(e.to_string()),
-        (Ok(_), Some((_, Err(e)))) => Err(e.to_string()),
-        _ => Ok(()),
+    // A container: every rank opens the header itself with the file's secret (D for format
+    // v2, never the user's key) and checks its tag. A raw stream: the raw key.
+    let prepared: Result<Keys, String> = if plan.header.is_empty() {
+        Key::new(&plan.key)
+            .map(|key| Keys::Raw(key.expand()))
+            .map_err(|e| e.to_string())
+    } else {
+        UnverifiedHeader::read(&mut &plan.header[..])
+            .and_then(|header| header.open_with_secret(&FileSecret::from_bytes(&plan.key)))
+            .map(Keys::Container)
+            .map_err(|e| e.to_string())
     };
-    mpi.agree(ready.map_err(|e| mpi.tag(&e)))?;
-    let key = key.expect("agreed above");
-    let expanded = key.expand();
-    let spec = match &container {
-        Some((keys, Ok((auth, header)))) => {
-            StreamSpec::for_container(engine, header, keys, auth, plan.direction)
-        }
-        _ => StreamSpec {
+    mpi.agree(prepared.as_ref().map(|_| ()).map_err(|e| mpi.tag(e)))?;
+    let keys = prepared.expect("agreed above");
+    let spec = match &keys {
+        Keys::Container(opened) => opened.stream_spec(engine, plan.direction),
+        Keys::Raw(expanded) => StreamSpec {
             engine,
             mode: plan.mode,
             direction: plan.direction,
-            key: &expanded,
+            key: expanded,
             iv: plan.iv,
             chunk_size: plan.chunk_size,
             padding: plan.padding,
             auth: None,
         },
     };
+    run_strategy(mpi, &spec, plan, root_io)
+}
+
+/// The keys of a job.
+enum Keys {
+    /// A verified container.
+    Container(Opened),
+    /// A raw stream's expanded key.
+    Raw(ExpandedKey),
+}
+
+fn run_strategy(
+    mpi: &Mpi,
+    spec: &StreamSpec<'_>,
+    plan: &Plan,
+    root_io: RootIo<'_>,
+) -> Result<u64, JobError> {
     match plan.strategy {
-        IoStrategy::Direct => direct::run(mpi, &spec, plan),
-        IoStrategy::Scatter => scatter::run(mpi, &spec, root_io),
+        IoStrategy::Direct => direct::run(mpi, spec, plan),
+        IoStrategy::Scatter => scatter::run(mpi, spec, root_io),
     }
 }
 
