@@ -1,20 +1,35 @@
 //! gpu_bench: the GPU engine's device benchmark, in one run: correctness against the CPU
-//! engine (every mode, key size, direction and CTR variant), kernel-only rates with CUDA
-//! events (device memory in and out), pinned host<->device and device<->device bandwidth,
-//! and end-to-end host-memory-to-host-memory throughput of the GPU engine next to the CPU
-//! engine from 1 MiB to 4 GiB. Prints tables and writes JSON.
+//! engine (every mode, key size, direction and CTR variant), the kernel image loaded and the
+//! cold PTX JIT time, kernel-only rates with CUDA events (device memory in and out) of every
+//! kernel and, for AES-128, of every kernel variant at 128/256/512 threads with registers,
+//! blocks per SM and SM-clocks per AES block; pinned host<->device bandwidth one way and both
+//! ways at once, device<->device bandwidth; end-to-end host-memory-to-host-memory throughput
+//! of the GPU engine next to the CPU engine from 1 MiB to 4 GiB; an A/B of sync mode, piece
+//! size and CTR variant; and, with `--paraes PATH`, the real tool (`paraes enc`, container
+//! mode, files in /dev/shm) from 1 MiB to 8 GiB, GPU beside CPU, with round trips checked.
+//! Prints tables and writes JSON. Nothing here has run on a GPU yet (docs/GPU.md).
 //!
 //! Build here: `cargo build --release -p paraes-gpu --example gpu_bench`
-//! Run there:  `target/release/examples/gpu_bench --json $OUT/gpu_bench.json`
-//! Options:    `--max-bytes N` (largest end-to-end size, default 4 GiB), `--reps N` (kernel
-//!             and copy repetitions, default 20), `--quick` (small sizes, for a smoke run).
+//! Run there:  `target/release/examples/gpu_bench --json $OUT/gpu_bench.json --paraes ./paraes`
+//! Options:    `--max-bytes N` (largest in-memory end-to-end size, default 4 GiB), `--reps N`
+//!             (kernel and copy repetitions, default 20), `--quick` (small sizes, a smoke
+//!             run), `--paraes PATH` (the tool to time), `--tool-max-bytes N` (default 8 GiB),
+//!             `--shm DIR` (default /dev/shm), `--skip-tool`, `--tool-only` (only the
+//!             tool table; runs without a GPU, the GPU rows then show the error),
+//!             `--tool-backend B` (the backend in the tool table's "gpu" column, default
+//!             gpu; `cpu` checks the table's own plumbing where there is no GPU).
 //! Exit status: 0 all correct, 1 a mismatch, 2 no usable GPU.
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::Instant;
 
 use paraes_core::seeded::SplitMix64;
 use paraes_core::{CpuEngine, Direction, Engine, ExpandedKey, Job, Key, KeySize, Mode};
-use paraes_gpu::{CopyDirection, CtrVariant, GpuEngine, GpuOptions, KernelKind};
+use paraes_gpu::{
+    CopyDirection, CtrVariant, GpuEngine, GpuOptions, ImageChoice, KernelKind, KernelVariant,
+    SyncMode,
+};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 
@@ -26,6 +41,11 @@ struct Args {
     max_bytes: usize,
     reps: usize,
     quick: bool,
+    paraes: Option<PathBuf>,
+    tool_max_bytes: usize,
+    shm: PathBuf,
+    tool_only: bool,
+    tool_backend: String,
 }
 
 fn args() -> Args {
@@ -34,6 +54,11 @@ fn args() -> Args {
         max_bytes: 4 * GIB,
         reps: 20,
         quick: false,
+        paraes: None,
+        tool_max_bytes: 8 * GIB,
+        shm: PathBuf::from("/dev/shm"),
+        tool_only: false,
+        tool_backend: "gpu".into(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -54,8 +79,21 @@ fn args() -> Args {
                     .unwrap_or_else(|_| die("bad --reps"))
             }
             "--quick" => args.quick = true,
+            "--paraes" => args.paraes = Some(PathBuf::from(value("--paraes"))),
+            "--skip-tool" => args.paraes = None,
+            "--tool-only" => args.tool_only = true,
+            "--tool-backend" => args.tool_backend = value("--tool-backend"),
+            "--shm" => args.shm = PathBuf::from(value("--shm")),
+            "--tool-max-bytes" => {
+                args.tool_max_bytes = value("--tool-max-bytes")
+                    .parse()
+                    .unwrap_or_else(|_| die("bad --tool-max-bytes"))
+            }
             "-h" | "--help" => {
-                println!("usage: gpu_bench [--json PATH] [--max-bytes N] [--reps N] [--quick]");
+                println!(
+                    "usage: gpu_bench [--json PATH] [--max-bytes N] [--reps N] [--quick] \
+                     [--paraes PATH] [--tool-max-bytes N] [--shm DIR] [--skip-tool] [--tool-only] [--tool-backend B]"
+                );
                 std::process::exit(0);
             }
             other => die(&format!("unknown argument {other:?} (try --help)")),
@@ -63,6 +101,7 @@ fn args() -> Args {
     }
     if args.quick {
         args.max_bytes = args.max_bytes.min(64 * MIB);
+        args.tool_max_bytes = args.tool_max_bytes.min(64 * MIB);
         args.reps = args.reps.min(5);
     }
     args
@@ -119,9 +158,32 @@ fn gb_s(bytes: usize, seconds: f64) -> f64 {
     bytes as f64 / seconds / 1e9
 }
 
+/// Writes the report so far (each section saves, so a run cut off by its time limit still
+/// leaves every finished section's figures).
+fn save(args: &Args, report: &Value) {
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(report).unwrap())
+            .unwrap_or_else(|e| die(&format!("writing {path}: {e}")));
+    }
+}
+
 fn main() {
     let args = args();
     let started = Instant::now();
+    if args.tool_only {
+        // Only the tool table (no GPU needed to run it: GPU rows then show the error).
+        let paraes = args
+            .paraes
+            .clone()
+            .unwrap_or_else(|| die("--tool-only needs --paraes PATH"));
+        let table = tool_table(&paraes, &args);
+        if let Some(path) = &args.json {
+            std::fs::write(path, serde_json::to_string_pretty(&table).unwrap())
+                .unwrap_or_else(|e| die(&format!("writing {path}: {e}")));
+        }
+        let failed = table["round_trip_failures"].as_array().map_or(0, Vec::len);
+        std::process::exit(i32::from(failed > 0));
+    }
     let info = paraes_gpu::probe().unwrap_or_else(|e| die(&e.to_string()));
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("device: {info}");
@@ -129,12 +191,32 @@ fn main() {
     let gpu = GpuEngine::new(GpuOptions::default()).unwrap_or_else(|e| die(&e.to_string()));
     let cpu = CpuEngine::new(None).unwrap_or_else(|e| die(&e.to_string()));
     println!("engines: {} | {}", gpu.name(), cpu.name());
+    let module = gpu.module_report();
+    println!("kernels: {module}; JIT info log: {:?}", module.info_log);
+    // The PTX, JIT-compiled now (run with CUDA_CACHE_DISABLE=1 for a cold JIT): its load
+    // time is what the cubins save on every cold start.
+    let ptx_load = match GpuEngine::new(GpuOptions {
+        image: ImageChoice::Ptx,
+        ..GpuOptions::default()
+    }) {
+        Ok(e) => {
+            println!("PTX for comparison: {}", e.module_report());
+            json!({ "load_s": e.module_report().load_seconds, "jit_wall_ms": e.module_report().jit_wall_ms, "info_log": e.module_report().info_log })
+        }
+        Err(e) => {
+            println!("PTX for comparison: FAILED to load: {e}");
+            json!({ "error": e.to_string() })
+        }
+    };
     let mut report = json!({
+        "measured_on_gpu": true,
         "device": {
             "name": info.name, "compute_capability": format!("{}.{}", info.compute_capability.0, info.compute_capability.1),
             "sms": info.sms, "total_memory": info.total_memory, "driver_cuda_version": info.driver_version,
-            "shared_memory_per_sm": info.shared_memory_per_sm,
+            "shared_memory_per_sm": info.shared_memory_per_sm, "max_sm_clock_khz": info.sm_clock_khz,
         },
+        "module": { "image": module.image.name(), "load_s": module.load_seconds, "jit_wall_ms": module.jit_wall_ms,
+                    "info_log": module.info_log, "cubin_refused": module.cubin_refused, "ptx_for_comparison": ptx_load },
         "host": { "cpu": cpu_model(), "threads": threads },
         "engines": { "gpu": gpu.name(), "cpu": cpu.name() },
         "options": format!("{:?}", gpu.options()),
@@ -198,6 +280,7 @@ fn main() {
         checks - failures
     );
     report["correctness"] = json!({ "checks": checks, "failures": failures });
+    save(&args, &report);
 
     // 2. Kernel-only rates (device memory in and out, CUDA events, median).
     let kernel_bytes = if args.quick { 64 * MIB } else { GIB };
@@ -239,33 +322,59 @@ fn main() {
             }
         }
     }
-    // Threads per block: does the default leave rate on the table?
+    // Every AES-128 kernel variant at 128/256/512 threads: which of the review's changes
+    // pay, and how far from the ALU bound (SM-clocks per AES block at the peak SM clock;
+    // dmon.txt has the clock under load).
     let key128 = make_key(KeySize::Aes128, 300);
+    let clock_hz = f64::from(info.sm_clock_khz) * 1e3;
+    println!(
+        "\nAES-128 kernel variants, {} MiB, median of {}; clocks/block = SMs x peak SM clock / AES blocks per s:",
+        kernel_bytes / MIB,
+        args.reps
+    );
+    println!(
+        "{:<30} {:>7} {:>5} {:>8} {:>9} {:>10} {:>13}",
+        "kernel", "threads", "regs", "blk/SM", "ms", "Gbps", "clocks/block"
+    );
     let mut sweep = Vec::new();
-    for threads_per_block in [128u32, 256, 512] {
-        let engine = match GpuEngine::new(GpuOptions {
-            threads_per_block,
-            ..GpuOptions::default()
-        }) {
-            Ok(e) => e,
-            Err(e) => {
-                println!("threads {threads_per_block}: {e}");
-                continue;
+    let mut seen = std::collections::HashSet::new();
+    for kind in [
+        KernelKind::CtrKeystream,
+        KernelKind::CtrFused,
+        KernelKind::EcbEncrypt,
+        KernelKind::EcbDecrypt,
+    ] {
+        for variant in KernelVariant::ALL {
+            if !seen.insert(variant.kernel_name(128, kind)) {
+                continue; // this variant runs the same kernel as an earlier one for this kind
             }
-        };
-        for kind in [KernelKind::CtrKeystream, KernelKind::EcbEncrypt] {
-            if let Ok(times) = engine.time_kernel(&key128, kind, kernel_bytes, args.reps) {
-                let t = median(times);
-                println!(
-                    "AES-128 {:<14} {threads_per_block:>4} threads/block: {:>8.1} Gbps",
-                    kind.name(),
-                    gbps(kernel_bytes, t)
-                );
-                sweep.push(json!({ "threads_per_block": threads_per_block, "kernel": kind.name(), "median_s": t, "gbps": gbps(kernel_bytes, t) }));
+            for threads in [128u32, 256, 512] {
+                match gpu.time_kernel_with(&key128, kind, variant, threads, kernel_bytes, args.reps)
+                {
+                    Ok(t) => {
+                        let med = median(t.seconds.clone());
+                        let blocks_per_s = (kernel_bytes / 16) as f64 / med;
+                        let clocks = f64::from(info.sms) * clock_hz / blocks_per_s;
+                        println!(
+                            "{:<30} {threads:>7} {:>5} {:>8} {:>9.3} {:>10.1} {:>13.1}",
+                            t.kernel,
+                            t.registers,
+                            t.resident_per_sm,
+                            med * 1e3,
+                            gbps(kernel_bytes, med),
+                            clocks
+                        );
+                        sweep.push(json!({ "kernel": t.kernel, "variant": variant.name(), "kind": kind.name(), "threads_per_block": threads,
+                            "registers": t.registers, "blocks_per_sm": t.resident_per_sm, "grid": t.grid, "bytes": kernel_bytes,
+                            "median_s": med, "gbps": gbps(kernel_bytes, med), "sm_clocks_per_aes_block_at_peak_clock": clocks, "times_s": t.seconds }));
+                    }
+                    Err(e) => println!("{} {threads}: {e}", variant.kernel_name(128, kind)),
+                }
             }
         }
     }
-    report["kernel_only"] = json!({ "rows": kernels, "threads_sweep": sweep });
+    report["kernel_only"] = json!({ "rows": kernels, "variants": sweep });
+    save(&args, &report);
 
     // 3. Bus and device-memory bandwidth, same run.
     let copy_bytes = if args.quick { 64 * MIB } else { 256 * MIB };
@@ -293,6 +402,22 @@ fn main() {
             Err(e) => println!("{name}: {e}"),
         }
     }
+    match gpu.time_copy_both_ways(copy_bytes, args.reps) {
+        Ok(times) => {
+            let t = median(times);
+            let rate = 2.0 * copy_bytes as f64 / t / 1e9;
+            println!(
+                "h2d+d2h at once {:>3} MiB each way: {rate:>8.1} GB/s total ({:.1} GB/s per direction)",
+                copy_bytes / MIB,
+                rate / 2.0
+            );
+            bandwidth.insert(
+                "h2d_d2h_simultaneous".into(),
+                json!({ "bytes_each_way": copy_bytes, "median_s": t, "gb_s_total": rate, "gb_s_per_direction": rate / 2.0 }),
+            );
+        }
+        Err(e) => println!("h2d+d2h at once: {e}"),
+    }
     let rate = |name: &str| {
         bandwidth
             .get(name)
@@ -301,6 +426,7 @@ fn main() {
     };
     let (h2d, d2h) = (rate("h2d_pinned"), rate("d2h_pinned"));
     report["bandwidth"] = Value::Object(bandwidth.clone());
+    save(&args, &report);
 
     // 4. End to end, host memory to host memory, GPU engine vs CPU engine.
     let mut sizes = vec![MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB, GIB, 4 * GIB];
@@ -442,6 +568,19 @@ fn main() {
         others.push(json!({ "key_bits": size.bits(), "mode": format!("{mode:?}"), "direction": format!("{direction:?}"), "bytes": big, "gpu_s": g, "cpu_s": c }));
     }
     report["end_to_end"] = json!({ "aes128_ctr": e2e, "crossover_bytes": crossover, "others": others, "auto_choice": gpu.ctr_variant().name() });
+    save(&args, &report);
+    report["engine_ab"] = engine_ab(big, &job);
+    save(&args, &report);
+    report["tool"] = match &args.paraes {
+        Some(paraes) => tool_table(paraes, &args),
+        None => {
+            println!("\n*** the end-to-end table through the paraes tool did NOT run: pass --paraes PATH ***");
+            json!(null)
+        }
+    };
+    failures += report["tool"]["round_trip_failures"]
+        .as_array()
+        .map_or(0, Vec::len);
     report["wall_seconds"] = json!(started.elapsed().as_secs_f64());
 
     if let Some(path) = &args.json {
@@ -455,4 +594,343 @@ fn main() {
         if failures == 0 { "PASS" } else { "FAIL" }
     );
     std::process::exit(if failures == 0 { 0 } else { 1 });
+}
+
+/// The engine's host-path settings A/B'd on one buffer: sync mode x piece size x CTR variant,
+/// and the kernel variants end to end (does a faster kernel show through the bus at all?).
+fn engine_ab(size: usize, job: &Job<'_>) -> Value {
+    println!(
+        "\nA/B, host memory to host memory, AES-128-CTR, {} MiB, median of 3:",
+        size / MIB
+    );
+    let mut rows = Vec::new();
+    let mut buf = random(size, 11);
+    let mut configs = Vec::new();
+    for sync in [SyncMode::Spin, SyncMode::Blocking] {
+        for piece in [2 * MIB, 8 * MIB, 32 * MIB] {
+            for ctr in [CtrVariant::Keystream, CtrVariant::Fused] {
+                configs.push((KernelVariant::Base, sync, piece, ctr));
+            }
+        }
+    }
+    for variant in [
+        KernelVariant::Pair,
+        KernelVariant::PairR1,
+        KernelVariant::Lb5,
+    ] {
+        for ctr in [CtrVariant::Keystream, CtrVariant::Fused] {
+            configs.push((variant, SyncMode::Spin, 8 * MIB, ctr));
+        }
+    }
+    for (variant, sync, piece, ctr) in configs {
+        let engine = match GpuEngine::new(GpuOptions {
+            kernel_variant: variant,
+            sync,
+            max_piece: piece,
+            threads_per_block: 256,
+            ctr_variant: ctr,
+            ..GpuOptions::default()
+        }) {
+            Ok(e) => e,
+            Err(e) => {
+                println!("{variant} {sync} {} MiB {ctr}: {e}", piece >> 20);
+                continue;
+            }
+        };
+        engine.process(job, &mut buf).unwrap();
+        let t = median(
+            (0..3)
+                .map(|_| {
+                    let t = Instant::now();
+                    engine.process(job, &mut buf).unwrap();
+                    t.elapsed().as_secs_f64()
+                })
+                .collect(),
+        );
+        println!(
+            "kernels {variant:<8} sync {sync:<8} piece {:>3} MiB CTR {ctr:<9}: {:>7.2} GB/s",
+            piece >> 20,
+            gb_s(size, t)
+        );
+        rows.push(json!({ "kernel_variant": variant.name(), "sync": sync.name(), "max_piece": piece, "ctr": ctr.name(),
+            "bytes": size, "median_s": t, "gb_s": gb_s(size, t) }));
+    }
+    json!(rows)
+}
+
+/// A settings case for the tool: label, extra arguments, environment.
+type ToolCase = (
+    &'static str,
+    &'static [&'static str],
+    &'static [(&'static str, &'static str)],
+);
+
+/// One `paraes` run: wall seconds, or the error (with its stderr).
+fn run_tool(paraes: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<f64, String> {
+    let start = Instant::now();
+    let out = Command::new(paraes)
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", paraes.display()))?;
+    let t = start.elapsed().as_secs_f64();
+    if out.status.success() {
+        Ok(t)
+    } else {
+        Err(format!(
+            "paraes {} failed ({}): {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// The real tool end to end: `paraes enc --mode ctr` (container mode, AES-128 key file) on
+/// files in tmpfs, GPU and CPU engines from 1 MiB to --tool-max-bytes, each output decrypted
+/// once and compared with the input; then, at 1 GiB, the GPU's settings A/B'd through the
+/// tool (chunk size, PARAES_GPU_* overrides). Output files are fresh tmpfs pages each run
+/// for both engines alike (ANCHORS.md: fresh tmpfs pages are costly).
+fn tool_table(paraes: &Path, args: &Args) -> Value {
+    let dir = args
+        .shm
+        .join(format!("paraes-gpu-bench-{}", std::process::id()));
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        println!("tool table: cannot create {}: {e}", dir.display());
+        return json!({ "error": e.to_string() });
+    }
+    let key = dir.join("key");
+    std::fs::write(&key, random(16, 77)).unwrap();
+    let (input, output, back) = (dir.join("in"), dir.join("out.paraes"), dir.join("back"));
+    let p = |p: &Path| p.to_string_lossy().into_owned();
+    let (key_s, in_s, out_s, back_s) = (p(&key), p(&input), p(&output), p(&back));
+    let enc = |backend: &str, extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = [
+            "enc",
+            "--mode",
+            "ctr",
+            "--backend",
+            backend,
+            "--key-file",
+            &key_s,
+            "-o",
+            &out_s,
+            "-f",
+            "-q",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v.push(in_s.clone());
+        v
+    };
+    let time = |argv: &[String], env: &[(&str, &str)], reps: usize| -> Result<f64, String> {
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        run_tool(paraes, &argv, env)?; // warm-up: page cache, driver, module load
+        let mut t = Vec::new();
+        for _ in 0..reps {
+            let _ = std::fs::remove_file(&output);
+            t.push(run_tool(paraes, &argv, env)?);
+        }
+        Ok(median(t))
+    };
+    println!(
+        "\nthe paraes tool end to end (enc --mode ctr, container, AES-128, files in {}), median wall time:",
+        args.shm.display()
+    );
+    println!(
+        "{:>9} {:>12} {:>12} {:>9} {:>10}",
+        "size", "gpu", "cpu", "gpu/cpu", "round trip"
+    );
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    let mut size = MIB;
+    while size <= args.tool_max_bytes {
+        let reps = if size <= 64 * MIB {
+            5
+        } else if size <= GIB {
+            3
+        } else {
+            2
+        };
+        // Write the input in 64 MiB pieces (8 GiB never sits in memory twice).
+        {
+            use std::io::Write as _;
+            let mut f = std::io::BufWriter::new(std::fs::File::create(&input).unwrap());
+            let mut left = size;
+            let mut i = 0;
+            while left > 0 {
+                let n = left.min(64 * MIB);
+                f.write_all(&random(n, 1000 + i)).unwrap();
+                left -= n;
+                i += 1;
+            }
+        }
+        let g = time(&enc(&args.tool_backend, &[]), &[], reps);
+        // Round trip of the GPU's output through the CPU engine.
+        let trip = g.as_ref().ok().map(|_| {
+            run_tool(
+                paraes,
+                &[
+                    "dec",
+                    "--backend",
+                    "cpu",
+                    "--key-file",
+                    &key_s,
+                    "-o",
+                    &back_s,
+                    "-f",
+                    "-q",
+                    &out_s,
+                ],
+                &[],
+            )
+            .and_then(|_| {
+                let same = files_equal(&input, &back);
+                if same {
+                    Ok(())
+                } else {
+                    Err("decrypted output differs from the input".into())
+                }
+            })
+        });
+        let c = time(&enc("cpu", &[]), &[], reps);
+        let _ = std::fs::remove_file(&back);
+        let fmt = |r: &Result<f64, String>| match r {
+            Ok(t) => format!("{:.2} GB/s", gb_s(size, *t)),
+            Err(_) => "FAILED".into(),
+        };
+        let trip_text = match &trip {
+            Some(Ok(())) => "ok".to_string(),
+            Some(Err(e)) => {
+                failures.push(format!("{} MiB: {e}", size / MIB));
+                "MISMATCH".to_string()
+            }
+            None => "-".to_string(),
+        };
+        let ratio = match (&g, &c) {
+            (Ok(g), Ok(c)) => format!("{:.2}x", c / g),
+            _ => "-".into(),
+        };
+        println!(
+            "{:>7}Mi {:>12} {:>12} {:>9} {:>10}",
+            size / MIB,
+            fmt(&g),
+            fmt(&c),
+            ratio,
+            trip_text
+        );
+        for r in [&g, &c] {
+            if let Err(e) = r {
+                println!("  {e}");
+            }
+        }
+        rows.push(json!({ "bytes": size, "reps": reps,
+            "gpu_s": g.as_ref().ok(), "cpu_s": c.as_ref().ok(),
+            "gpu_gb_s": g.as_ref().ok().map(|t| gb_s(size, *t)), "cpu_gb_s": c.as_ref().ok().map(|t| gb_s(size, *t)),
+            "gpu_error": g.as_ref().err(), "cpu_error": c.as_ref().err(),
+            "round_trip_ok": trip.as_ref().map(|r| r.is_ok()) }));
+        size *= 4;
+        if size > args.tool_max_bytes && size / 4 < args.tool_max_bytes {
+            size = args.tool_max_bytes; // end exactly at the largest size (8 GiB by default)
+        }
+    }
+    // Settings A/B through the tool at 1 GiB (or the largest size below it).
+    let ab_size = GIB.min(args.tool_max_bytes);
+    let _ = std::fs::remove_file(&input);
+    {
+        use std::io::Write as _;
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&input).unwrap());
+        let mut left = ab_size;
+        while left > 0 {
+            let n = left.min(64 * MIB);
+            f.write_all(&random(n, left as u64)).unwrap();
+            left -= n;
+        }
+    }
+    println!(
+        "\nthe tool at {} MiB, GPU settings A/B (median of 3):",
+        ab_size / MIB
+    );
+    let mut ab = Vec::new();
+    let cases: [ToolCase; 10] = [
+        ("gpu default", &[], &[]),
+        ("gpu --chunk-size 16MiB", &["--chunk-size", "16MiB"], &[]),
+        ("gpu --chunk-size 64MiB", &["--chunk-size", "64MiB"], &[]),
+        (
+            "gpu 64MiB chunks, blocking sync",
+            &["--chunk-size", "64MiB"],
+            &[("PARAES_GPU_SYNC", "blocking")],
+        ),
+        (
+            "gpu 64MiB chunks, 32MiB pieces",
+            &["--chunk-size", "64MiB"],
+            &[("PARAES_GPU_PIECE", "33554432")],
+        ),
+        ("gpu --gpu-ctr fused", &["--gpu-ctr", "fused"], &[]),
+        ("gpu --gpu-ctr keystream", &["--gpu-ctr", "keystream"], &[]),
+        (
+            "gpu kernels pair-r1",
+            &[],
+            &[
+                ("PARAES_GPU_KERNEL", "pair-r1"),
+                ("PARAES_GPU_THREADS", "512"),
+            ],
+        ),
+        (
+            "gpu PTX image (JIT each run)",
+            &[],
+            &[("PARAES_GPU_IMAGE", "ptx"), ("CUDA_CACHE_DISABLE", "1")],
+        ),
+        ("cpu", &[], &[]),
+    ];
+    for (label, extra, env) in cases {
+        let backend = if label == "cpu" {
+            "cpu"
+        } else {
+            &args.tool_backend
+        };
+        let r = time(&enc(backend, extra), env, 3);
+        match &r {
+            Ok(t) => println!("{label:<36} {:>8.2} GB/s", gb_s(ab_size, *t)),
+            Err(e) => println!("{label:<36} FAILED: {e}"),
+        }
+        ab.push(json!({ "case": label, "args": extra, "env": env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(),
+            "bytes": ab_size, "median_s": r.as_ref().ok(), "gb_s": r.as_ref().ok().map(|t| gb_s(ab_size, *t)), "error": r.as_ref().err() }));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    if !failures.is_empty() {
+        println!("TOOL ROUND TRIP FAILURES: {failures:?}");
+    }
+    json!({ "paraes": paraes.display().to_string(), "dir": args.shm.display().to_string(), "rows": rows, "settings_ab": ab, "round_trip_failures": failures })
+}
+
+/// Whether two files hold the same bytes (read in 64 MiB pieces).
+fn files_equal(a: &Path, b: &Path) -> bool {
+    use std::io::Read as _;
+    let (Ok(mut fa), Ok(mut fb)) = (std::fs::File::open(a), std::fs::File::open(b)) else {
+        return false;
+    };
+    let (mut ba, mut bb) = (vec![0u8; 64 * MIB], vec![0u8; 64 * MIB]);
+    loop {
+        let na = read_full(&mut fa, &mut ba);
+        let nb = read_full(&mut fb, &mut bb);
+        if na != nb || ba[..na] != bb[..nb] {
+            return false;
+        }
+        if na == 0 {
+            return true;
+        }
+    }
+    fn read_full(f: &mut std::fs::File, buf: &mut [u8]) -> usize {
+        let mut n = 0;
+        while n < buf.len() {
+            match f.read(&mut buf[n..]) {
+                Ok(0) | Err(_) => break,
+                Ok(k) => n += k,
+            }
+        }
+        n
+    }
 }

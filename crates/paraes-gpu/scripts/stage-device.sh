@@ -1,40 +1,37 @@
 #!/usr/bin/env bash
-# stage-device.sh: builds the GPU benchmark and the GPU test binaries here (the device
-# machine has the NVIDIA driver but no Rust) and copies them into one folder to carry there.
+# stage-device.sh: builds, HERE (no GPU needed), everything the GPU session runs there (the
+# device machine has the NVIDIA driver but no Rust): the paraes binary, gpu_bench and the
+# GPU test binaries, plus kb.py and the reference kernel, in one folder to carry.
 #
 # Usage (from the repository root): crates/paraes-gpu/scripts/stage-device.sh [DIR]
-#   DIR defaults to .device-bin; it must be git-ignored to travel as a carried path, e.g.
-#   `echo /.device-bin/ >> .git/info/exclude`. Then, on the device:
-#   .device-bin/run-on-device.sh        (tests, then the benchmark; JSON and logs to $OUT)
+#   DIR defaults to .device-bin; it must be git-ignored to travel as a carried path:
+#   `echo /.device-bin/ >> .git/info/exclude`. Then on the device, two calls of < 10 min:
+#     bash crates/paraes-gpu/scripts/device-run.sh 1    (tests, gpu_bench, the tool table)
+#     bash crates/paraes-gpu/scripts/device-run.sh 2    (kb.py, Nsight Compute)
+#   with carry [".device-bin"]; the files in $OUT go to docs/gpu-results/ unedited.
+# Set CARGO_TARGET_DIR to build elsewhere than target/. The carried total must stay under
+# 64 MiB with the working tree: each binary embeds the PTX and both cubins (~7.3 MB), so
+# only the binaries the device run needs are copied, stripped.
 set -euo pipefail
 dir="${1:-.device-bin}"
+target="${CARGO_TARGET_DIR:-target}"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 mkdir -p "$dir"
+cargo build --release --bin paraes
 cargo build --release -p paraes-gpu --example gpu_bench
-cp target/release/examples/gpu_bench "$dir/"
-# The test binaries: cargo prints their paths as JSON; take the executables.
+cp "$target/release/paraes" "$target/release/examples/gpu_bench" "$dir/"
+# The test binaries: cargo prints their paths as JSON; keep the ones that need a GPU.
 cargo test --release -p paraes-gpu --no-run --message-format=json 2>/dev/null |
     sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' |
     while read -r exe; do
-        cp "$exe" "$dir/$(basename "$exe" | sed 's/-[0-9a-f]*$//')"
+        name="$(basename "$exe" | sed 's/-[0-9a-f]*$//')"
+        case "$name" in
+            gpu_identity | no_gpu) cp "$exe" "$dir/$name" ;;
+        esac
     done
-cat >"$dir/run-on-device.sh" <<'RUN'
-#!/usr/bin/env bash
-# Runs on the device machine: GPU tests first (their output shows SKIPPED if no GPU was
-# found), then the benchmark. Everything lands in $OUT (or ./device-out).
-set -uo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-out="${OUT:-./device-out}"
-mkdir -p "$out"
-nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current,clocks.max.sm --format=csv | tee "$out/nvidia-smi.txt"
-status=0
-for t in gpu_identity no_gpu ptx; do
-    [ -x "$here/$t" ] || continue
-    echo "== test $t" | tee -a "$out/tests.log"
-    "$here/$t" --test-threads 1 2>&1 | tee -a "$out/tests.log" || status=1
-done
-echo "== gpu_bench"
-"$here/gpu_bench" --json "$out/gpu_bench.json" 2>&1 | tee "$out/gpu_bench.txt" || status=1
-exit $status
-RUN
-chmod +x "$dir/run-on-device.sh"
+strip "$dir"/paraes "$dir"/gpu_bench "$dir"/gpu_identity "$dir"/no_gpu 2>/dev/null || true
+cp "$here/kb.py" "$dir/"
+anchor="$(git rev-parse --show-toplevel)/../shared/gpu-first-contact/anchor.ptx"
+if [ -f "$anchor" ]; then cp "$anchor" "$dir/"; else echo "stage-device: no $anchor: kb.py will time ours only" >&2; fi
 ls -la "$dir"
+du -sh "$dir"
