@@ -31,7 +31,7 @@ cargo test --release -p paraes-gpu --no-run --message-format=json 2>/dev/null |
     done
 strip "$dir"/paraes "$dir"/gpu_bench "$dir"/gpu_identity "$dir"/no_gpu 2>/dev/null || true
 cp "$here/kb.py" "$dir/"
-anchor="$(git rev-parse --show-toplevel)/../shared/gpu-first-contact/anchor.ptx"
+anchor="$here/../../../../shared/gpu-first-contact/anchor.ptx"
 if [ -f "$anchor" ]; then cp "$anchor" "$dir/"; else echo "stage-device: no $anchor: kb.py will time ours only" >&2; fi
 ls -la "$dir"
 du -sh "$dir"
