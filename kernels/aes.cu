@@ -1,9 +1,12 @@
 // aes.cu: AES-128/192/256 ECB encrypt/decrypt and CTR (fused and keystream-only) for paraes.
 //
-// Compiled to PTX by build-ptx.py (NVRTC, no nvcc); the generated aes.ptx is committed and
-// embedded by crates/paraes-gpu. docs/GPU.md explains the design; the Rust model in
-// crates/paraes-gpu/src/model.rs mirrors this file operation for operation and is tested
-// against the AES oracle on machines without a GPU. Keep the two in step.
+// Compiled to PTX by build-ptx.py (NVRTC, no nvcc) and to sm_80/sm_90 cubins by the pinned
+// ptxas (build-ptx.sh); all three are committed and embedded by crates/paraes-gpu.
+// docs/GPU.md explains the design. The Rust model in crates/paraes-gpu/src/model.rs mirrors
+// the BASE kernels (ROTATE layout, no R1) operation for operation and is tested against the
+// AES oracle on machines without a GPU: keep the two in step. The variants (PAIR, R1, lb5)
+// are not modelled; kernels/emulate/host.cpp runs every kernel of this file, variants
+// included, on the CPU (crates/paraes-gpu/tests/kernel_source_on_cpu.rs).
 //
 // State layout: one AES block is four 32-bit column words, each loaded little-endian from
 // its 4 bytes (byte 0 of the block = row 0 of column 0 = bits 0..7 of word 0), exactly as a
