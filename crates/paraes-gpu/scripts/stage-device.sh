@@ -6,8 +6,8 @@
 # Usage (from the repository root): crates/paraes-gpu/scripts/stage-device.sh [DIR]
 #   DIR defaults to .device-bin; it must be git-ignored to travel as a carried path:
 #   `echo /.device-bin/ >> .git/info/exclude`. Then on the device, two calls of < 10 min:
-#     bash crates/paraes-gpu/scripts/device-run.sh 1    (tests, gpu_bench, the tool table)
-#     bash crates/paraes-gpu/scripts/device-run.sh 2    (kb.py, Nsight Compute)
+#     bash crates/paraes-gpu/scripts/device-run.sh 1    (GPU tests, gpu_bench)
+#     bash crates/paraes-gpu/scripts/device-run.sh 2    (the paraes tool table, kb.py, Nsight Compute)
 #   with carry [".device-bin"]; the files in $OUT go to docs/gpu-results/ unedited.
 # Set CARGO_TARGET_DIR to build elsewhere than target/. The carried total must stay under
 # 64 MiB with the working tree: each binary embeds the PTX and both cubins (~7.3 MB), so
