@@ -88,7 +88,7 @@ pub struct CryptArgs {
     pub key_file: Vec<PathBuf>,
 
     /// Key as hex (visible to other users in the process list: prefer --key-file).
-    #[arg(long, value_name = "HEX")]
+    #[arg(long, value_name = "HEX", conflicts_with = "key_file")]
     pub key: Option<String>,
 
     #[command(flatten)]

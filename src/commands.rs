@@ -175,18 +175,6 @@ pub struct Prepared {
     pub output: Output,
 }
 
-impl Prepared {
-    /// The secret other processes of the job need: a container's file secret (never the
-    /// user's key), or a raw stream's key.
-    pub fn secret_bytes(&self) -> zeroize::Zeroizing<Vec<u8>> {
-        zeroize::Zeroizing::new(match (&self.container, &self.raw_key) {
-            (Some((_, opened)), _) => opened.secret().as_bytes().to_vec(),
-            (None, Some(key)) => key.as_bytes().to_vec(),
-            (None, None) => Vec::new(),
-        })
-    }
-}
-
 /// The key options of `enc`/`dec`.
 fn key_sources(args: &CryptArgs) -> KeySources<'_> {
     KeySources {
@@ -256,11 +244,9 @@ fn fresh_iv() -> Result<[u8; 16]> {
     Ok(iv)
 }
 
-/// Whether an IV looks chosen by hand: all zero, or one repeated byte, or counting bytes.
+/// Whether an IV looks chosen by hand: all zero, or one byte repeated.
 fn iv_looks_reused(iv: &[u8; 16]) -> bool {
     iv.iter().all(|&b| b == iv[0])
-        || iv.windows(2).all(|w| w[1] == w[0].wrapping_add(1))
-        || iv[..8].iter().all(|&b| b == 0)
 }
 
 /// After [`check_options`]: opens the input, gets the keys (asking for a passphrase if need
@@ -620,7 +606,7 @@ fn info(args: &InfoArgs) -> Result<()> {
         let payload = body.saturating_sub(chunks * container::TAG_LEN as u64);
         println!("chunks:       {chunks} ({payload} bytes of ciphertext)");
     }
-    println!("authenticity: not checked (that needs a key: paraes dec)");
+    println!("authenticity: not checked (that needs the key: paraes dec)");
     Ok(())
 }
 

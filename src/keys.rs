@@ -59,9 +59,9 @@ impl KeySources<'_> {
         Ok(keys)
     }
 
-    fn passphrase(&self, confirm: bool, warn: &dyn Fn(&str)) -> Result<Option<Zeroizing<Vec<u8>>>> {
+    fn passphrase(&self, confirm: bool) -> Result<Option<Zeroizing<Vec<u8>>>> {
         if let Some(path) = &self.passphrase.passphrase_file {
-            return Ok(Some(read_passphrase_file(path, warn)?));
+            return Ok(Some(read_passphrase_file(path)?));
         }
         if self.passphrase.passphrase {
             return Ok(Some(prompt_passphrase(confirm)?));
@@ -81,7 +81,7 @@ impl KeySources<'_> {
     /// The recipients of `enc`: one stanza each.
     pub fn recipients(&self, warn: &dyn Fn(&str)) -> Result<Vec<Recipient>> {
         let mut out: Vec<Recipient> = self.keys(warn)?.into_iter().map(Recipient::Key).collect();
-        if let Some(passphrase) = self.passphrase(true, warn)? {
+        if let Some(passphrase) = self.passphrase(true)? {
             out.push(Recipient::Passphrase(
                 passphrase,
                 Argon2Params::recommended()?,
@@ -109,7 +109,7 @@ impl KeySources<'_> {
     pub fn unlock(&self, max_kdf_mib: u64, warn: &dyn Fn(&str)) -> Result<Unlock> {
         let mut identities: Vec<Identity> =
             self.keys(warn)?.into_iter().map(Identity::Key).collect();
-        if let Some(passphrase) = self.passphrase(false, warn)? {
+        if let Some(passphrase) = self.passphrase(false)? {
             identities.push(Identity::Passphrase(passphrase));
         }
         for path in self.identities {
@@ -190,11 +190,8 @@ fn read_key_file(path: &Path, warn: &dyn Fn(&str)) -> Result<Key> {
 }
 
 /// The first line of a passphrase file.
-fn read_passphrase_file(path: &Path, warn: &dyn Fn(&str)) -> Result<Zeroizing<Vec<u8>>> {
+fn read_passphrase_file(path: &Path) -> Result<Zeroizing<Vec<u8>>> {
     let shown = path.display();
-    if let Ok(meta) = fs::metadata(path) {
-        warn_if_readable(&meta, "passphrase file", path, warn);
-    }
     let mut contents = Zeroizing::new(Vec::new());
     fs::File::open(path)
         .and_then(|f| f.take(MAX_PASSPHRASE_FILE).read_to_end(&mut contents))

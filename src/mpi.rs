@@ -11,6 +11,7 @@ use crate::cli::{CryptArgs, MpiIoArg, RankEngineArg};
 use crate::commands::{self, Prepared};
 use crate::output::Output;
 use crate::Reported;
+use zeroize::Zeroizing;
 
 /// `enc` and `dec` with `--backend mpi`, on every rank.
 pub fn crypt(args: &CryptArgs, direction: Direction) -> Result<()> {
@@ -80,7 +81,12 @@ fn root(args: &CryptArgs, direction: Direction, mpi: &Mpi, engine: &dyn Engine) 
         padding: job.padding,
         chunk_size: job.chunk_size,
         iv: job.iv,
-        key: job.secret_bytes(),
+        // A container's file secret (never the user's key), or a raw stream's key.
+        key: Zeroizing::new(match (&job.container, &job.raw_key) {
+            (Some((_, opened)), _) => opened.secret().as_bytes().to_vec(),
+            (None, Some(key)) => key.as_bytes().to_vec(),
+            (None, None) => Vec::new(),
+        }),
         header: header_bytes,
         input: job.input.path().map(std::path::absolute).transpose()?,
         output: job

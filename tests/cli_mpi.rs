@@ -107,7 +107,7 @@ mod with_mpi {
     /// The raw stream the single-process tool makes of `plain` for the body of a container.
     fn single_process_raw(scratch: &Scratch, mode: Mode, iv: &[u8; 16], plain: &str) -> Vec<u8> {
         let iv_hex = hex::encode(iv);
-        let mut args = vec!["enc", "--raw", "-q", "--backend", "cpu", "-k", "k", "-m"];
+        let mut args = vec!["enc", "--raw", "-q", "--backend", "cpu", "-k", "dk", "-m"];
         args.push(mode.arg());
         if mode == Mode::Ctr {
             args.extend(["--iv", &iv_hex]);
@@ -138,12 +138,34 @@ mod with_mpi {
                         scratch.write("plain", &plain);
                         let common = ["--backend", "mpi", "--mpi-io", strategy, "-q", "-k", "k"];
 
+                        let bits_arg = bits.to_string();
                         let mut args = vec!["enc", "-m", mode.arg(), "--chunk-size", CHUNK_ARG];
+                        args.extend(["--bits", bits_arg.as_str()]);
                         args.extend(common);
                         args.extend(["plain", "-o", "mpi.paraes", "-f"]);
                         assert_success(&run_mpi(&scratch, ranks, &args), &what);
                         let sealed = scratch.read("mpi.paraes");
                         assert_eq!(sealed.len(), container_len(mode, len, HEADER_LEN), "{what}");
+                        // The body is the raw stream under the container's body key.
+                        let out = scratch.run(&[
+                            "dec",
+                            "-k",
+                            "k",
+                            "mpi.paraes",
+                            "-o",
+                            "/dev/null",
+                            "--show-data-key",
+                        ]);
+                        let err = assert_success(&out, &what);
+                        let data_key = err
+                            .lines()
+                            .find_map(|l| l.strip_prefix("data key:"))
+                            .expect("dec --show-data-key prints the data key")
+                            .trim()
+                            .to_string();
+                        assert_eq!(data_key.len(), bits / 4, "{what}: body key size");
+                        scratch.write("dk", data_key.as_bytes());
+                        scratch.set_mode("dk", 0o600);
                         let raw = single_process_raw(&scratch, mode, &nonce(&sealed), "plain");
                         assert_eq!(body_without_tags(&sealed, HEADER_LEN), raw, "{what}: body");
                         let out = scratch.run(&["dec", "-k", "k", "mpi.paraes", "-o", "-"]);

@@ -50,16 +50,16 @@ fn round_trips_at_every_key_size_and_mode() {
             container_len(mode, size, PASSPHRASE_HEADER_LEN),
             "{what}: container length"
         );
-        assert_eq!(container[11], 1, "{what}: key source byte (passphrase)");
+        assert_eq!(container[8], 2, "{what}: format v2");
 
         let info = s.run(&["info", "data.paraes"]);
         assert_silent_success(&info, "info");
         let info = String::from_utf8(info.stdout).expect("text");
         let expected_mode = format!("AES-{bits}-{}", mode.arg().to_uppercase());
         assert_eq!(info_field(&info, "mode"), Some(expected_mode), "{info}");
-        let key = info_field(&info, "key").unwrap_or_default();
+        let key = info_field(&info, "opens with").unwrap_or_default();
         assert!(
-            key.contains("Argon2id"),
+            key.contains("passphrase (Argon2id"),
             "{what}: no Argon2id line:\n{info}"
         );
 
@@ -130,8 +130,10 @@ fn a_changed_argon2_header_is_refused() {
     let (s, _) = prepared(b"pw\n", 100);
     encrypt(&s, &[]);
     let container = s.read("data.paraes");
-    // Salt, memory, passes, lanes and the header tag; each Argon2id run costs time, so sample.
-    for at in [32, 47, 51, 55, 59, 60, 91] {
+    // The slot length, then in the passphrase stanza (docs/FORMAT.md: from byte 77) the salt,
+    // memory, passes, lanes, the wrapped key, and the slot tag; each Argon2id run costs time,
+    // so sample.
+    for at in [32, 77, 92, 96, 100, 104, 110, 160] {
         let mut bad = container.clone();
         bad[at] ^= 1;
         s.write("bad.paraes", &bad);

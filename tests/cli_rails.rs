@@ -254,15 +254,13 @@ fn senseless_option_combinations_are_refused() {
     s.write("short-key", &[7u8; 20]);
     s.set_mode("short-key", 0o600);
     let iv = "000102030405060708090a0b0c0d0e0f";
-    let cases: [(&[&str], &str); 20] = [
+    let cases: [(&[&str], &str); 17] = [
         (&["enc", "-k", "key", "x", "--iv", iv], "--iv"),
         (&["enc", "-k", "key", "x", "--no-pad"], "--no-pad"),
         (
             &["enc", "-k", "key", "x", "--raw", "--iv", iv, "--no-pad"],
             "--no-pad",
         ),
-        (&["enc", "-k", "key", "x", "--raw", "-m", "ctr"], "--iv"),
-        (&["enc", "-k", "key", "x", "--raw"], "--iv"),
         (&["dec", "-k", "key", "x.paraes", "--raw"], "--iv"),
         (
             &["enc", "-k", "key", "x", "--raw", "-m", "ecb", "--iv", iv],
@@ -305,7 +303,6 @@ fn senseless_option_combinations_are_refused() {
         ),
         (&["dec", "-k", "key", "x.paraes", "--bits", "256"], "--bits"),
         (&["dec", "-k", "key", "x.paraes", "-m", "ecb"], "mode"),
-        (&["enc", "-k", "key", "x", "--bits", "128"], "bits"),
         (&["enc", "-k", "short-key", "x"], "short-key"),
         (&["enc", "-q", "--key", "00112233", "x"], "--key"),
         (
@@ -393,9 +390,12 @@ fn keygen_writes_new_private_key_files() {
     assert_eq!(default.stdout.len(), 65, "256-bit hex and a newline");
     assert_ne!(s.run(&["keygen"]).stdout, default.stdout, "two equal keys");
 
-    // The key works with enc and dec.
+    // The key works with enc and dec (the body key size is --bits, not the key's size).
     s.write("data", b"secret data");
-    assert_silent_success(&s.run(&["enc", "-k", "k192", "data"]), "enc");
+    assert_silent_success(
+        &s.run(&["enc", "-k", "k192", "--bits", "192", "data"]),
+        "enc",
+    );
     let out = s.run(&["dec", "-k", "k192", "data.paraes", "-o", "-"]);
     assert_silent_success(&out, "dec");
     assert_eq!(out.stdout, b"secret data");

@@ -108,7 +108,9 @@ fn untouched_containers_decrypt() {
 fn every_single_byte_flip_is_refused() {
     for mode in Mode::ALL {
         let sealed = Sealed::new(mode, SMALL, 2);
-        for at in 0..sealed.container.len() {
+        // All but the idle stanza slot (bytes 2080..4096), unauthenticated by design: a rekey
+        // writes it (docs/FORMAT.md); the core tests check that damage there changes nothing.
+        for at in (0..sealed.container.len()).filter(|at| !(64 + 2016..HEADER_LEN).contains(at)) {
             let bad = flipped(&sealed.container, at);
             sealed.assert_refused(&bad, &format!("byte {at} flipped"));
         }
@@ -129,7 +131,10 @@ fn every_truncation_is_refused() {
 /// Positions worth flipping in a multi-chunk container: the header, both ends of every chunk's
 /// ciphertext and tag, and a stride through the rest.
 fn sample_positions(sealed: &Sealed) -> Vec<usize> {
-    let mut at: Vec<usize> = (0..HEADER_LEN).collect();
+    // The header but its idle stanza slot (bytes 2080..4096 of a one-stanza header): that slot
+    // is unauthenticated by design, a rekey writes it (docs/FORMAT.md), so damage there is
+    // ignored; the core tests check that it changes nothing.
+    let mut at: Vec<usize> = (0..64 + 2016).collect();
     for i in 0..sealed.records() {
         let record = sealed.record(i);
         let tag_start = record.end - TAG_LEN;
@@ -260,7 +265,10 @@ fn wrong_keys_are_refused() {
         let other_hex = hex::encode(seeded_bytes(10, 32));
         let args = ["-q", "--key", &other_hex];
         let message = sealed.assert_refused_with(&sealed.container, &args, "--key");
-        assert!(message.contains("wrong key"), "--key: {message}");
+        assert!(
+            message.contains("none of the given keys"),
+            "--key: {message}"
+        );
     }
 }
 

@@ -15,14 +15,13 @@ use std::process::{Child, Command, Output, Stdio};
 pub const CHUNK: usize = 4096;
 /// `CHUNK` as the command line spells it.
 pub const CHUNK_ARG: &str = "4KiB";
-/// Header bytes of a container with a raw key.
-pub const HEADER_LEN: usize = 64;
-/// Header bytes of a container with a passphrase (Argon2id parameters included).
-pub const PASSPHRASE_HEADER_LEN: usize = 92;
+/// Header bytes of a format v2 container with one key-file stanza (docs/FORMAT.md: a 64-byte
+/// preamble and two 2016-byte stanza slots).
+pub const HEADER_LEN: usize = 4096;
+/// Header bytes of a container with one passphrase stanza (the same 4 KiB).
+pub const PASSPHRASE_HEADER_LEN: usize = 4096;
 /// Bytes of a chunk tag (docs/FORMAT.md: POLYVAL-then-AES, 16 bytes).
 pub const TAG_LEN: usize = 16;
-/// Bytes of the header tag, the last field of the header (keyed BLAKE3).
-pub const HEADER_TAG_LEN: usize = 32;
 /// The AES key sizes.
 pub const KEY_BITS: [usize; 3] = [128, 192, 256];
 
