@@ -39,7 +39,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use paraes_core::container::{self, Identity, Recipient, Unlock, UnverifiedHeader};
-use paraes_core::pipeline::{self, StreamSpec};
+use paraes_core::pipeline;
 use paraes_core::seeded::SplitMix64;
 use paraes_core::{CpuEngine, Direction, Key, KeySize, Mode};
 

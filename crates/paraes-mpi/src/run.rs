@@ -33,12 +33,12 @@ pub fn execute(
     // v2, never the user's key) and checks its tag. A raw stream: the raw key.
     let prepared: Result<Keys, String> = if plan.header.is_empty() {
         Key::new(&plan.key)
-            .map(|key| Keys::Raw(key.expand()))
+            .map(|key| Keys::Raw(Box::new(key.expand())))
             .map_err(|e| e.to_string())
     } else {
         UnverifiedHeader::read(&mut &plan.header[..])
             .and_then(|header| header.open_with_secret(&FileSecret::from_bytes(&plan.key)))
-            .map(Keys::Container)
+            .map(|opened| Keys::Container(Box::new(opened)))
             .map_err(|e| e.to_string())
     };
     mpi.agree(prepared.as_ref().map(|_| ()).map_err(|e| mpi.tag(e)))?;
@@ -62,9 +62,9 @@ pub fn execute(
 /// The keys of a job.
 enum Keys {
     /// A verified container.
-    Container(Opened),
+    Container(Box<Opened>),
     /// A raw stream's expanded key.
-    Raw(ExpandedKey),
+    Raw(Box<ExpandedKey>),
 }
 
 fn run_strategy(

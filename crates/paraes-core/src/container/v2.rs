@@ -283,7 +283,7 @@ impl V2Header {
                 format!("no readable stanza slot ({})", damaged.join("; "))
             }));
         }
-        slots.sort_by(|a, b| b.generation.cmp(&a.generation));
+        slots.sort_by_key(|slot| std::cmp::Reverse(slot.generation));
         Ok(V2Header {
             preamble,
             preamble_bytes,
