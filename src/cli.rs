@@ -120,8 +120,9 @@ pub struct CryptArgs {
     #[arg(long, value_parser = ["128", "192", "256"])]
     pub bits: Option<String>,
 
-    /// No container: the bare ECB/CTR stream, byte-compatible with
-    /// `openssl enc -aes-N-ctr|-aes-N-ecb -K .. -iv .. -nosalt`.
+    /// No container: the bare ECB/CTR stream under your key itself, byte-compatible with
+    /// `openssl enc -aes-N-ctr|-aes-N-ecb -K .. -iv .. -nosalt`. NOT authenticated: dec --raw
+    /// cannot tell a changed or truncated stream.
     #[arg(long)]
     pub raw: bool,
 
