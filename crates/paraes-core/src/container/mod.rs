@@ -323,12 +323,19 @@ impl UnverifiedHeader {
             }
             Parsed::V2(header) => {
                 let mut opened_a_stanza = false;
+                // A stanza refused (e.g. too costly a passphrase) does not stop another
+                // identity from opening another stanza; it is reported if nothing opens.
+                let mut refused = None;
                 for slot in &header.slots {
                     for stanza in &slot.stanzas {
                         for identity in &unlock.identities {
-                            let Some(file_key) = stanza.unwrap(identity, unlock.max_kdf_mib)?
-                            else {
-                                continue;
+                            let file_key = match stanza.unwrap(identity, unlock.max_kdf_mib) {
+                                Ok(Some(file_key)) => file_key,
+                                Ok(None) => continue,
+                                Err(e) => {
+                                    refused.get_or_insert(e);
+                                    continue;
+                                }
                             };
                             opened_a_stanza = true;
                             if let Some(opened) = self.open_v2(header, slot, file_key) {
@@ -339,6 +346,8 @@ impl UnverifiedHeader {
                 }
                 Err(if opened_a_stanza {
                     ContainerError::DamagedHeader
+                } else if let Some(refused) = refused {
+                    refused
                 } else {
                     ContainerError::NoMatchingStanza(describe(&self.info.access))
                 })

@@ -299,6 +299,29 @@ fn costly_passphrase_stanzas_are_refused_before_argon2_runs() {
     let err = decrypt(&costly_file, vec![Identity::Passphrase(passphrase("a"))]).unwrap_err();
     assert!(err.contains("above the cap"), "{err}");
     assert!(started.elapsed().as_secs() < 5, "Argon2id ran");
+    // A key that opens another stanza still opens the file.
+    let mixed = encrypt(
+        &[
+            Recipient::Passphrase(passphrase("a"), cheap(1)),
+            Recipient::Key(key(1)),
+        ],
+        &plain(),
+    );
+    let costly_mixed = edit_stanzas(&mixed, |s| {
+        s[0].body[..28].copy_from_slice(&costly.encode())
+    });
+    let opened = UnverifiedHeader::read(&mut &costly_mixed[..])
+        .unwrap()
+        .open(&Unlock::new(vec![
+            Identity::Passphrase(passphrase("a")),
+            Identity::Key(key(1)),
+        ]));
+    // The slot tag covers the changed parameters, so the key's stanza opens but the header
+    // does not verify: refused as damaged, never by running the costly Argon2id.
+    assert!(
+        matches!(opened, Err(ContainerError::DamagedHeader)),
+        "{opened:?}"
+    );
     let mut unlock = Unlock::new(vec![Identity::Passphrase(passphrase("a"))]);
     unlock.max_kdf_mib = 0;
     let err = UnverifiedHeader::read(&mut &file[..])
