@@ -245,7 +245,7 @@ fn fresh_iv() -> Result<[u8; 16]> {
 }
 
 /// Whether an IV looks chosen by hand: all zero, or one byte repeated.
-fn iv_looks_reused(iv: &[u8; 16]) -> bool {
+fn iv_looks_hand_picked(iv: &[u8; 16]) -> bool {
     iv.iter().all(|&b| b == iv[0])
 }
 
@@ -270,7 +270,7 @@ pub fn prepare(args: &CryptArgs, direction: Direction) -> Result<Prepared> {
         let iv = match (&args.iv, mode, direction) {
             (Some(text), _, _) => {
                 let iv = parse_iv(text)?;
-                if direction == Direction::Encrypt && iv_looks_reused(&iv) {
+                if direction == Direction::Encrypt && iv_looks_hand_picked(&iv) {
                     warn("this IV looks hand-picked: CTR under one key must never reuse a counter block; drop --iv to get a random one");
                 }
                 iv

@@ -219,9 +219,12 @@ impl FromStr for PublicRecipient {
     }
 }
 
-/// The identities of an identity file: one per line; blank lines and lines starting with `#`
-/// are ignored. Errors name the line (never its contents, which are secret).
-pub fn parse_identities(text: &str) -> Result<Vec<SecretIdentity>, ContainerError> {
+/// The values of a text file with one per line; blank lines and lines starting with `#` are
+/// ignored. Errors name the line (never its contents, which may be secret), through `wrap`.
+fn parse_lines<T: FromStr<Err = ContainerError>>(
+    text: &str,
+    wrap: fn(String) -> ContainerError,
+) -> Result<Vec<T>, ContainerError> {
     let mut out = Vec::new();
     for (number, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -229,9 +232,19 @@ pub fn parse_identities(text: &str) -> Result<Vec<SecretIdentity>, ContainerErro
             continue;
         }
         out.push(line.parse().map_err(|e: ContainerError| {
-            ContainerError::BadIdentity(format!("line {}: {e}", number + 1))
+            let why = match e {
+                ContainerError::BadIdentity(why) | ContainerError::BadRecipient(why) => why,
+                other => other.to_string(),
+            };
+            wrap(format!("line {}: {why}", number + 1))
         })?);
     }
+    Ok(out)
+}
+
+/// The identities of an identity file (at least one).
+pub fn parse_identities(text: &str) -> Result<Vec<SecretIdentity>, ContainerError> {
+    let out = parse_lines(text, ContainerError::BadIdentity)?;
     if out.is_empty() {
         return Err(ContainerError::BadIdentity(
             "no identity in it (make one with `paraes keygen --x25519`)".into(),
@@ -240,19 +253,9 @@ pub fn parse_identities(text: &str) -> Result<Vec<SecretIdentity>, ContainerErro
     Ok(out)
 }
 
-/// The recipients of a recipients file: one per line; blank lines and `#` lines are ignored.
+/// The recipients of a recipients file.
 pub fn parse_recipients(text: &str) -> Result<Vec<PublicRecipient>, ContainerError> {
-    let mut out = Vec::new();
-    for (number, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        out.push(line.parse().map_err(|e: ContainerError| {
-            ContainerError::BadRecipient(format!("line {}: {e}", number + 1))
-        })?);
-    }
-    Ok(out)
+    parse_lines(text, ContainerError::BadRecipient)
 }
 
 #[cfg(test)]
@@ -313,6 +316,11 @@ mod tests {
         assert!(parse_identities("# nothing\n").is_err());
         let err = parse_identities("# x\nPARAES-SECRET-KEY-1QQQ\n").unwrap_err();
         assert!(err.to_string().contains("line 2"), "{err}");
+        assert_eq!(
+            err.to_string().matches("not a paraes identity").count(),
+            1,
+            "{err}"
+        );
         let recipients = format!("{}\n# c\n{}\n", a.recipient(), b.recipient());
         assert_eq!(parse_recipients(&recipients).unwrap().len(), 2);
     }

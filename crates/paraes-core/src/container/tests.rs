@@ -55,6 +55,14 @@ fn decrypt(file: &[u8], identities: Vec<Identity>) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+/// Bytes of the header of `file` (where its body starts).
+fn header_len(file: &[u8]) -> usize {
+    UnverifiedHeader::read(&mut &file[..])
+        .unwrap()
+        .info()
+        .header_len
+}
+
 fn plain() -> Vec<u8> {
     (0..3 * CHUNK + 77)
         .map(|i| (i * 7 + i / 251) as u8)
@@ -158,10 +166,7 @@ fn the_body_is_plain_ctr_under_the_body_key_and_counter() {
 #[test]
 fn every_header_byte_change_is_refused() {
     let file = encrypt(&[Recipient::Key(key(1))], &plain());
-    let header_len = UnverifiedHeader::read(&mut &file[..])
-        .unwrap()
-        .info()
-        .header_len;
+    let header_len = header_len(&file);
     // Every byte of the preamble and the used part of slot 0 (stanza, tag), and a sample of its
     // zero padding. (The idle slot 1 is not authenticated by design: a rekey writes it while
     // slot 0 keeps the file open, so damage there is ignored; see the test below.)
@@ -184,10 +189,7 @@ fn every_header_byte_change_is_refused() {
 fn damage_in_the_idle_slot_changes_nothing_that_is_used() {
     let data = plain();
     let file = encrypt(&[Recipient::Key(key(1))], &data);
-    let header_len = UnverifiedHeader::read(&mut &file[..])
-        .unwrap()
-        .info()
-        .header_len;
+    let header_len = header_len(&file);
     let idle = (header_len + v2::PREAMBLE_LEN) / 2;
     let mut garbage = file.clone();
     for (i, b) in garbage[idle..header_len].iter_mut().enumerate() {
@@ -391,10 +393,7 @@ fn open_file(file: &[u8], identity: Identity) -> Opened {
 fn rekey_keeps_the_body_and_swaps_who_can_open() {
     let data = plain();
     let file = encrypt(&[Recipient::Key(key(1))], &data);
-    let header_len = UnverifiedHeader::read(&mut &file[..])
-        .unwrap()
-        .info()
-        .header_len;
+    let header_len = header_len(&file);
     let bob = SecretIdentity::generate_x25519().unwrap();
     let opened = open_file(&file, Identity::Key(key(1)));
     let plan = opened
@@ -429,10 +428,7 @@ fn rekey_keeps_the_body_and_swaps_who_can_open() {
 fn rekey_that_does_not_fit_rewrites_the_header_and_keeps_the_body() {
     let data = plain();
     let file = encrypt(&[Recipient::Key(key(1))], &data);
-    let old_len = UnverifiedHeader::read(&mut &file[..])
-        .unwrap()
-        .info()
-        .header_len;
+    let old_len = header_len(&file);
     let ids: Vec<SecretIdentity> = (0..4)
         .map(|_| SecretIdentity::generate_hybrid().unwrap())
         .collect();
@@ -445,10 +441,7 @@ fn rekey_that_does_not_fit_rewrites_the_header_and_keeps_the_body() {
         .unwrap();
     assert!(matches!(plan, Rekey::Rewrite { .. }));
     let rekeyed = plan.apply_to(&file);
-    let new_len = UnverifiedHeader::read(&mut &rekeyed[..])
-        .unwrap()
-        .info()
-        .header_len;
+    let new_len = header_len(&rekeyed);
     assert!(new_len > old_len);
     assert_eq!(rekeyed[new_len..], file[old_len..], "body bytes unchanged");
     for id in ids {
