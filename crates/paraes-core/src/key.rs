@@ -4,7 +4,8 @@ use std::fmt;
 
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
-use crate::aes::portable;
+use crate::aes::sbox::sub_word;
+use crate::gf256::xtime;
 
 /// The three AES key sizes of FIPS-197.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -166,11 +167,11 @@ impl ExpandedKey {
             let mut temp = w[i - 1];
             if i % nk == 0 {
                 temp.rotate_left(1);
-                temp = portable::sub_word(temp);
+                temp = sub_word(temp);
                 temp[0] ^= rcon;
                 rcon = xtime(rcon);
             } else if nk > 6 && i % nk == 4 {
-                temp = portable::sub_word(temp);
+                temp = sub_word(temp);
             }
             for b in 0..4 {
                 w[i][b] = w[i - nk][b] ^ temp[b];
@@ -236,11 +237,6 @@ fn hex_value(digit: u8) -> u8 {
         b'a'..=b'f' => digit - b'a' + 10,
         _ => digit.to_ascii_lowercase() - b'a' + 10,
     }
-}
-
-/// Multiplication by x in GF(2^8) modulo the AES polynomial, without branches.
-const fn xtime(b: u8) -> u8 {
-    (b << 1) ^ (0x1b & 0u8.wrapping_sub(b >> 7))
 }
 
 /// InvMixColumns (FIPS-197 section 5.3.3) of one block, with shifts and xors only.

@@ -8,6 +8,7 @@ pub mod cpu;
 pub mod engine;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod gf256;
 pub mod key;
 pub mod modes;
 pub mod pipeline;

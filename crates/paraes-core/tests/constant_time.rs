@@ -118,8 +118,8 @@ fn the_aes_code_has_no_lookup_tables() {
 
 #[test]
 fn the_sbox_circuits_do_not_index_memory() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/aes/portable.rs");
-    let code = production_code(&fs::read_to_string(path).expect("portable.rs"));
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/aes/sbox.rs");
+    let code = production_code(&fs::read_to_string(path).expect("sbox.rs"));
     // The forward S-box is straight-line Boolean logic on bit planes; the inverse is the same
     // circuit between two fixed linear maps (whose indices are loop counters, never data).
     for function in ["sub_bytes", "sub_word"] {

@@ -6,7 +6,7 @@
 
 #![deny(unsafe_code)]
 
-use std::sync::OnceLock;
+use paraes_core::gf256;
 
 /// Lanes in a warp, and copies of each table (one per lane, one per shared-memory bank).
 pub const LANES: usize = 32;
@@ -28,57 +28,22 @@ pub enum Kind {
     CtrKeystream,
 }
 
+/// Multiplication by x in GF(2^8), on a byte held in a `u32`.
 fn xtime(b: u32) -> u32 {
-    ((b << 1) ^ ((b >> 7) * 0x1b)) & 0xff
+    u32::from(gf256::xtime(b as u8))
 }
 
-fn gmul(mut b: u32, c: u32) -> u32 {
-    let mut r = 0;
-    for i in 0..4 {
-        if c & (1 << i) != 0 {
-            r ^= b;
-        }
-        b = xtime(b);
-    }
-    r
+/// The product `b * c` in GF(2^8), on bytes held in `u32`s.
+fn gmul(b: u32, c: u32) -> u32 {
+    u32::from(gf256::mul(b as u8, c as u8))
 }
 
-/// The AES S-box and its inverse, derived here from GF(2^8) inversion and the affine map
-/// (not copied from the .cu file, so a typo in either is caught).
+/// The AES S-box and its inverse from the workspace's one GF(2^8) reference
+/// (`paraes_core::gf256`, derived from inversion and the affine map, not copied from the .cu
+/// file, so a typo in either is caught).
 pub fn sboxes() -> &'static ([u8; 256], [u8; 256]) {
-    static BOXES: OnceLock<([u8; 256], [u8; 256])> = OnceLock::new();
-    BOXES.get_or_init(|| {
-        let mut sbox = [0u8; 256];
-        let mut inv = [0u8; 256];
-        for x in 0..256u32 {
-            let b = if x == 0 {
-                0
-            } else {
-                (1..256u32).find(|&y| gmul_full(x, y) == 1).unwrap()
-            };
-            let mut s = b;
-            for i in 1..5 {
-                s ^= ((b << i) | (b >> (8 - i))) & 0xff;
-            }
-            sbox[x as usize] = (s ^ 0x63) as u8;
-        }
-        for (x, &s) in sbox.iter().enumerate() {
-            inv[s as usize] = x as u8;
-        }
-        (sbox, inv)
-    })
-}
-
-fn gmul_full(mut a: u32, mut b: u32) -> u32 {
-    let mut r = 0;
-    while b != 0 {
-        if b & 1 != 0 {
-            r ^= a;
-        }
-        a = xtime(a);
-        b >>= 1;
-    }
-    r
+    static BOXES: ([u8; 256], [u8; 256]) = (gf256::SBOX, gf256::INV_SBOX);
+    &BOXES
 }
 
 /// `te0_entry`: Te0[e] = (2s, s, s, 3s), s = S[e], rows in bytes 0..3.

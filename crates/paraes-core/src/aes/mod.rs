@@ -9,6 +9,7 @@
 use std::fmt;
 
 pub(crate) mod portable;
+pub(crate) mod sbox;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
