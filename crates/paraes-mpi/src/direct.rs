@@ -9,9 +9,9 @@ use std::path::Path;
 use paraes_core::pipeline::{Chunk, StreamSpec};
 use paraes_core::Direction;
 
+use crate::chunk::process_chunk;
 use crate::layout::Layout;
 use crate::plan::Plan;
-use crate::run::process_chunk;
 use crate::world::{JobError, Mpi};
 
 /// Runs the direct strategy (see the module docs); collective.

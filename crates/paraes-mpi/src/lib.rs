@@ -19,14 +19,17 @@
 //! on, so the job ends together, with one message, and rank 0 removes the output.
 #![deny(missing_docs)]
 
+mod chunk;
 mod direct;
 mod layout;
 mod plan;
+mod root_io;
 mod run;
 mod scatter;
 mod world;
 
 pub use layout::Layout;
 pub use plan::{IoStrategy, Plan, PlanError};
-pub use run::{execute, RootIo};
+pub use root_io::RootIo;
+pub use run::execute;
 pub use world::{JobError, Mpi};

@@ -1,24 +1,13 @@
 //! One job on every rank: the stream from the [`Plan`], then the chosen strategy.
 
-use std::io::{Read, Write};
-
 use paraes_core::container::{FileSecret, Opened, UnverifiedHeader};
-use paraes_core::pipeline::{self, Chunk, PipelineError, StreamSpec};
-use paraes_core::{Direction, Engine, ExpandedKey, Key};
+use paraes_core::pipeline::StreamSpec;
+use paraes_core::{Engine, ExpandedKey, Key};
 
 use crate::plan::{IoStrategy, Plan};
+use crate::root_io::RootIo;
 use crate::world::{JobError, Mpi};
 use crate::{direct, scatter};
-
-/// Rank 0's ends of the stream for [`IoStrategy::Scatter`]: the input positioned after any
-/// container header, and the output after any header written. Other ranks pass `None`s.
-#[derive(Default)]
-pub struct RootIo<'a> {
-    /// Where rank 0 reads the stream.
-    pub input: Option<&'a mut (dyn Read + Send)>,
-    /// Where rank 0 writes the result.
-    pub output: Option<&'a mut (dyn Write + Send)>,
-}
 
 /// Runs `plan` on this rank with its local `engine`; collective (every rank calls it). Returns
 /// the bytes of stream output the job wrote (header excluded), the same on every rank for
@@ -76,13 +65,5 @@ fn run_strategy(
     match plan.strategy {
         IoStrategy::Direct => direct::run(mpi, spec, plan),
         IoStrategy::Scatter => scatter::run(mpi, spec, root_io),
-    }
-}
-
-/// Seals (encryption) or opens (decryption) one chunk in place.
-pub(crate) fn process_chunk(spec: &StreamSpec<'_>, chunk: &mut Chunk) -> Result<(), PipelineError> {
-    match spec.direction {
-        Direction::Encrypt => pipeline::seal(spec, chunk),
-        Direction::Decrypt => pipeline::open(spec, chunk),
     }
 }

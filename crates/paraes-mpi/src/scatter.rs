@@ -7,7 +7,8 @@ use mpi::datatype::{Partition, PartitionMut};
 use mpi::traits::{Communicator, Root};
 use paraes_core::pipeline::{Chunk, ChunkReader, StreamSpec};
 
-use crate::run::{process_chunk, RootIo};
+use crate::chunk::process_chunk;
+use crate::root_io::RootIo;
 use crate::world::{JobError, Mpi};
 
 /// Control flag: stop now (rank 0 failed or saw a failure).
