@@ -79,7 +79,7 @@ impl Row {
         threads: usize,
         stats: Stats,
     ) -> Row {
-        let gb_per_s = bytes as f64 / stats.median / 1e9;
+        let throughput = paraes_core::Throughput::new(bytes, stats.median);
         Row {
             engine: engine.to_string(),
             mode: mode_name(mode).to_string(),
@@ -89,8 +89,8 @@ impl Row {
             seconds: stats.median,
             seconds_min: stats.min,
             seconds_max: stats.max,
-            gb_per_s,
-            gbps: 8.0 * gb_per_s,
+            gb_per_s: throughput.gb_per_s(),
+            gbps: throughput.gbps(),
             speedup: None,
             efficiency: None,
             sim_seconds: None,

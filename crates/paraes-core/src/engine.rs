@@ -117,11 +117,12 @@ pub struct Modelled {
 impl Modelled {
     /// The modelled throughput in Gbps (1e9 bits per second); 0 before any work.
     pub fn gbps(&self) -> f64 {
-        if self.seconds > 0.0 {
-            self.bytes as f64 * 8.0 / self.seconds / 1e9
-        } else {
-            0.0
-        }
+        self.throughput().gbps()
+    }
+
+    /// The modelled bytes over the modelled seconds.
+    pub fn throughput(&self) -> crate::Throughput {
+        crate::Throughput::new(self.bytes, self.seconds)
     }
 
     /// The work done between `earlier` and `self`.

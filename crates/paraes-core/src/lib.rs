@@ -14,8 +14,10 @@ pub mod modes;
 pub mod pipeline;
 pub mod polyval;
 pub mod seeded;
+pub mod throughput;
 
 pub use aes::Implementation;
 pub use cpu::CpuEngine;
 pub use engine::{Direction, Engine, EngineError, Job, Mode, Modelled};
 pub use key::{ExpandedKey, Key, KeyError, KeySize};
+pub use throughput::Throughput;

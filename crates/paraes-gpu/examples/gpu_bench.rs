@@ -151,11 +151,11 @@ fn cpu_model() -> String {
 }
 
 fn gbps(bytes: usize, seconds: f64) -> f64 {
-    bytes as f64 * 8.0 / seconds / 1e9
+    paraes_core::Throughput::new(bytes as u64, seconds).gbps()
 }
 
 fn gb_s(bytes: usize, seconds: f64) -> f64 {
-    bytes as f64 / seconds / 1e9
+    paraes_core::Throughput::new(bytes as u64, seconds).gb_per_s()
 }
 
 /// Writes the report so far (each section saves, so a run cut off by its time limit still
@@ -306,8 +306,7 @@ fn main() {
             match gpu.time_kernel(&key, kind, kernel_bytes, args.reps) {
                 Ok(times) => {
                     let t = median(times.clone());
-                    let dev =
-                        kernel_bytes as f64 * f64::from(kind.device_bytes_per_byte()) / t / 1e9;
+                    let dev = gb_s(kernel_bytes * kind.device_bytes_per_byte() as usize, t);
                     println!(
                         "AES-{:<6} {:<14} {:>10.3} {:>12.1} {:>14.1}",
                         size.bits(),
@@ -388,7 +387,7 @@ fn main() {
         match gpu.time_copy(direction, bytes, args.reps) {
             Ok(times) => {
                 let t = median(times);
-                let rate = bytes as f64 * factor / t / 1e9;
+                let rate = factor * gb_s(bytes, t);
                 println!(
                     "{name:<11} {:>6} MiB: {rate:>8.1} GB/s{}",
                     bytes / MIB,
@@ -405,7 +404,7 @@ fn main() {
     match gpu.time_copy_both_ways(copy_bytes, args.reps) {
         Ok(times) => {
             let t = median(times);
-            let rate = 2.0 * copy_bytes as f64 / t / 1e9;
+            let rate = gb_s(2 * copy_bytes, t);
             println!(
                 "h2d+d2h at once {:>3} MiB each way: {rate:>8.1} GB/s total ({:.1} GB/s per direction)",
                 copy_bytes / MIB,

@@ -78,12 +78,7 @@ impl SunwaySimEngine {
 
     /// Simulated Gbps over all `process` calls so far.
     pub fn simulated_gbps(&self) -> f64 {
-        let seconds = self.simulated_seconds();
-        if seconds > 0.0 {
-            self.simulated_bytes() as f64 * 8.0 / seconds / 1e9
-        } else {
-            0.0
-        }
+        paraes_core::Throughput::new(self.simulated_bytes(), self.simulated_seconds()).gbps()
     }
 
     /// Clears the running totals.

@@ -28,11 +28,7 @@ pub struct SimReport {
 impl SimReport {
     /// Simulated throughput in Gbps (1e9 bits/s, the paper's unit); 0 for an empty job.
     pub fn gbps(&self) -> f64 {
-        if self.seconds > 0.0 {
-            self.bytes as f64 * 8.0 / self.seconds / 1e9
-        } else {
-            0.0
-        }
+        paraes_core::Throughput::new(self.bytes, self.seconds).gbps()
     }
 
     pub(crate) fn from_split(bytes: u64, split: TimeSplit, cost: &KernelCost, cpes: usize) -> Self {
