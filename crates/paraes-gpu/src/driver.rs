@@ -15,9 +15,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::{result, sys};
 
-use crate::engine::KernelKind;
 use crate::error::GpuError;
 use crate::image::{one_line, ImageChoice, KernelImage, ModuleReport};
+use crate::kernels::KernelKind;
 use crate::plan::RoundKeyWords;
 use crate::variant::{dynamic_shared_bytes, max_threads, KernelVariant};
 
@@ -442,11 +442,16 @@ impl Device {
         .map_err(|e| GpuError::driver("querying kernel occupancy", e))
     }
 
-    /// Enqueues one kernel launch on `stream`. `input` and `output` must hold `nblocks`
-    /// blocks (input unused by the keystream kernels, may be 0 then) and stay allocated
-    /// until the stream has run the launch.
+    /// Enqueues one kernel launch on `stream`.
+    ///
+    /// # Safety
+    ///
+    /// `output`, and `input` unless the kernel is a keystream kernel (then it may be 0), must
+    /// be allocations of this device holding at least `16 * nblocks` bytes that stay
+    /// allocated, and are not used by another stream, until `stream` has run the launch: the
+    /// kernel reads and writes them with no check the host can see.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn launch(
+    pub(crate) unsafe fn launch(
         &self,
         kernel: &Kernel,
         grid: u32,
@@ -735,9 +740,14 @@ impl PinnedBuffer {
         })
     }
 
-    /// The bytes. Callers synchronize every stream that copies to or from this buffer first
-    /// (the engine does so in `Slot::finish` and before each staging copy).
-    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
+    /// The bytes.
+    ///
+    /// # Safety
+    ///
+    /// No asynchronous copy to or from this buffer may be in flight on any stream, for as
+    /// long as the slice lives: the device writes and reads the memory by DMA, unseen by the
+    /// borrow checker (the engine synchronizes first, in `Slot::finish` and per staging copy).
+    pub(crate) unsafe fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: `ptr` points at `len` bytes allocated above and owned by self; no DMA is
         // in flight by the caller's contract; the borrow of self prevents aliasing.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
@@ -747,7 +757,9 @@ impl PinnedBuffer {
 impl Drop for PinnedBuffer {
     fn drop(&mut self) {
         // Clear the bytes (plaintext, keystream) before the memory goes back.
-        self.as_mut_slice().fill(0);
+        // SAFETY: every user waits for its copies before letting go of the buffer (a
+        // finished piece, or the engine's error path, synchronizes the streams).
+        unsafe { self.as_mut_slice() }.fill(0);
         std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
         if self.device.bind().is_ok() {
             // SAFETY: `ptr` came from cuMemHostAlloc and no copy uses it any more.

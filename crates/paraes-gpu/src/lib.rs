@@ -17,17 +17,19 @@ mod driver;
 mod engine;
 mod error;
 pub mod image;
+mod kernels;
 pub mod model;
+mod options;
 pub mod plan;
 pub mod variant;
 pub mod xor;
 
 pub use driver::{probe, DeviceInfo};
-pub use engine::{
-    CopyDirection, CtrVariant, GpuEngine, GpuOptions, KernelKind, KernelTiming, ENV_OVERRIDES,
-};
+pub use engine::{CopyDirection, GpuEngine, KernelTiming};
 pub use error::GpuError;
 pub use image::{ImageChoice, KernelImage, ModuleReport};
+pub use kernels::KernelKind;
+pub use options::{CtrVariant, GpuOptions, ENV_OVERRIDES};
 pub use variant::{KernelVariant, SyncMode};
 
 /// The kernels' PTX, generated from kernels/aes.cu by kernels/build-ptx.sh and committed:

@@ -4,7 +4,7 @@
 
 use std::str::FromStr;
 
-use crate::engine::KernelKind;
+use crate::kernels::KernelKind;
 
 /// A kernel variant of kernels/aes.cu. Variants other than `Base` exist for AES-128 only
 /// (the headline figure); AES-192/256 and the kinds a variant does not change run the base

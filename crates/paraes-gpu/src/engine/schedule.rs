@@ -1,0 +1,171 @@
+//! Piece scheduling: whole blocks cut into pieces that rotate over the CUDA streams, each with
+//! its own pinned host buffer and device buffer, so that the copy-in of one piece, the kernel
+//! of another and the copy-out of a third overlap.
+
+use std::ops::Range;
+
+use crate::driver::{DeviceBuffer, Event, PinnedBuffer, Stream};
+use crate::error::GpuError;
+use crate::kernels::KernelKind;
+use crate::plan::{self, RoundKeyWords};
+use crate::variant::SyncMode;
+use crate::xor::{par_copy, par_xor_into};
+
+use super::GpuEngine;
+
+/// One run of whole blocks through one kernel: everything [`GpuEngine::pipeline`] needs
+/// besides the bytes.
+#[derive(Clone, Copy)]
+pub(super) struct PieceJob<'a> {
+    /// The kernel.
+    pub(super) kind: KernelKind,
+    /// The round keys in the kernels' layout.
+    pub(super) keys: &'a RoundKeyWords,
+    /// 10, 12 or 14.
+    pub(super) rounds: usize,
+    /// The counter block of the stream's block 0 (CTR; ignored by ECB).
+    pub(super) counter: &'a [u8; 16],
+    /// The stream block of the body's first byte.
+    pub(super) first_block: u64,
+}
+
+impl PieceJob<'_> {
+    /// The same job through another kernel.
+    pub(super) fn with_kind(self, kind: KernelKind) -> Self {
+        PieceJob { kind, ..self }
+    }
+
+    /// The same job for the bytes after the first `bytes` (whole blocks).
+    pub(super) fn after(self, bytes: usize) -> Self {
+        PieceJob {
+            first_block: self.first_block + (bytes / 16) as u64,
+            ..self
+        }
+    }
+}
+
+/// One stream's share of the pipeline.
+pub(super) struct Slot {
+    pub(super) stream: Stream,
+    /// With [`SyncMode::Blocking`]: recorded after each piece and waited on (sleeping).
+    done: Option<Event>,
+    host: PinnedBuffer,
+    dev: DeviceBuffer,
+    /// The piece in flight: its place in the body and whether it comes back as keystream.
+    pub(super) pending: Option<(Range<usize>, bool)>,
+}
+
+impl Slot {
+    /// Waits for the piece in flight, if any, and puts its bytes into `body`.
+    fn finish(&mut self, pool: &rayon::ThreadPool, body: &mut [u8]) -> Result<(), GpuError> {
+        if let Some((range, keystream)) = self.pending.take() {
+            match &self.done {
+                Some(done) => done.synchronize()?,
+                None => self.stream.synchronize()?,
+            }
+            let len = range.len();
+            // SAFETY: the copy-out of this piece, the only transfer on this buffer, is done
+            // (synchronized just above).
+            let host = unsafe { &self.host.as_mut_slice()[..len] };
+            if keystream {
+                par_xor_into(pool, &mut body[range], host);
+            } else {
+                par_copy(pool, &mut body[range], host);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl GpuEngine {
+    /// Streams `body` (whole blocks; stream block `job.first_block` first) through `job.kind`.
+    pub(super) fn pipeline(
+        &self,
+        slots: &mut Vec<Slot>,
+        job: &PieceJob<'_>,
+        body: &mut [u8],
+    ) -> Result<(), GpuError> {
+        let PieceJob {
+            kind,
+            keys,
+            rounds,
+            counter: iv,
+            first_block,
+        } = *job;
+        if body.is_empty() {
+            return Ok(());
+        }
+        self.device.bind()?;
+        let o = &self.options;
+        let piece = plan::piece_len(body.len(), o.streams, o.min_piece, o.max_piece);
+        let capacity = (o.max_piece / 16 * 16).max(16);
+        while slots.len() < o.streams {
+            slots.push(Slot {
+                stream: Stream::new(&self.device)?,
+                done: match o.sync {
+                    SyncMode::Blocking => Some(Event::blocking(&self.device)?),
+                    SyncMode::Spin => None,
+                },
+                host: PinnedBuffer::new(&self.device, capacity)?,
+                dev: DeviceBuffer::new(&self.device, capacity)?,
+                pending: None,
+            });
+        }
+        let kernel = self.kernel(rounds, kind);
+        let full_grid = self.full_grid[(rounds - 10) / 2][kind.index()];
+        let n = slots.len();
+        let mut next = 0;
+        for (i, start) in (0..body.len()).step_by(piece).enumerate() {
+            let slot = &mut slots[i % n];
+            slot.finish(&self.pool, body)?;
+            let range = start..(start + piece).min(body.len());
+            let len = range.len();
+            let nblocks = (len / 16) as u64;
+            let counter = plan::counter_halves(iv, first_block + (start / 16) as u64);
+            let grid = plan::grid_size(
+                nblocks,
+                o.threads_per_block,
+                crate::BLOCKS_PER_THREAD,
+                full_grid,
+                1,
+            );
+            let keystream = kind == KernelKind::CtrKeystream;
+            let input = if keystream {
+                0
+            } else {
+                // SAFETY: `slot.finish` above waited for the slot's previous piece, so no copy
+                // on this buffer is in flight.
+                let host = unsafe { &mut slot.host.as_mut_slice()[..len] };
+                par_copy(&self.pool, host, &body[range.clone()]);
+                slot.stream.copy_to_device(&slot.dev, 0, &slot.host, len)?;
+                slot.dev.ptr
+            };
+            // SAFETY: `slot.dev` holds `capacity >= len` bytes, input and output alike, and
+            // lives in the slot until the piece is finished (`Slot::finish`, or the error path
+            // of `GpuEngine::body`, synchronizes the stream first).
+            unsafe {
+                self.device.launch(
+                    &kernel,
+                    grid,
+                    o.threads_per_block,
+                    &slot.stream,
+                    input,
+                    slot.dev.ptr,
+                    nblocks,
+                    counter,
+                    keys,
+                )?
+            };
+            slot.stream.copy_to_host(&slot.host, &slot.dev, len)?;
+            if let Some(done) = &slot.done {
+                slot.stream.record(done)?;
+            }
+            slot.pending = Some((range, keystream));
+            next = (i + 1) % n;
+        }
+        for k in 0..n {
+            slots[(next + k) % n].finish(&self.pool, body)?;
+        }
+        Ok(())
+    }
+}
