@@ -6,14 +6,17 @@ pub mod aes;
 pub mod container;
 pub mod cpu;
 pub mod engine;
-#[doc(hidden)]
+#[cfg(feature = "testing")]
 pub mod fuzzing;
 pub mod gf256;
 pub mod key;
 pub mod modes;
 pub mod pipeline;
 pub mod polyval;
+#[cfg(feature = "testing")]
 pub mod seeded;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod throughput;
 
 pub use aes::Implementation;
