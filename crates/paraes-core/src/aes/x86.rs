@@ -7,8 +7,9 @@
 //! i.e. 8, 16 or 32 blocks at a time. The round count is a const generic so each key size gets
 //! a fully unrolled kernel. Partial batches go through a stack buffer that is wiped after.
 //!
-//! Everything here is `unsafe` because the intrinsics need CPU features; the public entry points
-//! are only reached through `Implementation`, which checks the features first.
+//! The kernels are `unsafe fn` because the intrinsics need CPU features, and that is their only
+//! contract: memory moves through bounds-checked byte slices, never raw pointers. The entry
+//! points are only reached through `Implementation`, which checks the features first.
 
 use core::arch::x86_64::*;
 
@@ -16,6 +17,8 @@ use crate::key::ExpandedKey;
 
 /// Independent registers kept in flight (AES latency x AES units).
 const LANES: usize = 8;
+/// Largest register in bytes (512 bits).
+const MAX_REGISTER_BYTES: usize = 64;
 /// Largest batch in bytes (8 registers of 512 bits).
 const MAX_BATCH_BYTES: usize = LANES * 64;
 
@@ -25,14 +28,25 @@ const MAX_BATCH_BYTES: usize = LANES * 64;
 /// that they are compiled inside the `#[target_feature]` entry point that uses them, where the
 /// needed features are enabled. Anything left out of line would be compiled without the features
 /// and call every intrinsic as a function: measured 50x slower.
+///
+/// Memory goes in and out through byte slices (bounds-checked; the checks fold away, since every
+/// offset is a constant once the kernels are unrolled), so the one contract left to callers is
+/// the CPU's.
+///
+/// # Safety
+///
+/// Every method may only run on a CPU with the features of the register width (those of the
+/// `backend!` module using it), which `Implementation` checks before any entry point runs.
 trait AesVec: Copy {
     /// AES blocks per register.
     const BLOCKS: usize;
     /// Bytes per register.
     const BYTES: usize = Self::BLOCKS * 16;
 
-    unsafe fn load(src: *const u8) -> Self;
-    unsafe fn store(self, dst: *mut u8);
+    /// The first [`AesVec::BYTES`] bytes of `src` (panics if it is shorter).
+    unsafe fn load(src: &[u8]) -> Self;
+    /// Writes the register to the first [`AesVec::BYTES`] bytes of `dst` (panics if shorter).
+    unsafe fn store(self, dst: &mut [u8]);
     /// The 16-byte `block` in every lane.
     unsafe fn broadcast(block: &[u8; 16]) -> Self;
     unsafe fn xor(self, other: Self) -> Self;
@@ -49,196 +63,189 @@ trait AesVec: Copy {
 /// The `pshufb` control that reverses 16 bytes.
 const REVERSE_BYTES: [u8; 16] = [15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0];
 
-impl AesVec for __m128i {
-    const BLOCKS: usize = 1;
-    #[inline(always)]
-    unsafe fn load(src: *const u8) -> Self {
-        _mm_loadu_si128(src.cast())
-    }
-    #[inline(always)]
-    unsafe fn store(self, dst: *mut u8) {
-        _mm_storeu_si128(dst.cast(), self)
-    }
-    #[inline(always)]
-    unsafe fn broadcast(block: &[u8; 16]) -> Self {
-        Self::load(block.as_ptr())
-    }
-    #[inline(always)]
-    unsafe fn xor(self, other: Self) -> Self {
-        _mm_xor_si128(self, other)
-    }
-    #[inline(always)]
-    unsafe fn enc(self, round_key: Self) -> Self {
-        _mm_aesenc_si128(self, round_key)
-    }
-    #[inline(always)]
-    unsafe fn enc_last(self, round_key: Self) -> Self {
-        _mm_aesenclast_si128(self, round_key)
-    }
-    #[inline(always)]
-    unsafe fn dec(self, round_key: Self) -> Self {
-        _mm_aesdec_si128(self, round_key)
-    }
-    #[inline(always)]
-    unsafe fn dec_last(self, round_key: Self) -> Self {
-        _mm_aesdeclast_si128(self, round_key)
-    }
-    #[inline(always)]
-    unsafe fn add64(self, other: Self) -> Self {
-        _mm_add_epi64(self, other)
-    }
-    #[inline(always)]
-    unsafe fn reverse_lanes(self) -> Self {
-        _mm_shuffle_epi8(self, Self::broadcast(&REVERSE_BYTES))
-    }
+/// A 128-bit register as it is (the broadcast of the 128-bit width).
+#[inline(always)]
+fn same(x: __m128i) -> __m128i {
+    x
 }
 
-impl AesVec for __m256i {
-    const BLOCKS: usize = 2;
-    #[inline(always)]
-    unsafe fn load(src: *const u8) -> Self {
-        _mm256_loadu_si256(src.cast())
-    }
-    #[inline(always)]
-    unsafe fn store(self, dst: *mut u8) {
-        _mm256_storeu_si256(dst.cast(), self)
-    }
-    #[inline(always)]
-    unsafe fn broadcast(block: &[u8; 16]) -> Self {
-        _mm256_broadcastsi128_si256(_mm_loadu_si128(block.as_ptr().cast()))
-    }
-    #[inline(always)]
-    unsafe fn xor(self, other: Self) -> Self {
-        _mm256_xor_si256(self, other)
-    }
-    #[inline(always)]
-    unsafe fn enc(self, round_key: Self) -> Self {
-        _mm256_aesenc_epi128(self, round_key)
-    }
-    #[inline(always)]
-    unsafe fn enc_last(self, round_key: Self) -> Self {
-        _mm256_aesenclast_epi128(self, round_key)
-    }
-    #[inline(always)]
-    unsafe fn dec(self, round_key: Self) -> Self {
-        _mm256_aesdec_epi128(self, round_key)
-    }
-    #[inline(always)]
-    unsafe fn dec_last(self, round_key: Self) -> Self {
-        _mm256_aesdeclast_epi128(self, round_key)
-    }
-    #[inline(always)]
-    unsafe fn add64(self, other: Self) -> Self {
-        _mm256_add_epi64(self, other)
-    }
-    #[inline(always)]
-    unsafe fn reverse_lanes(self) -> Self {
-        _mm256_shuffle_epi8(self, Self::broadcast(&REVERSE_BYTES))
-    }
+/// Implements [`AesVec`] for one register type from its intrinsics.
+macro_rules! aes_vec {
+    ($vec:ty, $blocks:literal, $loadu:ident, $storeu:ident, $broadcast:ident, $xor:ident,
+     $enc:ident, $enc_last:ident, $dec:ident, $dec_last:ident, $add64:ident, $shuffle:ident) => {
+        impl AesVec for $vec {
+            const BLOCKS: usize = $blocks;
+            #[inline(always)]
+            unsafe fn load(src: &[u8]) -> Self {
+                let src = &src[..Self::BYTES];
+                // SAFETY: `src` holds BYTES bytes and the load has no alignment requirement; the
+                // CPU features are the caller's contract (see the trait).
+                unsafe { $loadu(src.as_ptr().cast()) }
+            }
+            #[inline(always)]
+            unsafe fn store(self, dst: &mut [u8]) {
+                let dst = &mut dst[..Self::BYTES];
+                // SAFETY: as in `load`, for a writable slice of BYTES bytes.
+                unsafe { $storeu(dst.as_mut_ptr().cast(), self) }
+            }
+            #[inline(always)]
+            unsafe fn broadcast(block: &[u8; 16]) -> Self {
+                // SAFETY: `block` holds the 16 bytes loaded; CPU features as in `load`.
+                unsafe { $broadcast(_mm_loadu_si128(block.as_ptr().cast())) }
+            }
+            #[inline(always)]
+            unsafe fn xor(self, other: Self) -> Self {
+                // SAFETY: register arithmetic; CPU features are the caller's contract.
+                unsafe { $xor(self, other) }
+            }
+            #[inline(always)]
+            unsafe fn enc(self, round_key: Self) -> Self {
+                // SAFETY: register arithmetic; CPU features are the caller's contract.
+                unsafe { $enc(self, round_key) }
+            }
+            #[inline(always)]
+            unsafe fn enc_last(self, round_key: Self) -> Self {
+                // SAFETY: register arithmetic; CPU features are the caller's contract.
+                unsafe { $enc_last(self, round_key) }
+            }
+            #[inline(always)]
+            unsafe fn dec(self, round_key: Self) -> Self {
+                // SAFETY: register arithmetic; CPU features are the caller's contract.
+                unsafe { $dec(self, round_key) }
+            }
+            #[inline(always)]
+            unsafe fn dec_last(self, round_key: Self) -> Self {
+                // SAFETY: register arithmetic; CPU features are the caller's contract.
+                unsafe { $dec_last(self, round_key) }
+            }
+            #[inline(always)]
+            unsafe fn add64(self, other: Self) -> Self {
+                // SAFETY: register arithmetic; CPU features are the caller's contract.
+                unsafe { $add64(self, other) }
+            }
+            #[inline(always)]
+            unsafe fn reverse_lanes(self) -> Self {
+                // SAFETY: register arithmetic; CPU features are the caller's contract.
+                unsafe { $shuffle(self, Self::broadcast(&REVERSE_BYTES)) }
+            }
+        }
+    };
 }
 
-impl AesVec for __m512i {
-    const BLOCKS: usize = 4;
-    #[inline(always)]
-    unsafe fn load(src: *const u8) -> Self {
-        _mm512_loadu_si512(src.cast())
-    }
-    #[inline(always)]
-    unsafe fn store(self, dst: *mut u8) {
-        _mm512_storeu_si512(dst.cast(), self)
-    }
-    #[inline(always)]
-    unsafe fn broadcast(block: &[u8; 16]) -> Self {
-        _mm512_broadcast_i32x4(_mm_loadu_si128(block.as_ptr().cast()))
-    }
-    #[inline(always)]
-    unsafe fn xor(self, other: Self) -> Self {
-        _mm512_xor_si512(self, other)
-    }
-    #[inline(always)]
-    unsafe fn enc(self, round_key: Self) -> Self {
-        _mm512_aesenc_epi128(self, round_key)
-    }
-    #[inline(always)]
-    unsafe fn enc_last(self, round_key: Self) -> Self {
-        _mm512_aesenclast_epi128(self, round_key)
-    }
-    #[inline(always)]
-    unsafe fn dec(self, round_key: Self) -> Self {
-        _mm512_aesdec_epi128(self, round_key)
-    }
-    #[inline(always)]
-    unsafe fn dec_last(self, round_key: Self) -> Self {
-        _mm512_aesdeclast_epi128(self, round_key)
-    }
-    #[inline(always)]
-    unsafe fn add64(self, other: Self) -> Self {
-        _mm512_add_epi64(self, other)
-    }
-    #[inline(always)]
-    unsafe fn reverse_lanes(self) -> Self {
-        _mm512_shuffle_epi8(self, Self::broadcast(&REVERSE_BYTES))
-    }
-}
+aes_vec!(
+    __m128i,
+    1,
+    _mm_loadu_si128,
+    _mm_storeu_si128,
+    same,
+    _mm_xor_si128,
+    _mm_aesenc_si128,
+    _mm_aesenclast_si128,
+    _mm_aesdec_si128,
+    _mm_aesdeclast_si128,
+    _mm_add_epi64,
+    _mm_shuffle_epi8
+);
+aes_vec!(
+    __m256i,
+    2,
+    _mm256_loadu_si256,
+    _mm256_storeu_si256,
+    _mm256_broadcastsi128_si256,
+    _mm256_xor_si256,
+    _mm256_aesenc_epi128,
+    _mm256_aesenclast_epi128,
+    _mm256_aesdec_epi128,
+    _mm256_aesdeclast_epi128,
+    _mm256_add_epi64,
+    _mm256_shuffle_epi8
+);
+aes_vec!(
+    __m512i,
+    4,
+    _mm512_loadu_si512,
+    _mm512_storeu_si512,
+    _mm512_broadcast_i32x4,
+    _mm512_xor_si512,
+    _mm512_aesenc_epi128,
+    _mm512_aesenclast_epi128,
+    _mm512_aesdec_epi128,
+    _mm512_aesdeclast_epi128,
+    _mm512_add_epi64,
+    _mm512_shuffle_epi8
+);
 
 /// Round keys broadcast to every lane, `NR + 1` of them.
+///
+/// # Safety
+/// The CPU features of `V` (see [`AesVec`]); so for every `unsafe fn` below.
 #[inline(always)]
 unsafe fn broadcast_keys<V: AesVec, const NR: usize>(round_keys: &[[u8; 16]]) -> [V; 15] {
-    let mut keys = [V::broadcast(&round_keys[0]); 15];
-    for (key, block) in keys.iter_mut().zip(&round_keys[..=NR]) {
-        *key = V::broadcast(block);
+    // SAFETY: CPU features are this function's contract.
+    unsafe {
+        let mut keys = [V::broadcast(&round_keys[0]); 15];
+        for (key, block) in keys.iter_mut().zip(&round_keys[..=NR]) {
+            *key = V::broadcast(block);
+        }
+        keys
     }
-    keys
 }
 
 /// The forward cipher on a batch of registers.
 #[inline(always)]
 unsafe fn encrypt_batch<V: AesVec, const NR: usize>(keys: &[V; 15], state: &mut [V; LANES]) {
-    for s in state.iter_mut() {
-        *s = s.xor(keys[0]);
-    }
-    for key in &keys[1..NR] {
+    // SAFETY: CPU features are this function's contract.
+    unsafe {
         for s in state.iter_mut() {
-            *s = s.enc(*key);
+            *s = s.xor(keys[0]);
         }
-    }
-    for s in state.iter_mut() {
-        *s = s.enc_last(keys[NR]);
+        for key in &keys[1..NR] {
+            for s in state.iter_mut() {
+                *s = s.enc(*key);
+            }
+        }
+        for s in state.iter_mut() {
+            *s = s.enc_last(keys[NR]);
+        }
     }
 }
 
 /// The equivalent inverse cipher on a batch of registers (keys from `dec_round_keys`).
 #[inline(always)]
 unsafe fn decrypt_batch<V: AesVec, const NR: usize>(keys: &[V; 15], state: &mut [V; LANES]) {
-    for s in state.iter_mut() {
-        *s = s.xor(keys[0]);
-    }
-    for key in &keys[1..NR] {
+    // SAFETY: CPU features are this function's contract.
+    unsafe {
         for s in state.iter_mut() {
-            *s = s.dec(*key);
+            *s = s.xor(keys[0]);
         }
-    }
-    for s in state.iter_mut() {
-        *s = s.dec_last(keys[NR]);
+        for key in &keys[1..NR] {
+            for s in state.iter_mut() {
+                *s = s.dec(*key);
+            }
+        }
+        for s in state.iter_mut() {
+            *s = s.dec_last(keys[NR]);
+        }
     }
 }
 
-/// Calls `batch` on every full batch of `blocks` and once on the zero-padded remainder, with the
-/// index of the batch's first block. `blocks.len()` is a multiple of 16.
+/// Calls `batch` on every full batch of `blocks` (a slice of `LANES * V::BYTES` bytes) and once
+/// on the zero-padded remainder, with the index of the batch's first block. `blocks.len()` is
+/// a multiple of 16. Safe: it only moves bytes; `batch` carries its own contract.
 #[inline(always)]
-unsafe fn for_each_batch<V: AesVec>(blocks: &mut [u8], mut batch: impl FnMut(*mut u8, u64)) {
+fn for_each_batch<V: AesVec>(blocks: &mut [u8], mut batch: impl FnMut(&mut [u8], u64)) {
     let batch_bytes = LANES * V::BYTES;
     let mut first_block = 0u64;
     let mut chunks = blocks.chunks_exact_mut(batch_bytes);
     for chunk in &mut chunks {
-        batch(chunk.as_mut_ptr(), first_block);
+        batch(chunk, first_block);
         first_block += (batch_bytes / 16) as u64;
     }
     let rest = chunks.into_remainder();
     if !rest.is_empty() {
         let mut buf = BatchBuffer([0u8; MAX_BATCH_BYTES]);
         buf.0[..rest.len()].copy_from_slice(rest);
-        batch(buf.0.as_mut_ptr(), first_block);
+        batch(&mut buf.0[..batch_bytes], first_block);
         rest.copy_from_slice(&buf.0[..rest.len()]);
         // The padding blocks now hold keystream of counters later calls will use: wipe it.
         buf.wipe(batch_bytes);
@@ -250,33 +257,46 @@ unsafe fn for_each_batch<V: AesVec>(blocks: &mut [u8], mut batch: impl FnMut(*mu
 struct BatchBuffer([u8; MAX_BATCH_BYTES]);
 
 impl BatchBuffer {
-    /// Zeroes the first `len` bytes (a multiple of 16) with volatile 16-byte stores that the
+    /// Zeroes the first `len` bytes (rounded down to 16) with volatile 16-byte stores that the
     /// compiler cannot remove. (`zeroize` stores byte by byte: ~130 ns for 512 bytes, more than
     /// the AES work of a 16-byte call.)
     #[inline(always)]
-    unsafe fn wipe(&mut self, len: usize) {
-        let registers = self.0.as_mut_ptr().cast::<__m128i>();
-        for i in 0..len / 16 {
-            // SAFETY: the buffer is 64-byte aligned and holds MAX_BATCH_BYTES >= len bytes.
-            core::ptr::write_volatile(registers.add(i), _mm_setzero_si128());
+    fn wipe(&mut self, len: usize) {
+        let (blocks, _) = self.0[..len].as_chunks_mut::<16>();
+        for block in blocks {
+            // SAFETY: `block` is a valid, writable 16-byte place, 16-byte aligned (the buffer is
+            // 64-byte aligned and blocks start at multiples of 16), as `__m128i` needs; the
+            // all-zero `__m128i` is built without any CPU feature beyond x86-64's SSE2.
+            unsafe {
+                core::ptr::write_volatile(
+                    (block as *mut [u8; 16]).cast::<__m128i>(),
+                    _mm_setzero_si128(),
+                )
+            };
         }
         core::sync::atomic::compiler_fence(core::sync::atomic::Ordering::SeqCst);
     }
 }
 
+/// A batch of registers from the first `LANES * V::BYTES` bytes of `src`.
 #[inline(always)]
-unsafe fn load_batch<V: AesVec>(src: *const u8) -> [V; LANES] {
-    let mut state = [V::load(src); LANES];
-    for (i, s) in state.iter_mut().enumerate().skip(1) {
-        *s = V::load(src.add(i * V::BYTES));
+unsafe fn load_batch<V: AesVec>(src: &[u8]) -> [V; LANES] {
+    // SAFETY: CPU features are this function's contract.
+    unsafe {
+        let mut state = [V::load(src); LANES];
+        for (i, s) in state.iter_mut().enumerate().skip(1) {
+            *s = V::load(&src[i * V::BYTES..]);
+        }
+        state
     }
-    state
 }
 
+/// Writes a batch of registers to the first `LANES * V::BYTES` bytes of `dst`.
 #[inline(always)]
-unsafe fn store_batch<V: AesVec>(state: &[V; LANES], dst: *mut u8) {
+unsafe fn store_batch<V: AesVec>(state: &[V; LANES], dst: &mut [u8]) {
     for (i, s) in state.iter().enumerate() {
-        s.store(dst.add(i * V::BYTES));
+        // SAFETY: CPU features are this function's contract.
+        unsafe { s.store(&mut dst[i * V::BYTES..]) };
     }
 }
 
@@ -291,73 +311,86 @@ unsafe fn counter_batch<V: AesVec>(counter: u128) -> [V; LANES] {
     let low = counter as u64;
     let high = (counter >> 64) as u64;
     if low.checked_add(batch_blocks - 1).is_some() {
-        let mut words = [0u64; 8];
-        let mut step = [0u64; 8];
+        let mut words = [0u8; MAX_REGISTER_BYTES];
+        let mut step = [0u8; MAX_REGISTER_BYTES];
         for lane in 0..V::BLOCKS {
-            words[2 * lane] = low + lane as u64;
-            words[2 * lane + 1] = high;
-            step[2 * lane] = V::BLOCKS as u64;
+            words[16 * lane..16 * lane + 8].copy_from_slice(&(low + lane as u64).to_le_bytes());
+            words[16 * lane + 8..16 * lane + 16].copy_from_slice(&high.to_le_bytes());
+            step[16 * lane..16 * lane + 8].copy_from_slice(&(V::BLOCKS as u64).to_le_bytes());
         }
-        let step = V::load(step.as_ptr().cast());
-        let mut next = V::load(words.as_ptr().cast());
-        let mut state = [next; LANES];
-        for s in state.iter_mut() {
-            *s = next.reverse_lanes();
-            next = next.add64(step);
+        // SAFETY: CPU features are this function's contract.
+        unsafe {
+            let step = V::load(&step);
+            let mut next = V::load(&words);
+            let mut state = [next; LANES];
+            for s in state.iter_mut() {
+                *s = next.reverse_lanes();
+                next = next.add64(step);
+            }
+            state
         }
-        state
     } else {
         let mut bytes = [0u8; MAX_BATCH_BYTES];
         for (i, block) in bytes.chunks_exact_mut(16).enumerate() {
             block.copy_from_slice(&counter.wrapping_add(i as u128).to_be_bytes());
         }
-        load_batch(bytes.as_ptr())
+        // SAFETY: CPU features are this function's contract.
+        unsafe { load_batch(&bytes) }
     }
 }
 
 #[inline(always)]
 unsafe fn ecb_encrypt<V: AesVec, const NR: usize>(key: &ExpandedKey, blocks: &mut [u8]) {
-    let keys = broadcast_keys::<V, NR>(key.enc_round_keys());
-    for_each_batch::<V>(
-        blocks,
-        #[inline(always)]
-        |ptr, _| {
-            let mut state = load_batch::<V>(ptr);
-            encrypt_batch::<V, NR>(&keys, &mut state);
-            store_batch(&state, ptr);
-        },
-    );
+    // SAFETY: CPU features are this function's contract, and so the closure's.
+    unsafe {
+        let keys = broadcast_keys::<V, NR>(key.enc_round_keys());
+        for_each_batch::<V>(
+            blocks,
+            #[inline(always)]
+            |batch, _| {
+                let mut state = load_batch::<V>(batch);
+                encrypt_batch::<V, NR>(&keys, &mut state);
+                store_batch(&state, batch);
+            },
+        );
+    }
 }
 
 #[inline(always)]
 unsafe fn ecb_decrypt<V: AesVec, const NR: usize>(key: &ExpandedKey, blocks: &mut [u8]) {
-    let keys = broadcast_keys::<V, NR>(key.dec_round_keys());
-    for_each_batch::<V>(
-        blocks,
-        #[inline(always)]
-        |ptr, _| {
-            let mut state = load_batch::<V>(ptr);
-            decrypt_batch::<V, NR>(&keys, &mut state);
-            store_batch(&state, ptr);
-        },
-    );
+    // SAFETY: CPU features are this function's contract, and so the closure's.
+    unsafe {
+        let keys = broadcast_keys::<V, NR>(key.dec_round_keys());
+        for_each_batch::<V>(
+            blocks,
+            #[inline(always)]
+            |batch, _| {
+                let mut state = load_batch::<V>(batch);
+                decrypt_batch::<V, NR>(&keys, &mut state);
+                store_batch(&state, batch);
+            },
+        );
+    }
 }
 
 #[inline(always)]
 unsafe fn ctr_xor<V: AesVec, const NR: usize>(key: &ExpandedKey, counter: u128, blocks: &mut [u8]) {
-    let keys = broadcast_keys::<V, NR>(key.enc_round_keys());
-    for_each_batch::<V>(
-        blocks,
-        #[inline(always)]
-        |ptr, first_block| {
-            let mut stream = counter_batch::<V>(counter.wrapping_add(first_block as u128));
-            encrypt_batch::<V, NR>(&keys, &mut stream);
-            for (i, ks) in stream.iter().enumerate() {
-                let p = ptr.add(i * V::BYTES);
-                V::load(p).xor(*ks).store(p);
-            }
-        },
-    );
+    // SAFETY: CPU features are this function's contract, and so the closure's.
+    unsafe {
+        let keys = broadcast_keys::<V, NR>(key.enc_round_keys());
+        for_each_batch::<V>(
+            blocks,
+            #[inline(always)]
+            |batch, first_block| {
+                let mut stream = counter_batch::<V>(counter.wrapping_add(first_block as u128));
+                encrypt_batch::<V, NR>(&keys, &mut stream);
+                for (i, ks) in stream.iter().enumerate() {
+                    let register = &mut batch[i * V::BYTES..];
+                    V::load(register).xor(*ks).store(register);
+                }
+            },
+        );
+    }
 }
 
 /// Picks the unrolled kernel for the key's round count.
@@ -384,7 +417,9 @@ macro_rules! backend {
             /// The CPU must support the features named in the `target_feature` attribute.
             #[target_feature(enable = $features)]
             pub(crate) unsafe fn encrypt_blocks(key: &ExpandedKey, blocks: &mut [u8]) {
-                by_rounds!(ecb_encrypt, $vec, key, blocks)
+                // SAFETY: the features the kernel needs are enabled here, and the caller
+                // guarantees the CPU has them.
+                unsafe { by_rounds!(ecb_encrypt, $vec, key, blocks) }
             }
 
             /// ECB-decrypts whole blocks in place.
@@ -393,7 +428,8 @@ macro_rules! backend {
             /// The CPU must support the features named in the `target_feature` attribute.
             #[target_feature(enable = $features)]
             pub(crate) unsafe fn decrypt_blocks(key: &ExpandedKey, blocks: &mut [u8]) {
-                by_rounds!(ecb_decrypt, $vec, key, blocks)
+                // SAFETY: as in `encrypt_blocks`.
+                unsafe { by_rounds!(ecb_decrypt, $vec, key, blocks) }
             }
 
             /// XORs the CTR keystream from `counter` on into whole blocks in place.
@@ -402,7 +438,8 @@ macro_rules! backend {
             /// The CPU must support the features named in the `target_feature` attribute.
             #[target_feature(enable = $features)]
             pub(crate) unsafe fn ctr_blocks(key: &ExpandedKey, counter: u128, blocks: &mut [u8]) {
-                by_rounds!(ctr_xor, $vec, key, counter, blocks)
+                // SAFETY: as in `encrypt_blocks`.
+                unsafe { by_rounds!(ctr_xor, $vec, key, counter, blocks) }
             }
         }
     };
