@@ -62,40 +62,50 @@ mod x86 {
     /// dot(a, b) = a * b * x^-128, one block (Gueron's GCM-SIV reduction).
     #[inline(always)]
     unsafe fn dot(a: __m128i, b: __m128i) -> __m128i {
-        let lo = _mm_clmulepi64_si128(a, b, 0x00);
-        let hi = _mm_clmulepi64_si128(a, b, 0x11);
-        let mid = _mm_xor_si128(
-            _mm_clmulepi64_si128(a, b, 0x10),
-            _mm_clmulepi64_si128(a, b, 0x01),
-        );
-        reduce(
-            _mm_xor_si128(lo, _mm_slli_si128(mid, 8)),
-            _mm_xor_si128(hi, _mm_srli_si128(mid, 8)),
-        )
+        // SAFETY: register arithmetic; the caller runs with pclmulqdq and sse2 enabled.
+        unsafe {
+            let lo = _mm_clmulepi64_si128(a, b, 0x00);
+            let hi = _mm_clmulepi64_si128(a, b, 0x11);
+            let mid = _mm_xor_si128(
+                _mm_clmulepi64_si128(a, b, 0x10),
+                _mm_clmulepi64_si128(a, b, 0x01),
+            );
+            reduce(
+                _mm_xor_si128(lo, _mm_slli_si128(mid, 8)),
+                _mm_xor_si128(hi, _mm_srli_si128(mid, 8)),
+            )
+        }
     }
 
     /// Reduces the 256-bit product hi:lo to dot form.
     #[inline(always)]
     unsafe fn reduce(lo: __m128i, hi: __m128i) -> __m128i {
-        let poly = _mm_set_epi64x(0xc200_0000_0000_0000_u64 as i64, 1);
-        let t = _mm_clmulepi64_si128(lo, poly, 0x10);
-        let lo = _mm_xor_si128(_mm_shuffle_epi32(lo, 78), t);
-        let t = _mm_clmulepi64_si128(lo, poly, 0x10);
-        let lo = _mm_xor_si128(_mm_shuffle_epi32(lo, 78), t);
-        _mm_xor_si128(hi, lo)
+        // SAFETY: register arithmetic; the caller runs with pclmulqdq and sse2 enabled.
+        unsafe {
+            let poly = _mm_set_epi64x(0xc200_0000_0000_0000_u64 as i64, 1);
+            let t = _mm_clmulepi64_si128(lo, poly, 0x10);
+            let lo = _mm_xor_si128(_mm_shuffle_epi32(lo, 78), t);
+            let t = _mm_clmulepi64_si128(lo, poly, 0x10);
+            let lo = _mm_xor_si128(_mm_shuffle_epi32(lo, 78), t);
+            _mm_xor_si128(hi, lo)
+        }
     }
 
     /// The dot-powers H^GROUP .. H^1.
     #[target_feature(enable = "pclmulqdq,sse2")]
     pub(super) unsafe fn powers(h: &[u8; 16]) -> [[u8; 16]; GROUP] {
-        let h = _mm_loadu_si128(h.as_ptr().cast());
-        let mut out = [[0u8; 16]; GROUP];
-        let mut power = h;
-        for slot in out.iter_mut().rev() {
-            _mm_storeu_si128(slot.as_mut_ptr().cast(), power);
-            power = dot(power, h);
+        // SAFETY: the loads and stores touch the 16 bytes of `h` and of each `slot`; `dot`
+        // needs the features this function enables, which the caller guarantees the CPU has.
+        unsafe {
+            let h = _mm_loadu_si128(h.as_ptr().cast());
+            let mut out = [[0u8; 16]; GROUP];
+            let mut power = h;
+            for slot in out.iter_mut().rev() {
+                _mm_storeu_si128(slot.as_mut_ptr().cast(), power);
+                power = dot(power, h);
+            }
+            out
         }
-        out
     }
 
     /// POLYVAL of `data` (zero-padded) then `trailer`.
@@ -106,67 +116,77 @@ mod x86 {
         data: &[u8],
         trailer: &[u8; 16],
     ) -> [u8; 16] {
-        let h = _mm_loadu_si128(h.as_ptr().cast());
-        let key: [__m512i; GROUP / 4] =
-            core::array::from_fn(|r| _mm512_loadu_si512(powers[4 * r].as_ptr().cast()));
-        let mut acc = _mm_setzero_si128();
-        let mut groups = data.chunks_exact(GROUP * 16);
-        for group in &mut groups {
-            let p = group.as_ptr();
-            let mut lo = _mm512_setzero_si512();
-            let mut mid = _mm512_setzero_si512();
-            let mut hi = _mm512_setzero_si512();
-            for (r, k) in key.iter().enumerate() {
-                let mut x = _mm512_loadu_si512(p.add(64 * r).cast());
-                if r == 0 {
-                    x = _mm512_xor_si512(x, _mm512_zextsi128_si512(acc));
+        // SAFETY: every load reads inside its slice (`h`, `trailer`, `padded` and `block` are 16
+        // bytes, `powers[4 * r]` starts 64 bytes of `powers`, and `p.add(64 * r)` stays inside
+        // the GROUP * 16-byte `group`); the helpers need the features this function enables,
+        // which the caller guarantees the CPU has.
+        unsafe {
+            let h = _mm_loadu_si128(h.as_ptr().cast());
+            let key: [__m512i; GROUP / 4] =
+                core::array::from_fn(|r| _mm512_loadu_si512(powers[4 * r].as_ptr().cast()));
+            let mut acc = _mm_setzero_si128();
+            let mut groups = data.chunks_exact(GROUP * 16);
+            for group in &mut groups {
+                let p = group.as_ptr();
+                let mut lo = _mm512_setzero_si512();
+                let mut mid = _mm512_setzero_si512();
+                let mut hi = _mm512_setzero_si512();
+                for (r, k) in key.iter().enumerate() {
+                    let mut x = _mm512_loadu_si512(p.add(64 * r).cast());
+                    if r == 0 {
+                        x = _mm512_xor_si512(x, _mm512_zextsi128_si512(acc));
+                    }
+                    lo = _mm512_xor_si512(lo, _mm512_clmulepi64_epi128(x, *k, 0x00));
+                    hi = _mm512_xor_si512(hi, _mm512_clmulepi64_epi128(x, *k, 0x11));
+                    mid = _mm512_xor_si512(mid, _mm512_clmulepi64_epi128(x, *k, 0x10));
+                    mid = _mm512_xor_si512(mid, _mm512_clmulepi64_epi128(x, *k, 0x01));
                 }
-                lo = _mm512_xor_si512(lo, _mm512_clmulepi64_epi128(x, *k, 0x00));
-                hi = _mm512_xor_si512(hi, _mm512_clmulepi64_epi128(x, *k, 0x11));
-                mid = _mm512_xor_si512(mid, _mm512_clmulepi64_epi128(x, *k, 0x10));
-                mid = _mm512_xor_si512(mid, _mm512_clmulepi64_epi128(x, *k, 0x01));
+                let (lo, mid, hi) = (fold_lanes(lo), fold_lanes(mid), fold_lanes(hi));
+                acc = reduce(
+                    _mm_xor_si128(lo, _mm_slli_si128(mid, 8)),
+                    _mm_xor_si128(hi, _mm_srli_si128(mid, 8)),
+                );
             }
-            let (lo, mid, hi) = (fold_lanes(lo), fold_lanes(mid), fold_lanes(hi));
-            acc = reduce(
-                _mm_xor_si128(lo, _mm_slli_si128(mid, 8)),
-                _mm_xor_si128(hi, _mm_srli_si128(mid, 8)),
-            );
-        }
-        let rest = groups.remainder();
-        let mut blocks = rest.chunks_exact(16);
-        for block in &mut blocks {
+            let rest = groups.remainder();
+            let mut blocks = rest.chunks_exact(16);
+            for block in &mut blocks {
+                acc = dot(
+                    _mm_xor_si128(acc, _mm_loadu_si128(block.as_ptr().cast())),
+                    h,
+                );
+            }
+            let tail = blocks.remainder();
+            if !tail.is_empty() {
+                let mut padded = [0u8; 16];
+                padded[..tail.len()].copy_from_slice(tail);
+                acc = dot(
+                    _mm_xor_si128(acc, _mm_loadu_si128(padded.as_ptr().cast())),
+                    h,
+                );
+                padded.zeroize();
+            }
             acc = dot(
-                _mm_xor_si128(acc, _mm_loadu_si128(block.as_ptr().cast())),
+                _mm_xor_si128(acc, _mm_loadu_si128(trailer.as_ptr().cast())),
                 h,
             );
+            let mut out = [0u8; 16];
+            _mm_storeu_si128(out.as_mut_ptr().cast(), acc);
+            out
         }
-        let tail = blocks.remainder();
-        if !tail.is_empty() {
-            let mut padded = [0u8; 16];
-            padded[..tail.len()].copy_from_slice(tail);
-            acc = dot(
-                _mm_xor_si128(acc, _mm_loadu_si128(padded.as_ptr().cast())),
-                h,
-            );
-            padded.zeroize();
-        }
-        acc = dot(
-            _mm_xor_si128(acc, _mm_loadu_si128(trailer.as_ptr().cast())),
-            h,
-        );
-        let mut out = [0u8; 16];
-        _mm_storeu_si128(out.as_mut_ptr().cast(), acc);
-        out
     }
 
     /// XOR of the four 128-bit lanes.
     #[inline(always)]
     unsafe fn fold_lanes(v: __m512i) -> __m128i {
-        let halves = _mm256_xor_si256(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-        _mm_xor_si128(
-            _mm256_castsi256_si128(halves),
-            _mm256_extracti128_si256(halves, 1),
-        )
+        // SAFETY: register arithmetic; the caller (`hash`) runs with avx2 and avx512f enabled.
+        unsafe {
+            let halves =
+                _mm256_xor_si256(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+            _mm_xor_si128(
+                _mm256_castsi256_si128(halves),
+                _mm256_extracti128_si256(halves, 1),
+            )
+        }
     }
 }
 
