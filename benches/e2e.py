@@ -76,7 +76,7 @@ def main():
             "cp": ["cp", str(src), str(out)],
             "openssl enc -aes-128-ctr": ["openssl", "enc", "-aes-128-ctr", "-K", key_hex,
                                          "-iv", iv, "-in", str(src), "-out", str(out)],
-            "paraes enc --raw (ctr, cpu)": [paraes, "enc", "-q", "--raw", "--iv", iv, "-k",
+            "paraes enc --raw (ctr, cpu)": [paraes, "enc", "-q", "--raw", "ctr", "--iv", iv, "-k",
                                             str(key), "-b", "cpu", "-f", str(src), "-o", str(out)],
         }
         for chunk in args.chunk_sizes.split(","):

@@ -39,7 +39,7 @@ echo "== unit, property and end-to-end tests"
 cargo test --workspace --release
 
 echo "== the MPI backend under mpiexec"
-cargo test --release --features mpi --test cli_mpi
+cargo test --release --features mpi --test cli mpi::
 
 echo "== PTX kernels"
 kernels/check-ptx.sh

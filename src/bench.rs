@@ -4,15 +4,16 @@
 use std::io::IsTerminal;
 use std::path::Path;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use paraes_bench::report::{self, format_size, Row};
 use paraes_bench::{fill_speedups, measure_e2e, measure_engine, openssl, plot, Timing};
 use paraes_core::pipeline::DEFAULT_CHUNK_SIZE;
 use paraes_core::{Engine, Key, Mode};
 
-use crate::backend::{self, BenchEngine};
-use crate::cli::{self, BenchArgs};
+use crate::cli::BenchArgs;
+use crate::engines::{self, BenchEngine};
+use crate::plan::UsageError;
 
 /// Sizes without --sizes.
 const DEFAULT_SIZES: &str = "1KiB..256MiB";
@@ -23,14 +24,18 @@ const E2E_MIN: usize = 1 << 20;
 /// Buffer size of the --baseline openssl comparison (`openssl speed -bytes`).
 const OPENSSL_BYTES: usize = 16 << 10;
 
+/// A usage error of `bench` (exit status 2).
+fn usage(message: String) -> anyhow::Error {
+    anyhow::Error::new(UsageError {
+        message,
+        command: "bench",
+    })
+}
+
 fn parse_modes(list: &str) -> Result<Vec<Mode>> {
     let mut modes = Vec::new();
-    for item in list.split(',').map(|s| s.trim().to_ascii_lowercase()) {
-        let mode = match item.as_str() {
-            "ctr" => Mode::Ctr,
-            "ecb" => Mode::Ecb,
-            _ => bail!("unknown mode '{item}' in --mode: choose from ctr, ecb"),
-        };
+    for item in list.split(',') {
+        let mode: Mode = item.parse().map_err(|e| usage(format!("--mode: {e}")))?;
         if !modes.contains(&mode) {
             modes.push(mode);
         }
@@ -44,7 +49,11 @@ fn parse_bits(list: &str) -> Result<Vec<u32>> {
         match item.parse::<u32>() {
             Ok(bits @ (128 | 192 | 256)) if !all.contains(&bits) => all.push(bits),
             Ok(128 | 192 | 256) => {}
-            _ => bail!("--bits takes 128, 192 or 256 (comma-separated), not '{item}'"),
+            _ => {
+                return Err(usage(format!(
+                    "--bits takes 128, 192 or 256 (comma-separated), not '{item}'"
+                )))
+            }
         }
     }
     Ok(all)
@@ -58,21 +67,8 @@ fn bench_key(bits: u32) -> Key {
     Key::new(&bytes[..bits as usize / 8]).expect("16, 24 or 32 bytes")
 }
 
-fn mode_upper(mode: Mode) -> &'static str {
-    match mode {
-        Mode::Ctr => "CTR",
-        Mode::Ecb => "ECB",
-    }
-}
-
 /// `paraes bench`.
 pub fn run(args: &BenchArgs) -> Result<()> {
-    if args.repeat == Some(0) {
-        bail!("--repeat must be at least 1");
-    }
-    if args.threads == Some(0) {
-        bail!("--threads must be at least 1");
-    }
     let modes = parse_modes(&args.mode)?;
     let bits = parse_bits(&args.bits)?;
     let default_sizes = if args.quick {
@@ -80,30 +76,30 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     } else {
         DEFAULT_SIZES
     };
-    let sizes = paraes_bench::parse_sizes(
-        args.sizes.as_deref().unwrap_or(default_sizes),
-        cli::parse_size,
-    )
-    .map_err(|e| anyhow!("--sizes: {e}"))?;
+    let sizes = paraes_bench::parse_sizes(args.sizes.as_deref().unwrap_or(default_sizes), |text| {
+        crate::units::parse_size(text).map(|n| n as usize)
+    })
+    .map_err(|e| usage(format!("--sizes: {e}")))?;
     if modes.contains(&Mode::Ecb) {
         if let Some(bad) = sizes.iter().find(|s| !s.is_multiple_of(16)) {
-            bail!("ECB works on whole 16-byte blocks, but --sizes has {bad} bytes: use multiples of 16");
+            return Err(usage(format!("ECB works on whole 16-byte blocks, but --sizes has {bad} bytes: use multiples of 16")));
         }
     }
-    let openssl_baseline = match args.baseline.as_deref() {
-        None => false,
-        Some(name) if name.eq_ignore_ascii_case("openssl") => true,
-        Some(other) => bail!("unknown --baseline '{other}': the only baseline is openssl"),
-    };
+    // clap accepts only "openssl".
+    let openssl_baseline = args.baseline.is_some();
     let mut timing = if args.quick {
         Timing::QUICK
     } else {
         Timing::FULL
     };
     if let Some(repeat) = args.repeat {
-        timing.repeats = repeat;
+        timing.repeats = repeat as usize;
     }
-    let engines = backend::bench_engines(&args.backend, args.threads, &args.engine)?;
+    let engines = engines::bench_engines(
+        &args.backend,
+        args.threads.map(|t| t as usize),
+        &args.engine,
+    )?;
     let present: Vec<(&str, &dyn Engine)> = engines
         .iter()
         .filter_map(|e| match e {
@@ -149,7 +145,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         for &bits in &bits {
             let key = bench_key(bits);
             let expanded = key.expand();
-            let cipher = format!("AES-{bits}-{}", mode_upper(mode));
+            let cipher = format!("AES-{bits}-{mode}");
             let runs = sizes.iter().map(|&size| (size, false));
             for (size, e2e) in runs.chain(e2e_sizes.iter().map(|&size| (size, true))) {
                 for &(label, engine) in &present {

@@ -1,8 +1,12 @@
-//! The command line: clap definitions of `paraes enc|dec|keygen|info|bench` and their options.
+//! The command line as clap parses it (the "low-level" arguments): one struct per subcommand,
+//! holding only the options that subcommand uses. Nothing here is checked beyond its own
+//! type: `plan.rs` turns these into a validated plan and owns every rule between options.
 
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use paraes_core::{KeySize, Mode};
 use paraes_gpu::CtrVariant;
 use paraes_sunway_sim::{Buffering, Variant};
 
@@ -14,15 +18,17 @@ Examples:
   tar c dir | paraes enc -k my.key > dir.tar.paraes
   paraes dec -k my.key dir.tar.paraes -o - | tar x
   paraes enc -p notes.txt                         passphrase from the terminal (Argon2id)
+  pass show backup | paraes enc --passphrase-file - notes.txt
+  paraes enc --key-fd 3 big.dat 3<my.key          key from an open file descriptor
   paraes keygen --x25519 -o me.id                 an X25519 identity; its recipient on stderr
   paraes enc -r paraes1... -k team.key big.dat    for a public key and a key file at once
   paraes dec -i me.id big.dat.paraes              open with an identity file
   paraes rekey -k old.key --new-key-file new.key big.dat.paraes
                                                   new keys, body untouched
-  paraes enc --raw --mode ctr -k my.key f -o f.ctr
-                                                  bare CTR stream (random IV, printed), as openssl enc
+  paraes enc --raw ctr -k my.key f -o f.ctr       bare CTR stream (random IV, printed), as openssl enc
   paraes info big.dat.paraes                      show a container's header
-  paraes bench --quick                            engine throughput on this machine, in a minute";
+  paraes bench --quick                            engine throughput on this machine, in a minute
+  paraes completions bash > ~/.local/share/bash-completion/completions/paraes";
 
 /// Encrypt and decrypt files with AES (CTR or ECB) as fast as the machine allows.
 #[derive(Parser, Debug)]
@@ -37,146 +43,276 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Encrypt INPUT (or standard input) into an authenticated container or a raw stream.
-    Enc(CryptArgs),
+    Enc(EncArgs),
     /// Decrypt a container (or, with --raw, a raw stream).
-    Dec(CryptArgs),
+    Dec(DecArgs),
     /// Write a random key as hex text (to standard output, or a new file with mode 0600).
     Keygen(KeygenArgs),
-    /// Print the header fields of a container.
+    /// Print the header fields of a container and check its length (no key needed).
     Info(InfoArgs),
     /// Replace who can open a container (its stanzas) without re-encrypting its body.
     Rekey(RekeyArgs),
     /// Measure engine throughput across buffer sizes (table, JSON, CSV, SVG plot).
     Bench(BenchArgs),
-    /// (internal) Remove the unfinished output PATH if the process that writes it dies: waits
-    /// for its standard input to close, then removes PATH if it is still there.
-    #[command(hide = true)]
-    WatchOutput {
-        /// The temporary output to watch.
-        path: PathBuf,
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
     },
+    /// Print the manual page (roff; view with `paraes man | man -l -`).
+    Man,
 }
 
-/// The options of `enc` and `dec`.
+/// `-o` and `--force`, shared by `enc` and `dec`.
 #[derive(Args, Debug)]
-#[command(group(
-    clap::ArgGroup::new("key_source")
-        .required(true)
-        .multiple(true)
-        .args(["key_file", "key", "passphrase", "passphrase_file", "recipient", "recipients_file", "identity"])
-))]
-pub struct CryptArgs {
-    /// Input file; absent or "-" reads standard input.
-    pub input: Option<PathBuf>,
-
+pub struct OutputArgs {
     /// Output file; "-" is standard output. Default: INPUT + ".paraes" for enc, INPUT minus
     /// ".paraes" for dec, standard output when reading standard input.
     #[arg(short, long, value_name = "PATH")]
     pub output: Option<PathBuf>,
 
-    /// Mode of operation (enc; dec reads it from the container header).
-    #[arg(short, long, value_enum)]
-    pub mode: Option<ModeArg>,
-
-    /// Engine that runs AES: auto picks the fastest one present.
-    #[arg(short, long, value_enum, default_value_t = BackendArg::Auto)]
-    pub backend: BackendArg,
-
-    /// Key file: 16/24/32 raw bytes, or the same as hex text (repeatable: enc wraps the file's
-    /// key for each, dec tries each).
-    #[arg(short = 'k', long, value_name = "PATH")]
-    pub key_file: Vec<PathBuf>,
-
-    /// Key as hex (visible to other users in the process list: prefer --key-file).
-    #[arg(long, value_name = "HEX", conflicts_with = "key_file")]
-    pub key: Option<String>,
-
-    #[command(flatten)]
-    pub passphrase: PassphraseArgs,
-
-    /// enc: encrypt to this public key (paraes1... or paraespq1...; repeatable). Anyone can
-    /// encrypt to a recipient: a recipient proves nothing about who wrote a file.
-    #[arg(short = 'r', long, value_name = "RECIPIENT")]
-    pub recipient: Vec<String>,
-
-    /// enc: encrypt to the recipients listed in FILE, one per line (repeatable).
-    #[arg(short = 'R', long, value_name = "FILE")]
-    pub recipients_file: Vec<PathBuf>,
-
-    /// dec: open with the identities (secret keys) in FILE (repeatable).
-    #[arg(short = 'i', long, value_name = "FILE")]
-    pub identity: Vec<PathBuf>,
-
-    /// dec: the most Argon2id work (memory in MiB x passes) a passphrase header may ask for.
-    #[arg(long, value_name = "MIB", default_value_t = paraes_core::container::DEFAULT_MAX_KDF_MIB)]
-    pub max_kdf_mib: u64,
-
-    /// dec: print the body's AES key and counter block on stderr, so standard tools (openssl
-    /// enc) can decrypt the body. Anyone with that key can read this file.
-    #[arg(long)]
-    pub show_data_key: bool,
-
-    /// Key size of the file's data key for enc (default 256); with --raw, the key's size.
-    #[arg(long, value_parser = ["128", "192", "256"])]
-    pub bits: Option<String>,
-
-    /// No container: the bare ECB/CTR stream under your key itself, byte-compatible with
-    /// `openssl enc -aes-N-ctr|-aes-N-ecb -K .. -iv .. -nosalt`. NOT authenticated: dec --raw
-    /// cannot tell a changed or truncated stream.
-    #[arg(long)]
-    pub raw: bool,
-
-    /// Raw CTR initial counter block, 32 hex digits (enc: random and printed when absent; dec:
-    /// required). Raw streams are NOT authenticated: a changed byte goes unnoticed.
-    #[arg(long, value_name = "HEX")]
-    pub iv: Option<String>,
-
-    /// Raw ECB without PKCS#7 padding (the length must be a multiple of 16).
-    #[arg(long)]
-    pub no_pad: bool,
-
-    /// Chunk size, e.g. 4MiB, 512KiB, 65536 (enc, or dec --raw).
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
-    pub chunk_size: Option<usize>,
-
-    /// Worker threads for the CPU engine (default: all cores; with --backend mpi, the cores
-    /// of the node divided among its ranks).
-    #[arg(long, value_name = "N")]
-    pub threads: Option<usize>,
-
-    /// With --backend mpi: how chunks reach the ranks. direct: every rank reads and writes its
-    /// own range of the files (needs a shared file system); scatter: rank 0 reads and writes,
-    /// chunks travel over MPI. Default: direct for files, scatter for pipes.
-    #[arg(long, value_enum, value_name = "HOW")]
-    pub mpi_io: Option<MpiIoArg>,
-
-    /// With --backend mpi: the engine each rank runs.
-    #[arg(long, value_enum, default_value_t = RankEngineArg::Cpu)]
-    pub rank_engine: RankEngineArg,
-
-    /// Options of the GPU engine and the Sunway simulator.
-    #[command(flatten)]
-    pub engine: EngineArgs,
-
     /// Overwrite an existing output file.
     #[arg(short, long)]
     pub force: bool,
-
-    /// No warnings and no progress bar.
-    #[arg(short, long)]
-    pub quiet: bool,
 }
 
-/// A passphrase from the terminal or a file.
+/// Symmetric key sources, shared by `enc`, `dec` and `rekey` (to open).
 #[derive(Args, Debug, Default)]
-pub struct PassphraseArgs {
+pub struct KeyArgs {
+    /// Key file: 16/24/32 raw bytes or the same as hex text; "-" reads standard input, and a
+    /// pipe such as <(pass show key) works (repeatable: enc wraps the file's key for each, dec
+    /// tries each).
+    #[arg(short = 'k', long, value_name = "PATH")]
+    pub key_file: Vec<PathBuf>,
+
+    /// Key as hex (visible to other users in the process list: prefer --key-file,
+    /// --key-fd or --key-env).
+    #[arg(long, value_name = "HEX")]
+    pub key: Option<String>,
+
+    /// Read the key from this open file descriptor (e.g. `--key-fd 3 3<my.key`).
+    #[arg(long, value_name = "FD")]
+    pub key_fd: Option<u32>,
+
+    /// Read the key, as hex, from this environment variable.
+    #[arg(long, value_name = "VAR")]
+    pub key_env: Option<String>,
+
     /// Ask for a passphrase on the terminal (twice for enc).
     #[arg(short = 'p', long)]
     pub passphrase: bool,
 
-    /// Read the passphrase from a file (its first line).
-    #[arg(long, value_name = "PATH")]
+    /// Read the passphrase from a file's first line ("-": standard input).
+    #[arg(long, value_name = "PATH", conflicts_with = "passphrase")]
     pub passphrase_file: Option<PathBuf>,
+}
+
+/// Public-key recipients of `enc`.
+#[derive(Args, Debug, Default)]
+pub struct RecipientArgs {
+    /// Encrypt to this public key (paraes1... or paraespq1...; repeatable). Anyone can
+    /// encrypt to a recipient: a recipient proves nothing about who wrote a file.
+    #[arg(short = 'r', long, value_name = "RECIPIENT")]
+    pub recipient: Vec<String>,
+
+    /// Encrypt to the recipients listed in FILE, one per line (repeatable).
+    #[arg(short = 'R', long, value_name = "FILE")]
+    pub recipients_file: Vec<PathBuf>,
+}
+
+/// Identities and the Argon2id cap, for opening a container (`dec`, `rekey`).
+#[derive(Args, Debug)]
+pub struct UnlockArgs {
+    /// Open with the identities (secret keys) in FILE (repeatable).
+    #[arg(short = 'i', long, value_name = "FILE")]
+    pub identity: Vec<PathBuf>,
+
+    /// The most Argon2id work (memory in MiB x passes) a passphrase header may ask for.
+    #[arg(long, value_name = "MIB", default_value_t = paraes_core::container::DEFAULT_MAX_KDF_MIB)]
+    pub max_kdf_mib: u64,
+}
+
+/// The options of `enc`.
+#[derive(Args, Debug)]
+#[command(group(
+    clap::ArgGroup::new("key_source")
+        .required(true)
+        .multiple(true)
+        .args(["key_file", "key", "key_fd", "key_env", "passphrase", "passphrase_file", "recipient", "recipients_file"])
+))]
+pub struct EncArgs {
+    /// Input file; absent or "-" reads standard input.
+    pub input: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+
+    #[command(flatten)]
+    pub keys: KeyArgs,
+
+    #[command(flatten)]
+    pub recipients: RecipientArgs,
+
+    /// Mode of operation of the container's body [default: ctr].
+    #[arg(short, long, value_name = "MODE", value_parser = mode_parser())]
+    pub mode: Option<Mode>,
+
+    /// Key size of the file's data key [default: 256]; with --raw, the size the key must have.
+    #[arg(long, value_name = "BITS", value_parser = key_size_parser())]
+    pub bits: Option<KeySize>,
+
+    /// Plaintext bytes per chunk, e.g. 4MiB (2^20 bytes), 4MB (10^6), 1.5MiB; a multiple of
+    /// 16 from 4KiB to 64MiB [default: 1MiB].
+    #[arg(long, value_name = "SIZE", value_parser = crate::units::parse_size)]
+    pub chunk_size: Option<u64>,
+
+    /// No container: the bare MODE stream (ctr or ecb) under your key itself, byte-compatible
+    /// with `openssl enc -aes-N-ctr|-aes-N-ecb -K .. -iv .. -nosalt`. NOT authenticated.
+    #[arg(long, value_name = "MODE", value_parser = mode_parser(), conflicts_with = "mode")]
+    pub raw: Option<Mode>,
+
+    /// With --raw ctr: the initial counter block, 32 hex digits (default: random, printed on
+    /// standard error). Raw streams are NOT authenticated.
+    #[arg(long, value_name = "HEX")]
+    pub iv: Option<String>,
+
+    /// With --raw ecb: no PKCS#7 padding (the length must be a multiple of 16).
+    #[arg(long)]
+    pub no_pad: bool,
+
+    #[command(flatten)]
+    pub engine: EngineArgs,
+
+    #[command(flatten)]
+    pub ui: UiArgs,
+}
+
+/// The options of `dec`.
+#[derive(Args, Debug)]
+#[command(group(
+    clap::ArgGroup::new("key_source")
+        .required(true)
+        .multiple(true)
+        .args(["key_file", "key", "key_fd", "key_env", "passphrase", "passphrase_file", "identity"])
+))]
+pub struct DecArgs {
+    /// Input file; absent or "-" reads standard input.
+    pub input: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub output: OutputArgs,
+
+    #[command(flatten)]
+    pub keys: KeyArgs,
+
+    #[command(flatten)]
+    pub unlock: UnlockArgs,
+
+    /// Print the body's AES key and counter block on stderr, so standard tools (openssl enc)
+    /// can decrypt the body. Anyone with that key can read this file.
+    #[arg(long)]
+    pub show_data_key: bool,
+
+    /// The input is a bare MODE stream (ctr or ecb) made with enc --raw, not a container.
+    /// NOT authenticated: a changed or truncated stream goes unnoticed.
+    #[arg(long, value_name = "MODE", value_parser = mode_parser())]
+    pub raw: Option<Mode>,
+
+    /// With --raw ctr: the initial counter block the stream was made with, 32 hex digits.
+    #[arg(long, value_name = "HEX")]
+    pub iv: Option<String>,
+
+    /// With --raw ecb: the stream has no PKCS#7 padding.
+    #[arg(long)]
+    pub no_pad: bool,
+
+    /// With --raw: decrypt even though the input starts like a paraes container.
+    #[arg(long)]
+    pub force_raw: bool,
+
+    #[command(flatten)]
+    pub engine: EngineArgs,
+
+    #[command(flatten)]
+    pub ui: UiArgs,
+}
+
+/// Engine and runner choice, shared by `enc` and `dec`. Every option is optional so that
+/// the plan can tell an option given for the wrong backend (refused) from a default.
+#[derive(Args, Debug, Clone, Default)]
+pub struct EngineArgs {
+    /// Engine that runs AES: auto picks the fastest one present; mpi runs the job across MPI
+    /// ranks (mpiexec -n N paraes ...) [default: auto].
+    #[arg(short, long, value_enum, value_name = "BACKEND")]
+    pub backend: Option<BackendArg>,
+
+    /// Worker threads of the CPU engine (default: all cores; with --backend mpi, the node's
+    /// cores divided among its ranks); with the GPU, its host threads.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub threads: Option<u32>,
+
+    /// gpu: how CTR uses the GPU. fused: data in, ciphertext out; keystream: the GPU writes only
+    /// the keystream and CPU threads XOR it in; auto: times both and keeps the faster
+    /// [default: auto].
+    #[arg(long, value_name = "HOW", value_parser = clap::value_parser!(CtrVariant))]
+    pub gpu_ctr: Option<CtrVariant>,
+
+    /// gpu: the CUDA device to use (with --backend mpi --rank-engine gpu: the first of the
+    /// node's devices, which its ranks take in turn) [default: 0].
+    #[arg(long, value_name = "N")]
+    pub gpu_device: Option<usize>,
+
+    /// sunway-sim: the step of SW-AES's optimisation ladder to simulate: original, simd,
+    /// selldw or pipelined [default: pipelined].
+    #[arg(long, value_name = "VARIANT", value_parser = clap::value_parser!(Variant))]
+    pub sw_variant: Option<Variant>,
+
+    /// sunway-sim: DMA buffering in each CPE's local memory: single or double [default: double].
+    #[arg(long, value_name = "HOW", value_parser = clap::value_parser!(Buffering))]
+    pub sw_buffering: Option<Buffering>,
+
+    /// sunway-sim: core groups of the simulated SW26010 to use, 1 to 4 [default: 4].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=4))]
+    pub sw_cgs: Option<u8>,
+
+    /// mpi: how chunks reach the ranks. direct: every rank reads and writes its own range of
+    /// the files (needs a shared file system); scatter: rank 0 reads and writes, chunks travel
+    /// over MPI [default: direct for files, scatter for pipes].
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub mpi_io: Option<MpiIoArg>,
+
+    /// mpi: the engine each rank runs [default: cpu].
+    #[arg(long, value_enum, value_name = "ENGINE")]
+    pub rank_engine: Option<RankEngineArg>,
+}
+
+/// What the user sees while a job runs and after it.
+#[derive(Args, Debug, Clone, Default)]
+pub struct UiArgs {
+    /// No warnings and no progress display.
+    #[arg(short, long, conflicts_with = "verbose")]
+    pub quiet: bool,
+
+    /// A summary line when done: bytes, time, rate and engine.
+    #[arg(short, long)]
+    pub verbose: bool,
+
+    /// Print the summary as one JSON object on standard error when done, for scripts.
+    #[arg(long, value_name = "FORMAT", value_enum)]
+    pub stats: Option<StatsFormat>,
+
+    /// The input's size when it comes from a pipe (e.g. 20GiB), so the progress display can
+    /// show a total and a time left.
+    #[arg(long, value_name = "SIZE", value_parser = crate::units::parse_size)]
+    pub size: Option<u64>,
+}
+
+/// `--stats`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StatsFormat {
+    /// One JSON object.
+    Json,
 }
 
 /// The options of `rekey`.
@@ -192,24 +328,12 @@ pub struct RekeyArgs {
     /// rewritten beside it and renamed over it; the body bytes never change).
     pub file: PathBuf,
 
-    /// Open with this key file (repeatable).
-    #[arg(short = 'k', long, value_name = "PATH")]
-    pub key_file: Vec<PathBuf>,
-
-    /// Open with this hex key.
-    #[arg(long, value_name = "HEX")]
-    pub key: Option<String>,
+    /// How to open it now.
+    #[command(flatten)]
+    pub keys: KeyArgs,
 
     #[command(flatten)]
-    pub passphrase: PassphraseArgs,
-
-    /// Open with the identities in FILE (repeatable).
-    #[arg(short = 'i', long, value_name = "FILE")]
-    pub identity: Vec<PathBuf>,
-
-    /// The most Argon2id work (memory in MiB x passes) a passphrase header may ask for.
-    #[arg(long, value_name = "MIB", default_value_t = paraes_core::container::DEFAULT_MAX_KDF_MIB)]
-    pub max_kdf_mib: u64,
+    pub unlock: UnlockArgs,
 
     /// New: a key file that opens the file (repeatable).
     #[arg(long, value_name = "PATH")]
@@ -249,9 +373,9 @@ pub struct KeygenArgs {
     #[arg(short = 'y', value_name = "FILE", conflicts_with_all = ["output", "force"])]
     pub recipient_of: Option<PathBuf>,
 
-    /// Key size in bits (symmetric keys).
-    #[arg(long, value_parser = ["128", "192", "256"])]
-    pub bits: Option<String>,
+    /// Key size in bits (symmetric keys) [default: 256].
+    #[arg(long, value_name = "BITS", value_parser = key_size_parser())]
+    pub bits: Option<KeySize>,
 
     /// Output file (created with mode 0600); default or "-": standard output.
     #[arg(short, long, value_name = "PATH")]
@@ -269,8 +393,7 @@ pub struct InfoArgs {
     pub file: PathBuf,
 }
 
-/// The options of `bench`. Lists are checked by the bench glue, so that a bad value is one
-/// `paraes: error:` line with exit status 1.
+/// The options of `bench`. The lists are checked by `bench.rs`, as usage errors.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Engines to measure, comma-separated: cpu, gpu, mpi, sunway-sim, or all. Engines absent
@@ -293,15 +416,15 @@ pub struct BenchArgs {
 
     /// Threads of the parallel CPU engine (default: all cores); the one-thread engine, the
     /// speedup baseline, is always measured too.
-    #[arg(long, value_name = "N")]
-    pub threads: Option<usize>,
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub threads: Option<u32>,
 
     /// Timed samples per measurement (default 11; --quick: 5).
-    #[arg(long, value_name = "N")]
-    pub repeat: Option<usize>,
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub repeat: Option<u32>,
 
     /// Also run this reference in the same run and print the ratio (only: openssl).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = ["openssl"])]
     pub baseline: Option<String>,
 
     /// Write the rows as JSON to PATH ("-": standard output, and the table goes to stderr).
@@ -322,7 +445,7 @@ pub struct BenchArgs {
 
     /// Options of the GPU engine and the Sunway simulator.
     #[command(flatten)]
-    pub engine: EngineArgs,
+    pub engine: BenchEngineArgs,
 
     /// Also time the whole enc pipeline (container, chunk tags, temporary files) for sizes of at
     /// least 1 MiB (rows `ENGINE-e2e`).
@@ -330,22 +453,19 @@ pub struct BenchArgs {
     pub e2e: bool,
 }
 
-/// Options of the engines other than the CPU, shared by `enc`, `dec` and `bench`.
+/// The engine options `bench` passes to the engines it measures.
 #[derive(Args, Debug, Clone)]
-pub struct EngineArgs {
-    /// GPU: how CTR uses the GPU. fused: data in, ciphertext out; keystream: the GPU writes
-    /// only the keystream and CPU threads XOR it in (half the bus traffic); auto: times both on
-    /// the first large buffer and keeps the faster.
+pub struct BenchEngineArgs {
+    /// GPU: how CTR uses the GPU: fused, keystream or auto.
     #[arg(long, value_name = "HOW", default_value = "auto", value_parser = clap::value_parser!(CtrVariant))]
     pub gpu_ctr: CtrVariant,
 
-    /// GPU: the CUDA device to use (with --backend mpi --rank-engine gpu: the first of the
-    /// node's devices, which its ranks take in turn).
+    /// GPU: the CUDA device to use.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub gpu_device: usize,
 
-    /// sunway-sim: the step of SW-AES's optimisation ladder to simulate: original, simd,
-    /// selldw or pipelined.
+    /// sunway-sim: the step of SW-AES's optimisation ladder: original, simd, selldw or
+    /// pipelined.
     #[arg(long, value_name = "VARIANT", default_value = "pipelined", value_parser = clap::value_parser!(Variant))]
     pub sw_variant: Variant,
 
@@ -358,15 +478,6 @@ pub struct EngineArgs {
     pub sw_cgs: u8,
 }
 
-/// `--mode`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ModeArg {
-    /// Counter mode (default).
-    Ctr,
-    /// Electronic codebook (leaks equal blocks).
-    Ecb,
-}
-
 /// `--backend`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum BackendArg {
@@ -376,7 +487,7 @@ pub enum BackendArg {
     Cpu,
     /// A CUDA GPU.
     Gpu,
-    /// MPI ranks.
+    /// MPI ranks (a runner: each rank runs --rank-engine).
     Mpi,
     /// The Sunway SW26010 simulator.
     SunwaySim,
@@ -400,41 +511,19 @@ pub enum RankEngineArg {
     Gpu,
 }
 
-/// Parses sizes such as `4MiB`, `512KiB`, `1M`, `65536` (binary multiples).
-pub fn parse_size(text: &str) -> Result<usize, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (digits, unit) = text.split_at(split);
-    let number: usize = digits
-        .parse()
-        .map_err(|_| format!("'{text}' is not a size: write e.g. 4MiB, 512KiB or 65536"))?;
-    let multiplier: usize = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        other => return Err(format!("unknown size unit '{other}': use KiB, MiB or GiB")),
-    };
-    number
-        .checked_mul(multiplier)
-        .ok_or_else(|| format!("'{text}' is too large"))
+/// `ctr` or `ecb` into the core's [`Mode`] (its `FromStr` is the one mapping).
+fn mode_parser() -> impl TypedValueParser<Value = Mode> {
+    PossibleValuesParser::new(Mode::ALL.map(Mode::lower)).try_map(|text| text.parse::<Mode>())
+}
+
+/// `128`, `192` or `256` into the core's [`KeySize`].
+fn key_size_parser() -> impl TypedValueParser<Value = KeySize> {
+    PossibleValuesParser::new(["128", "192", "256"]).try_map(|text| text.parse::<KeySize>())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_parse() {
-        assert_eq!(parse_size("4MiB"), Ok(4 << 20));
-        assert_eq!(parse_size("512KiB"), Ok(512 << 10));
-        assert_eq!(parse_size("65536"), Ok(65536));
-        assert_eq!(parse_size("1g"), Ok(1 << 30));
-        assert!(parse_size("MiB").is_err());
-        assert!(parse_size("4XB").is_err());
-    }
 
     #[test]
     fn cli_definition_is_consistent() {

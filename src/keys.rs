@@ -1,5 +1,7 @@
-//! Where keys come from: key files, `--key`, passphrases (terminal or file), recipients and
-//! identity files; turned into the container's recipients (enc), unlock set (dec) or raw key.
+//! Reading the key sources of a plan: key files (regular files, pipes such as `<(...)`,
+//! standard input), `--key-fd`, `--key-env`, `--key`, passphrases (terminal, file, standard
+//! input), recipients and identity files; turned into the container's recipients (enc), the
+//! unlock set (dec, rekey) or the one raw key (--raw). Secrets stay in zeroizing buffers.
 
 use std::fs;
 use std::io::Read;
@@ -8,12 +10,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use paraes_core::container::{
-    parse_identities, parse_recipients, Argon2Params, Identity, PublicRecipient, Recipient, Unlock,
+    parse_identities, parse_recipients, Argon2Params, Identity, PublicRecipient, Recipient,
+    SecretIdentity, Unlock,
 };
-use paraes_core::Key;
+use paraes_core::{Key, KeySize};
 use zeroize::Zeroizing;
 
-use crate::cli::PassphraseArgs;
+use crate::plan::{KeyPlan, KeySource, PassphraseSource};
 
 /// Key files are tiny; anything bigger is not one (and is not read whole).
 const MAX_KEY_FILE: u64 = 1024;
@@ -21,79 +24,78 @@ const MAX_KEY_FILE: u64 = 1024;
 const MAX_PASSPHRASE_FILE: u64 = 64 * 1024;
 /// Identity and recipient files are small text files.
 const MAX_TEXT_FILE: u64 = 1 << 20;
+/// Passphrases shorter than this get a warning when a file is encrypted with one.
+const SHORT_PASSPHRASE: usize = 10;
 
-/// The key options of one command, whichever command it is.
-pub struct KeySources<'a> {
-    /// `-k` files.
-    pub key_files: &'a [PathBuf],
-    /// `--key HEX`.
-    pub key: Option<&'a str>,
-    /// `-p` / `--passphrase-file`.
-    pub passphrase: &'a PassphraseArgs,
-    /// `-i` identity files.
-    pub identities: &'a [PathBuf],
-    /// `-r` recipients.
-    pub recipients: &'a [String],
-    /// `-R` recipient files.
-    pub recipients_files: &'a [PathBuf],
-}
+/// A warning printer (silenced by --quiet).
+pub type Warn<'a> = &'a dyn Fn(&str);
 
-impl KeySources<'_> {
-    fn keys(&self, warn: &dyn Fn(&str)) -> Result<Vec<Key>> {
-        let mut keys = Vec::new();
-        for path in self.key_files {
-            keys.push(read_key_file(path, warn)?);
-        }
-        if let Some(text) = self.key {
-            warn("--key puts the key in the process list where other users can see it: prefer --key-file");
-            let bytes = Zeroizing::new(
-                hex::decode(text.trim())
-                    .ok()
-                    .filter(|b| matches!(b.len(), 16 | 24 | 32))
-                    .context(
-                        "--key needs 32, 48 or 64 hex digits (make a key with `paraes keygen`)",
-                    )?,
-            );
-            keys.push(Key::new(&bytes)?);
-        }
-        Ok(keys)
+impl KeyPlan {
+    fn read_keys(&self, warn: Warn<'_>) -> Result<Vec<Key>> {
+        self.keys
+            .iter()
+            .map(|source| read_key(source, warn))
+            .collect()
     }
 
-    fn passphrase(&self, confirm: bool) -> Result<Option<Zeroizing<Vec<u8>>>> {
-        if let Some(path) = &self.passphrase.passphrase_file {
-            return Ok(Some(read_passphrase_file(path)?));
+    fn read_passphrase(&self, confirm: bool, warn: Warn<'_>) -> Result<Option<Zeroizing<Vec<u8>>>> {
+        let passphrase = match &self.passphrase {
+            None => return Ok(None),
+            Some(PassphraseSource::Prompt) => crate::prompt::passphrase(confirm)?,
+            Some(PassphraseSource::File(path)) => {
+                let (file, name) = open_secret(path, "passphrase file", warn)?;
+                first_line(file, &name)?
+            }
+            Some(PassphraseSource::Stdin) => first_line(std::io::stdin(), "standard input")?,
+        };
+        if confirm
+            && std::str::from_utf8(&passphrase).map_or(passphrase.len(), |s| s.chars().count())
+                < SHORT_PASSPHRASE
+        {
+            warn(&format!("this passphrase is shorter than {SHORT_PASSPHRASE} characters: Argon2id slows guessing, but a short passphrase can still be guessed; prefer a long one or a key file"));
         }
-        if self.passphrase.passphrase {
-            return Ok(Some(prompt_passphrase(confirm)?));
-        }
-        Ok(None)
+        Ok(Some(passphrase))
     }
 
-    /// The one raw key of `--raw` (a raw stream has nowhere to keep a wrapped key).
-    pub fn raw_key(&self, warn: &dyn Fn(&str)) -> Result<Key> {
-        let mut keys = self.keys(warn)?;
+    /// The one key of a raw stream, of `size` if given.
+    pub fn raw_key(&self, size: Option<KeySize>, warn: Warn<'_>) -> Result<Key> {
+        let mut keys = self.read_keys(warn)?;
         if keys.len() != 1 {
-            bail!("--raw uses exactly one key (one --key-file or --key): a raw stream has no header for more");
+            bail!("a raw stream uses exactly one key");
         }
-        Ok(keys.remove(0))
+        let key = keys.remove(0);
+        if let Some(wanted) = size {
+            if key.size() != wanted {
+                bail!(
+                    "the key is {} bits but --bits asks for {}: use a key of that size",
+                    key.size(),
+                    wanted
+                );
+            }
+        }
+        Ok(key)
     }
 
-    /// The recipients of `enc`: one stanza each.
-    pub fn recipients(&self, warn: &dyn Fn(&str)) -> Result<Vec<Recipient>> {
-        let mut out: Vec<Recipient> = self.keys(warn)?.into_iter().map(Recipient::Key).collect();
-        if let Some(passphrase) = self.passphrase(true)? {
+    /// The recipients of `enc` (and rekey's new set): one stanza each.
+    pub fn recipients(&self, warn: Warn<'_>) -> Result<Vec<Recipient>> {
+        let mut out: Vec<Recipient> = self
+            .read_keys(warn)?
+            .into_iter()
+            .map(Recipient::Key)
+            .collect();
+        if let Some(passphrase) = self.read_passphrase(true, warn)? {
             out.push(Recipient::Passphrase(
                 passphrase,
                 Argon2Params::recommended()?,
             ));
         }
-        for text in self.recipients {
+        for text in &self.recipients {
             let recipient: PublicRecipient = text
                 .parse()
                 .with_context(|| format!("-r {}", shorten(text)))?;
             out.push(Recipient::Public(recipient));
         }
-        for path in self.recipients_files {
+        for path in &self.recipients_files {
             let text = read_text(path, "recipients file")?;
             let list = parse_recipients(&text)
                 .with_context(|| format!("recipients file {}", path.display()))?;
@@ -106,13 +108,16 @@ impl KeySources<'_> {
     }
 
     /// What `dec` (or `rekey`) tries the stanzas with.
-    pub fn unlock(&self, max_kdf_mib: u64, warn: &dyn Fn(&str)) -> Result<Unlock> {
-        let mut identities: Vec<Identity> =
-            self.keys(warn)?.into_iter().map(Identity::Key).collect();
-        if let Some(passphrase) = self.passphrase(false)? {
+    pub fn unlock(&self, warn: Warn<'_>) -> Result<Unlock> {
+        let mut identities: Vec<Identity> = self
+            .read_keys(warn)?
+            .into_iter()
+            .map(Identity::Key)
+            .collect();
+        if let Some(passphrase) = self.read_passphrase(false, warn)? {
             identities.push(Identity::Passphrase(passphrase));
         }
-        for path in self.identities {
+        for path in &self.identities {
             identities.extend(
                 read_identity_file(path, warn)?
                     .into_iter()
@@ -121,7 +126,7 @@ impl KeySources<'_> {
         }
         Ok(Unlock {
             identities,
-            max_kdf_mib,
+            max_kdf_mib: self.max_kdf_mib,
         })
     }
 }
@@ -135,31 +140,102 @@ fn shorten(text: &str) -> String {
     }
 }
 
-/// Asks for a passphrase on the terminal; `confirm` asks twice.
-fn prompt_passphrase(confirm: bool) -> Result<Zeroizing<Vec<u8>>> {
-    let first = Zeroizing::new(
-        rpassword::prompt_password("Passphrase: ")
-            .context("no terminal to ask for the passphrase: use --passphrase-file PATH")?
-            .into_bytes(),
-    );
-    if first.is_empty() {
-        bail!("the passphrase is empty: type one, or use a key file");
-    }
-    if confirm {
-        let again = Zeroizing::new(
-            rpassword::prompt_password("Passphrase again: ")
-                .context("no terminal to ask for the passphrase: use --passphrase-file PATH")?
-                .into_bytes(),
-        );
-        if again != first {
-            bail!("the two passphrases differ: try again");
+/// Reads one symmetric key.
+fn read_key(source: &KeySource, warn: Warn<'_>) -> Result<Key> {
+    match source {
+        KeySource::File(path) => {
+            let (file, name) = open_secret(path, "key file", warn)?;
+            key_from(file, &name)
+        }
+        KeySource::Stdin => key_from(std::io::stdin(), "the key on standard input"),
+        KeySource::Fd(fd) => {
+            // Reopening /dev/fd/N reads the descriptor without taking ownership of it.
+            let path = PathBuf::from(format!("/dev/fd/{fd}"));
+            let file = fs::File::open(&path)
+                .with_context(|| format!("cannot read the key from file descriptor {fd} (is it open? e.g. --key-fd 3 3<my.key)"))?;
+            key_from(file, &format!("the key on file descriptor {fd}"))
+        }
+        KeySource::Env(var) => {
+            let text =
+                Zeroizing::new(std::env::var(var).with_context(|| {
+                    format!("environment variable {var} is not set (or not text)")
+                })?);
+            parse_hex_key(text.as_bytes(), &format!("the key in ${var}"))
+        }
+        KeySource::Hex(text) => {
+            warn("--key puts the key in the process list where other users can see it: prefer --key-file, --key-fd or --key-env");
+            parse_hex_key(text.as_bytes(), "--key")
         }
     }
-    Ok(first)
+}
+
+/// Reads a key (raw bytes or hex text) from `reader`; `name` names it in errors.
+fn key_from(reader: impl Read, name: &str) -> Result<Key> {
+    let mut contents = Zeroizing::new(Vec::new());
+    reader
+        .take(MAX_KEY_FILE + 1)
+        .read_to_end(&mut contents)
+        .with_context(|| format!("cannot read {name}"))?;
+    if contents.len() as u64 > MAX_KEY_FILE {
+        bail!("{name} is not a key (more than {MAX_KEY_FILE} bytes): a key is 16/24/32 raw bytes or 32/48/64 hex digits");
+    }
+    if contents.trim_ascii_start().starts_with(b"PARAES-") || contents.starts_with(b"#") {
+        bail!("{name} holds an identity, not a key: give it with -i");
+    }
+    if looks_like_text(&contents) {
+        return parse_hex_key(&contents, name);
+    }
+    Key::parse(&contents).with_context(|| name.to_string())
+}
+
+/// Whether key bytes are meant as hex text: printable ASCII and whitespace only (32 random
+/// raw bytes are all printable with probability about 10^-14).
+fn looks_like_text(bytes: &[u8]) -> bool {
+    let text = bytes.trim_ascii();
+    !text.is_empty() && text.iter().all(|b| b.is_ascii_graphic())
+}
+
+/// Parses a key written as hex, naming the first character that is not a hex digit.
+fn parse_hex_key(text: &[u8], name: &str) -> Result<Key> {
+    let text = text.trim_ascii();
+    if let Some(at) = text.iter().position(|b| !b.is_ascii_hexdigit()) {
+        let shown = char::from(text[at]);
+        let shown = if shown.is_ascii_graphic() {
+            format!("'{shown}'")
+        } else {
+            format!("byte 0x{:02x}", text[at])
+        };
+        bail!(
+            "{name}: {shown} at position {} is not a hex digit (0-9, a-f): a key is 32, 48 or 64 hex digits",
+            at + 1
+        );
+    }
+    if !matches!(text.len(), 32 | 48 | 64) {
+        bail!(
+            "{name}: {} hex digits, but a key is 32, 48 or 64 (make one with `paraes keygen`)",
+            text.len()
+        );
+    }
+    Key::parse(text).with_context(|| name.to_string())
+}
+
+/// Opens a secret file (key or passphrase): refuses a directory, warns when other users can
+/// read a regular file. Pipes (`<(...)`) and devices are read as streams.
+fn open_secret(path: &Path, what: &str, warn: Warn<'_>) -> Result<(fs::File, String)> {
+    let name = format!("{what} {}", path.display());
+    let meta = fs::metadata(path).with_context(|| format!("cannot read {name}"))?;
+    if meta.is_dir() {
+        bail!("{name} is a directory, not a file");
+    }
+    if meta.is_file() {
+        warn_if_readable(&meta, what, path, warn);
+    }
+    let file = fs::File::open(path).with_context(|| format!("cannot read {name}"))?;
+    Ok((file, name))
 }
 
 /// Warns when other users can read a secret file.
-fn warn_if_readable(meta: &fs::Metadata, what: &str, path: &Path, warn: &dyn Fn(&str)) {
+fn warn_if_readable(meta: &fs::Metadata, what: &str, path: &Path, warn: Warn<'_>) {
     if meta.permissions().mode() & 0o077 != 0 {
         let shown = path.display();
         warn(&format!(
@@ -168,38 +244,17 @@ fn warn_if_readable(meta: &fs::Metadata, what: &str, path: &Path, warn: &dyn Fn(
     }
 }
 
-/// Reads a key file, warning when other users can read it.
-fn read_key_file(path: &Path, warn: &dyn Fn(&str)) -> Result<Key> {
-    let shown = path.display();
-    let meta = fs::metadata(path).with_context(|| format!("cannot read key file {shown}"))?;
-    if !meta.is_file() {
-        bail!("key file {shown} is not a regular file");
-    }
-    if meta.len() > MAX_KEY_FILE {
-        bail!("{shown} is not a key file ({} bytes): a key file holds 16/24/32 raw bytes or 32/48/64 hex digits", meta.len());
-    }
-    warn_if_readable(&meta, "key file", path, warn);
+/// The first line of a passphrase source.
+fn first_line(reader: impl Read, name: &str) -> Result<Zeroizing<Vec<u8>>> {
     let mut contents = Zeroizing::new(Vec::new());
-    fs::File::open(path)
-        .and_then(|f| f.take(MAX_KEY_FILE).read_to_end(&mut contents))
-        .with_context(|| format!("cannot read key file {shown}"))?;
-    if contents.trim_ascii_start().starts_with(b"PARAES-") || contents.starts_with(b"#") {
-        bail!("key file {shown} holds an identity, not a key: give it with -i {shown}");
-    }
-    Key::parse(&contents).with_context(|| format!("key file {shown}"))
-}
-
-/// The first line of a passphrase file.
-fn read_passphrase_file(path: &Path) -> Result<Zeroizing<Vec<u8>>> {
-    let shown = path.display();
-    let mut contents = Zeroizing::new(Vec::new());
-    fs::File::open(path)
-        .and_then(|f| f.take(MAX_PASSPHRASE_FILE).read_to_end(&mut contents))
-        .with_context(|| format!("cannot read passphrase file {shown}"))?;
+    reader
+        .take(MAX_PASSPHRASE_FILE)
+        .read_to_end(&mut contents)
+        .with_context(|| format!("cannot read the passphrase from {name}"))?;
     let line = contents.split(|&b| b == b'\n').next().unwrap_or_default();
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     if line.is_empty() {
-        bail!("passphrase file {shown} is empty: put the passphrase on its first line");
+        bail!("the passphrase from {name} is empty: put the passphrase on its first line");
     }
     Ok(Zeroizing::new(line.to_vec()))
 }
@@ -218,13 +273,35 @@ fn read_text(path: &Path, what: &str) -> Result<Zeroizing<String>> {
 }
 
 /// The identities of an identity file, warning when other users can read it.
-pub fn read_identity_file(
-    path: &Path,
-    warn: &dyn Fn(&str),
-) -> Result<Vec<paraes_core::container::SecretIdentity>> {
+pub fn read_identity_file(path: &Path, warn: Warn<'_>) -> Result<Vec<SecretIdentity>> {
     if let Ok(meta) = fs::metadata(path) {
-        warn_if_readable(&meta, "identity file", path, warn);
+        if meta.is_file() {
+            warn_if_readable(&meta, "identity file", path, warn);
+        }
     }
     let text = read_text(path, "identity file")?;
     parse_identities(&text).with_context(|| format!("identity file {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_hex_digit_is_named() {
+        let text = b"00112233445566778899aabbccddeeXf";
+        let e = parse_hex_key(text, "k").unwrap_err().to_string();
+        assert!(e.contains("'X' at position 31"), "{e}");
+        assert!(parse_hex_key(b"00112233445566778899aabbccddeeff", "k").is_ok());
+        let e = parse_hex_key(b"0011", "k").unwrap_err().to_string();
+        assert!(e.contains("4 hex digits"), "{e}");
+    }
+
+    #[test]
+    fn raw_key_bytes_are_not_taken_for_text() {
+        let raw: Vec<u8> = (0u8..32).collect();
+        assert!(!looks_like_text(&raw));
+        assert!(key_from(&raw[..], "k").is_ok());
+        assert!(key_from(&b"00112233445566778899aabbccddeeff\n"[..], "k").is_ok());
+    }
 }

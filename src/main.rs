@@ -1,41 +1,91 @@
-//! The `paraes` command-line tool: parses arguments and reports errors; the work happens in
-//! paraes-core (AES, engines, container, pipeline) and the glue modules beside this file.
+//! The `paraes` command-line tool: parses the arguments, builds a validated plan (`plan.rs`),
+//! runs it, and turns the outcome into an exit status: 0, 1 for an error, 2 for a usage error,
+//! 128 + N for signal N. The work happens in the library crates; the modules beside this file
+//! are glue.
 
-mod backend;
+mod advice;
 mod bench;
 mod cli;
-mod commands;
+mod crypt;
+mod engines;
+mod info;
+mod job;
+mod keygen;
 mod keys;
+mod local;
 #[cfg(feature = "mpi")]
 mod mpi;
 #[cfg(not(feature = "mpi"))]
 #[path = "mpi_stub.rs"]
 mod mpi;
 mod output;
+mod plan;
+mod progress;
+mod prompt;
+mod rekey;
+mod signals;
+mod units;
 
 use std::process::ExitCode;
 
-use clap::error::ErrorKind;
-use clap::Parser;
+use anyhow::Result;
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{CommandFactory, Parser};
+
+use crate::cli::Cli;
+use crate::plan::{Plan, UsageError};
 
 fn main() -> ExitCode {
-    let cli = match cli::Cli::try_parse() {
+    let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => return usage_error(&e),
+        Err(e) => return clap_error(&e),
     };
-    if let Err(e) = output::install_interrupt_handler() {
+    if let Err(e) = signals::install() {
         eprintln!("paraes: error: {e:#}");
         return ExitCode::FAILURE;
     }
-    match commands::run(cli.command) {
+    match plan::build(cli.command).and_then(run) {
         Ok(()) => ExitCode::SUCCESS,
         // `paraes dec x | head`: the reader left; that is a normal end, not an error.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         // Another process (MPI rank 0) has already told the user.
         Err(e) if e.is::<Reported>() => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("paraes: error: {}", one_line(&format!("{e:#}")));
-            ExitCode::FAILURE
+        Err(e) => match e.downcast_ref::<UsageError>() {
+            Some(usage) => {
+                eprintln!(
+                    "paraes: error: {} (see paraes {} --help)",
+                    one_line(&usage.message),
+                    usage.command
+                );
+                ExitCode::from(2)
+            }
+            None => {
+                let mut message = format!("{e:#}");
+                if let Some(advice) = advice::advice(&e) {
+                    message = format!("{message}: {advice}");
+                }
+                eprintln!("paraes: error: {}", one_line(&message));
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+/// Runs a plan.
+fn run(plan: Plan) -> Result<()> {
+    match plan {
+        Plan::Crypt(plan) => crypt::run(&plan),
+        Plan::Rekey(plan) => rekey::run(&plan),
+        Plan::Keygen(args) => keygen::run(&args),
+        Plan::Info(args) => info::run(&args),
+        Plan::Bench(args) => bench::run(&args),
+        Plan::Completions(shell) => {
+            clap_complete::generate(shell, &mut Cli::command(), "paraes", &mut std::io::stdout());
+            Ok(())
+        }
+        Plan::Man => {
+            clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?;
+            Ok(())
         }
     }
 }
@@ -66,8 +116,22 @@ impl std::fmt::Display for Reported {
 
 impl std::error::Error for Reported {}
 
-/// Help and version go out as clap prints them; usage errors become one line.
-fn usage_error(e: &clap::Error) -> ExitCode {
+/// Names other tools use for our backends.
+const BACKEND_SYNONYMS: [(&str, &str); 9] = [
+    ("cuda", "gpu"),
+    ("nvidia", "gpu"),
+    ("ptx", "gpu"),
+    ("sunway", "sunway-sim"),
+    ("sw26010", "sunway-sim"),
+    ("sim", "sunway-sim"),
+    ("aesni", "cpu"),
+    ("vaes", "cpu"),
+    ("mpich", "mpi"),
+];
+
+/// Help and version go out as clap prints them; usage errors become one line that points at
+/// the subcommand's help, with exit status 2.
+fn clap_error(e: &clap::Error) -> ExitCode {
     if matches!(
         e.kind(),
         ErrorKind::DisplayHelp
@@ -86,9 +150,64 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         .next()
         .unwrap_or_default();
     let message = message.trim_start_matches("error:");
-    let one_line = message.split_whitespace().collect::<Vec<_>>().join(" ");
-    eprintln!("paraes: error: {one_line} (see paraes --help)");
+    let mut line = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    if let (ErrorKind::UnknownArgument, Some(ContextValue::String(arg))) =
+        (e.kind(), e.get(ContextKind::InvalidArg))
+    {
+        let subcommand = std::env::args().nth(1).unwrap_or_default();
+        if let Some(hint) = misplaced_option_hint(&subcommand, arg) {
+            // clap's tip ("to pass '-i' as a value, use '-- -i'") would mislead here.
+            if let Some(at) = line.find(" tip:") {
+                line.truncate(at);
+            }
+            line.push_str(": ");
+            line.push_str(hint);
+        }
+    }
+    if let Some(ContextValue::String(value)) = e.get(ContextKind::InvalidValue) {
+        if let Some((_, ours)) = BACKEND_SYNONYMS
+            .iter()
+            .find(|(theirs, _)| theirs.eq_ignore_ascii_case(value))
+        {
+            // clap's own tip would name the nearest spelling (cuda -> cpu): say what is meant.
+            if let Some(at) = line.find(" tip:") {
+                line.truncate(at);
+            }
+            line.push_str(&format!(": for {value}, use --backend {ours}"));
+        }
+    }
+    eprintln!(
+        "paraes: error: {} (see {} --help)",
+        one_line(&line),
+        help_target()
+    );
     ExitCode::from(2)
+}
+
+/// What to do instead of an option that belongs to another subcommand.
+fn misplaced_option_hint(subcommand: &str, arg: &str) -> Option<&'static str> {
+    let name = arg.split('=').next().unwrap_or(arg);
+    Some(match (subcommand, name) {
+        ("enc", "-i" | "--identity") => "enc encrypts to recipients (-r RECIPIENT, -R FILE); -i is for dec (print an identity's recipient with `paraes keygen -y FILE`)",
+        ("enc", "--show-data-key" | "--max-kdf-mib" | "--force-raw") => "that option is for dec",
+        ("dec", "-r" | "--recipient" | "-R" | "--recipients-file") => "dec opens with identities (-i FILE), not recipients",
+        ("dec", "-m" | "--mode" | "--bits" | "--chunk-size") => "dec reads the mode, key size and chunk size from the container header (a raw stream: --raw MODE)",
+        _ => return None,
+    })
+}
+
+/// `paraes SUBCOMMAND` when the command line names a known subcommand, else `paraes`.
+fn help_target() -> String {
+    let command = Cli::command();
+    let named = std::env::args().nth(1).filter(|arg| {
+        command
+            .get_subcommands()
+            .any(|sub| sub.get_name() == arg.as_str())
+    });
+    match named {
+        Some(sub) => format!("paraes {sub}"),
+        None => "paraes".to_owned(),
+    }
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

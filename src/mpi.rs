@@ -1,22 +1,24 @@
-//! `--backend mpi` glue: rank 0 prepares the job as the single-process tool does and broadcasts
-//! the plan; every rank runs its share on its own engine (paraes-mpi); rank 0 reports and
-//! commits or removes the output. Built with `--features mpi`; see `mpi_stub.rs` otherwise.
+//! The MPI runner (`--backend mpi`): rank 0 prepares the job as the local runner does and
+//! broadcasts the plan; every rank runs its share on its own engine (paraes-mpi); rank 0
+//! commits the output. Built with `--features mpi`; see `mpi_stub.rs` otherwise.
+
+use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
 use paraes_core::{CpuEngine, Direction, Engine};
 use paraes_mpi::{execute, IoStrategy, JobError, Mpi, Plan, RootIo};
-
-use crate::backend;
-use crate::cli::{CryptArgs, MpiIoArg, RankEngineArg};
-use crate::commands::{self, Prepared};
-use crate::output::Output;
-use crate::Reported;
 use zeroize::Zeroizing;
 
-/// `enc` and `dec` with `--backend mpi`, on every rank.
-pub fn crypt(args: &CryptArgs, direction: Direction) -> Result<()> {
+use crate::job::{self, Keys, Prepared};
+use crate::output::Reach;
+use crate::plan::{CryptPlan, EngineKind, MpiIo};
+use crate::progress::Summary;
+use crate::Reported;
+
+/// Runs `plan` on every rank; rank 0 returns the summary.
+pub fn run(plan: &CryptPlan, io: Option<MpiIo>) -> Result<Option<Summary>> {
     let mpi = Mpi::init().map_err(|e| anyhow!(e))?;
-    let engine = rank_engine(args, &mpi);
+    let engine = rank_engine(plan, &mpi);
     let engine_ready = engine
         .as_ref()
         .map(|_| ())
@@ -24,30 +26,31 @@ pub fn crypt(args: &CryptArgs, direction: Direction) -> Result<()> {
     outcome(&mpi, mpi.agree(engine_ready))?;
     let engine = engine.expect("agreed above");
     if mpi.is_root() {
-        root(args, direction, &mpi, engine.as_ref())
+        root(plan, io, &mpi, engine.as_ref()).map(Some)
     } else {
         match Plan::broadcast(&mpi, None)? {
             None => Err(Reported.into()),
-            Some(plan) => {
-                let worked = execute(&mpi, &plan, engine.as_ref(), RootIo::default());
+            Some(job) => {
+                let worked = execute(&mpi, &job, engine.as_ref(), RootIo::default());
                 outcome(&mpi, worked.map(|_| ()))?;
                 // Rank 0 commits the output; its outcome is everyone's.
-                outcome(&mpi, mpi.agree(Ok(())))
+                outcome(&mpi, mpi.agree(Ok(()))).map(|()| None)
             }
         }
     }
 }
 
 /// Rank 0: prepare, broadcast the plan, run, commit.
-fn root(args: &CryptArgs, direction: Direction, mpi: &Mpi, engine: &dyn Engine) -> Result<()> {
-    let prepared = commands::check_options(args, direction)
-        .and_then(|()| commands::prepare(args, direction))
-        .and_then(|job| {
-            let strategy = strategy(args, &job)?;
-            Ok((job, strategy))
-        });
-    let prepared = prepared.and_then(|(job, strategy)| {
-        job.output.watch_for_kill()?;
+fn root(plan: &CryptPlan, io: Option<MpiIo>, mpi: &Mpi, engine: &dyn Engine) -> Result<Summary> {
+    // Ranks on other nodes open the unfinished output by name; on one node an unnamed
+    // temporary serves, reached through /proc.
+    let reach = if mpi.local_size() == mpi.size() {
+        Reach::ThisMachine
+    } else {
+        Reach::OtherMachines
+    };
+    let prepared = job::prepare(plan, reach).and_then(|job| {
+        let strategy = strategy(io, &job)?;
         Ok((job, strategy))
     });
     let (mut job, strategy) = match prepared {
@@ -57,12 +60,8 @@ fn root(args: &CryptArgs, direction: Direction, mpi: &Mpi, engine: &dyn Engine) 
             return Err(e);
         }
     };
-    let header_bytes = job
-        .container
-        .as_ref()
-        .map(|(bytes, _)| bytes.clone())
-        .unwrap_or_default();
-    if direction == Direction::Encrypt && !header_bytes.is_empty() {
+    let header_bytes = job.stream.header().unwrap_or_default().to_vec();
+    if plan.direction == Direction::Encrypt && !header_bytes.is_empty() {
         let written = job
             .output
             .writer()
@@ -74,29 +73,26 @@ fn root(args: &CryptArgs, direction: Direction, mpi: &Mpi, engine: &dyn Engine) 
             return Err(e);
         }
     }
-    let plan = Plan {
+    let input_len = job.input.len().unwrap_or(0);
+    let broadcast = Plan {
         strategy,
-        direction,
-        mode: job.mode,
-        padding: job.padding,
-        chunk_size: job.chunk_size,
-        iv: job.iv,
+        direction: plan.direction,
+        mode: job.stream.mode,
+        padding: job.stream.padding,
+        chunk_size: job.stream.chunk_size,
+        iv: job.stream.iv,
         // A container's file secret (never the user's key), or a raw stream's key.
-        key: Zeroizing::new(match (&job.container, &job.raw_key) {
-            (Some((_, opened)), _) => opened.secret().as_bytes().to_vec(),
-            (None, Some(key)) => key.as_bytes().to_vec(),
-            (None, None) => Vec::new(),
+        key: Zeroizing::new(match &job.stream.keys {
+            Keys::Container { opened, .. } => opened.secret().as_bytes().to_vec(),
+            Keys::Raw { key, .. } => key.as_bytes().to_vec(),
         }),
         header: header_bytes,
         input: job.input.path().map(std::path::absolute).transpose()?,
-        output: job
-            .output
-            .temporary_path()
-            .map(std::path::absolute)
-            .transpose()?,
-        input_len: job.input.len().unwrap_or(0),
+        output: job.output.shared_path(),
+        input_len,
     };
-    Plan::broadcast(mpi, Some(&plan))?;
+    Plan::broadcast(mpi, Some(&broadcast))?;
+    let started = Instant::now();
     let root_io = match strategy {
         IoStrategy::Direct => RootIo::default(),
         IoStrategy::Scatter => RootIo {
@@ -104,20 +100,30 @@ fn root(args: &CryptArgs, direction: Direction, mpi: &Mpi, engine: &dyn Engine) 
             output: Some(job.output.writer()),
         },
     };
-    let worked = execute(mpi, &plan, engine, root_io);
+    let worked = execute(mpi, &broadcast, engine, root_io);
     if let Err(JobError(message)) = worked {
         // Every rank stops here; dropping the output removes the temporary.
         drop(job);
         bail!("{message}");
     }
+    let seconds = started.elapsed().as_secs_f64();
     let committed = job.output.commit();
     let agreed = mpi.agree(committed.as_ref().map_err(|e| format!("{e:#}")).copied());
     committed?;
-    agreed.map_err(|e| anyhow!(e))
+    agreed.map_err(|e| anyhow!(e))?;
+    Ok(Summary {
+        command: plan.command(),
+        bytes_in: input_len,
+        bytes_out: 0,
+        seconds,
+        engine: engine.name(),
+        workers: mpi.size(),
+        runner: "mpi",
+    })
 }
 
 /// The I/O strategy: `--mpi-io`, or direct for a file-to-file job and scatter for pipes.
-fn strategy(args: &CryptArgs, job: &Prepared) -> Result<IoStrategy> {
+fn strategy(io: Option<MpiIo>, job: &Prepared) -> Result<IoStrategy> {
     if job.input.path().is_none() && launched_by_hydra() {
         bail!(
             "under MPICH's mpiexec, standard input is forwarded without flow control and large \
@@ -126,14 +132,14 @@ fn strategy(args: &CryptArgs, job: &Prepared) -> Result<IoStrategy> {
              --backend mpi in.pipe ...)"
         );
     }
-    let files = job.input.len().is_some() && matches!(job.output, Output::File { .. });
-    match args.mpi_io {
-        Some(MpiIoArg::Direct) if !files => bail!(
+    let files = job.input.len().is_some() && job.output.is_file();
+    match io {
+        Some(MpiIo::Direct) if !files => bail!(
             "--mpi-io direct needs an input file and an output file (-o PATH): \
              use --mpi-io scatter for pipes and devices"
         ),
-        Some(MpiIoArg::Direct) => Ok(IoStrategy::Direct),
-        Some(MpiIoArg::Scatter) => Ok(IoStrategy::Scatter),
+        Some(MpiIo::Direct) => Ok(IoStrategy::Direct),
+        Some(MpiIo::Scatter) => Ok(IoStrategy::Scatter),
         None if files => Ok(IoStrategy::Direct),
         None => Ok(IoStrategy::Scatter),
     }
@@ -144,22 +150,22 @@ fn launched_by_hydra() -> bool {
     std::env::var_os("PMI_FD").is_some() || std::env::var_os("PMI_PORT").is_some()
 }
 
-/// This rank's engine: `--rank-engine`, with the node's cores shared among its ranks unless
-/// `--threads` says otherwise.
-fn rank_engine(args: &CryptArgs, mpi: &Mpi) -> Result<Box<dyn Engine>> {
-    match args.rank_engine {
-        RankEngineArg::Cpu => {
-            let threads = args.threads.unwrap_or_else(|| {
+/// This rank's engine, with the node's cores shared among its ranks unless `--threads` says
+/// otherwise; GPU ranks on a node take its GPUs in turn, from `--gpu-device` on.
+fn rank_engine(plan: &CryptPlan, mpi: &Mpi) -> Result<Box<dyn Engine>> {
+    let choice = &plan.engine;
+    match choice.kind {
+        EngineKind::Gpu => {
+            let devices = paraes_gpu::probe().map_or(1, |info| info.device_count.max(1));
+            let device = choice.gpu_device + mpi.local_rank() % devices;
+            Ok(Box::new(crate::engines::gpu(choice, device)?))
+        }
+        _ => {
+            let threads = choice.threads.unwrap_or_else(|| {
                 let cores = std::thread::available_parallelism().map_or(1, usize::from);
                 (cores / mpi.local_size()).max(1)
             });
             Ok(Box::new(CpuEngine::new(Some(threads))?))
-        }
-        RankEngineArg::Gpu => {
-            // The node's ranks take its GPUs in turn, from --gpu-device on.
-            let devices = paraes_gpu::probe().map_or(1, |info| info.device_count.max(1));
-            let device = args.engine.gpu_device + mpi.local_rank() % devices;
-            Ok(Box::new(backend::gpu(&args.engine, device, args.threads)?))
         }
     }
 }

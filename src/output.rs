@@ -1,66 +1,21 @@
-//! Inputs and outputs with the safety rails: standard streams, FIFOs and devices written as
-//! streams, or an output file written to a temporary beside it and renamed into place only on
-//! success (removed on error, Ctrl-C and SIGTERM), never over an existing file without --force,
-//! never onto the input.
+//! Inputs and outputs with the safety rails. An output file is written to an unnamed
+//! temporary (Linux `O_TMPFILE`) in its directory and linked into place only when the job
+//! succeeded, so that no signal, not even SIGKILL, can leave a partial file behind; where the
+//! file system has no `O_TMPFILE` (or MPI ranks on other nodes must open it by name), a named
+//! hidden temporary beside it is the fallback. Never over an existing file without --force;
+//! standard output, FIFOs and devices are written as streams.
 
 use std::fs::{self, File};
 use std::io::{self, IsTerminal, Read, Write};
-use std::os::unix::fs::MetadataExt;
-use std::os::unix::process::CommandExt;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::process::{ChildStdin, Command, Stdio};
-use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
+use rustix::fs::{AtFlags, Mode, OFlags, CWD};
+use rustix::io::Errno;
 use tempfile::NamedTempFile;
 
-/// The temporary output being written, for the interrupt handler to remove.
-static PENDING_TEMPORARY: Mutex<Option<PathBuf>> = Mutex::new(None);
-
-fn set_pending(path: Option<PathBuf>) {
-    *PENDING_TEMPORARY.lock().unwrap_or_else(|e| e.into_inner()) = path;
-}
-
-/// On Ctrl-C, SIGTERM or SIGHUP: remove the temporary output and exit with status 130.
-pub fn install_interrupt_handler() -> Result<()> {
-    ctrlc::set_handler(|| {
-        let pending = PENDING_TEMPORARY
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        match pending {
-            Some(path) => {
-                let _ = fs::remove_file(path);
-                eprintln!("paraes: interrupted: no output file was left behind");
-            }
-            // Standard output, a FIFO or a device: what went out cannot be taken back.
-            None => eprintln!(
-                "paraes: interrupted: anything already written to the output stream is incomplete"
-            ),
-        }
-        std::process::exit(130);
-    })
-    .context("cannot install the interrupt handler")
-}
-
-/// The write end of the pipe to the watcher of the temporary output; held until the process
-/// ends, however it ends.
-static WATCHER: Mutex<Option<ChildStdin>> = Mutex::new(None);
-
-/// The watcher (`paraes watch-output PATH`, started by [`Output::watch_for_kill`]): waits until
-/// the process writing PATH ends, which closes our standard input, then removes PATH if it was
-/// not renamed into place. The only cleanup that survives SIGKILL of the writer.
-pub fn watch_output(path: &Path) -> Result<()> {
-    let mut sink = [0u8; 64];
-    let mut stdin = io::stdin();
-    while !matches!(stdin.read(&mut sink), Ok(0) | Err(_)) {}
-    if fs::remove_file(path).is_ok() {
-        eprintln!(
-            "paraes: error: the job was killed before it finished: removed its unfinished output"
-        );
-    }
-    Ok(())
-}
+use crate::signals::{set_pending, Pending};
 
 /// Where the data comes from.
 pub enum Input {
@@ -71,20 +26,21 @@ pub enum Input {
 }
 
 impl Input {
-    /// Opens `path` (`None` or "-": standard input).
+    /// Opens `path` (`None`: standard input).
     pub fn open(path: Option<&Path>) -> Result<Self> {
-        let Some(path) = path.filter(|p| *p != Path::new("-")) else {
+        let Some(path) = path else {
             return Ok(Input::Stdin(io::stdin()));
         };
         let shown = path.display();
         if path.is_dir() {
-            bail!("{shown} is a directory: paraes encrypts one stream (try: tar c {shown} | paraes enc ...)");
+            bail!("{shown} is a directory, not a file");
         }
         let file = File::open(path).with_context(|| format!("cannot open {shown}"))?;
         Ok(Input::File(file, path.to_path_buf()))
     }
 
     /// The input file's path, if it is one.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub fn path(&self) -> Option<&Path> {
         match self {
             Input::Stdin(_) => None,
@@ -122,6 +78,25 @@ impl Read for Input {
     }
 }
 
+/// Who must be able to open the unfinished output by a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// Processes on this machine (this one, MPI ranks on this node): an unnamed temporary
+    /// does, through `/proc/PID/fd/N`.
+    ThisMachine,
+    /// Processes on other machines too (MPI ranks on other nodes): it needs a name.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    OtherMachines,
+}
+
+/// The temporary an output file is written to.
+pub enum Temporary {
+    /// `O_TMPFILE`: no name until [`Output::commit`] links it.
+    Anonymous(File),
+    /// A named hidden file beside the destination (the fallback).
+    Named(NamedTempFile),
+}
+
 /// Where the data goes.
 pub enum Output {
     /// Standard output.
@@ -131,8 +106,8 @@ pub enum Output {
     Stream(File, PathBuf),
     /// A temporary file that becomes `dest` on [`Output::commit`].
     File {
-        /// The temporary, deleted on drop unless committed.
-        temp: NamedTempFile,
+        /// The temporary (deleted with the process, or on drop, unless committed).
+        temp: Temporary,
         /// The final name.
         dest: PathBuf,
         /// Whether an existing `dest` may be replaced.
@@ -142,23 +117,19 @@ pub enum Output {
 
 impl Output {
     /// Prepares the output `dest` (`None`: standard output). `binary` refuses a terminal.
-    pub fn create(dest: Option<&Path>, force: bool, input: &Input, binary: bool) -> Result<Self> {
+    pub fn create(dest: Option<&Path>, force: bool, binary: bool, reach: Reach) -> Result<Self> {
         let Some(dest) = dest else {
             let stdout = io::stdout();
             if binary && stdout.is_terminal() {
                 bail!("refusing to write binary data to a terminal: redirect it (> FILE) or use -o PATH");
             }
+            set_pending(Pending::Stream);
             return Ok(Output::Stdout(stdout));
         };
         let shown = dest.display();
         if let Ok(existing) = fs::metadata(dest) {
             if existing.is_dir() {
                 bail!("output {shown} is a directory: give a file name with -o");
-            }
-            if let Some(input_meta) = input.path().and_then(|p| fs::metadata(p).ok()) {
-                if input_meta.dev() == existing.dev() && input_meta.ino() == existing.ino() {
-                    bail!("input and output are the same file ({shown}): choose another -o");
-                }
             }
             if !existing.is_file() {
                 // A FIFO or device cannot be replaced by a renamed temporary: stream into it.
@@ -171,34 +142,29 @@ impl Output {
                         "refusing to write binary data to a terminal ({shown}): choose another -o"
                     );
                 }
+                set_pending(Pending::Stream);
                 return Ok(Output::Stream(file, dest.to_path_buf()));
             }
             if !force {
                 bail!("output {shown} already exists: use --force to overwrite it");
             }
         }
-        let dir = match dest.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent,
-            _ => Path::new("."),
+        let dir = directory_of(dest);
+        let anonymous = match reach {
+            Reach::ThisMachine => anonymous_in(dir).map_err(|e| cannot_create(dest, dir, e))?,
+            Reach::OtherMachines => None,
         };
-        let name = dest.file_name().map(|n| n.to_string_lossy().into_owned());
-        let temp = tempfile::Builder::new()
-            .prefix(&format!(".{}.", name.unwrap_or_default()))
-            .suffix(".paraes-tmp")
-            .tempfile_in(dir)
-            .map_err(|e| {
-                // tempfile's message ends with the random name: say what it means instead.
-                let why = match e.kind() {
-                    io::ErrorKind::NotFound => "that directory does not exist".to_owned(),
-                    io::ErrorKind::PermissionDenied => "that directory is not writable".to_owned(),
-                    kind => io::Error::from(kind).to_string(),
-                };
-                anyhow::anyhow!(
-                    "cannot create {shown} in {}: {why}: choose another -o",
-                    dir.display()
-                )
-            })?;
-        set_pending(Some(temp.path().to_path_buf()));
+        let temp = match anonymous {
+            Some(file) => {
+                set_pending(Pending::Anonymous);
+                Temporary::Anonymous(file)
+            }
+            None => {
+                let named = named_in(dir, dest).map_err(|e| cannot_create(dest, dir, e))?;
+                set_pending(Pending::Named(named.path().to_path_buf()));
+                Temporary::Named(named)
+            }
+        };
         Ok(Output::File {
             temp,
             dest: dest.to_path_buf(),
@@ -206,35 +172,31 @@ impl Output {
         })
     }
 
-    /// Starts a watcher process that removes the temporary if this process dies without
-    /// committing it, even by SIGKILL (as MPI launchers kill the ranks of a failed job).
+    /// A path through which other processes can open the unfinished output for writing
+    /// (MPI ranks), when the output is a file.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-    pub fn watch_for_kill(&self) -> Result<()> {
-        let Some(temp) = self.temporary_path() else {
-            return Ok(());
-        };
-        let exe = std::env::current_exe().context("cannot find the paraes executable")?;
-        let mut child = Command::new(exe)
-            .arg("watch-output")
-            .arg(temp)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            // Its own process group: a launcher killing ours leaves the watcher to clean up.
-            .process_group(0)
-            .spawn()
-            .context("cannot start the watcher of the output")?;
-        *WATCHER.lock().unwrap_or_else(|e| e.into_inner()) = child.stdin.take();
-        Ok(())
-    }
-
-    /// The temporary file being written, when the output is a file (it becomes the output on
-    /// [`Output::commit`]).
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-    pub fn temporary_path(&self) -> Option<&Path> {
+    pub fn shared_path(&self) -> Option<PathBuf> {
         match self {
-            Output::File { temp, .. } => Some(temp.path()),
+            Output::File {
+                temp: Temporary::Anonymous(file),
+                ..
+            } => Some(PathBuf::from(format!(
+                "/proc/{}/fd/{}",
+                std::process::id(),
+                file.as_raw_fd()
+            ))),
+            Output::File {
+                temp: Temporary::Named(named),
+                ..
+            } => Some(named.path().to_path_buf()),
             _ => None,
         }
+    }
+
+    /// Whether the output is a file (not a stream).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub fn is_file(&self) -> bool {
+        matches!(self, Output::File { .. })
     }
 
     /// The output as error messages name it.
@@ -250,27 +212,149 @@ impl Output {
         match self {
             Output::Stdout(stdout) => stdout,
             Output::Stream(file, _) => file,
-            Output::File { temp, .. } => temp.as_file_mut(),
+            Output::File {
+                temp: Temporary::Anonymous(file),
+                ..
+            } => file,
+            Output::File {
+                temp: Temporary::Named(named),
+                ..
+            } => named.as_file_mut(),
         }
     }
 
-    /// Makes the output final: flushes it to disk and renames the temporary into place.
+    /// Makes the output final: flushes it to disk and gives it its name.
     pub fn commit(self) -> Result<()> {
         let Output::File { temp, dest, force } = self else {
+            self.flush_stream()?;
+            set_pending(Pending::Nothing);
             return Ok(());
         };
         let shown = dest.display();
-        temp.as_file()
-            .sync_all()
-            .with_context(|| format!("writing {shown} failed"))?;
-        let persisted = if force {
-            temp.persist(&dest)
-        } else {
-            temp.persist_noclobber(&dest)
+        let linked = match temp {
+            Temporary::Anonymous(file) => {
+                file.sync_all()
+                    .with_context(|| format!("writing {shown} failed"))?;
+                link_anonymous(&file, &dest, force)
+            }
+            Temporary::Named(named) => {
+                named
+                    .as_file()
+                    .sync_all()
+                    .with_context(|| format!("writing {shown} failed"))?;
+                let persisted = if force {
+                    named.persist(&dest)
+                } else {
+                    named.persist_noclobber(&dest)
+                };
+                persisted.map(|_| ()).map_err(|e| e.error)
+            }
         };
-        set_pending(None);
-        persisted
-            .map_err(|e| anyhow::Error::new(e.error).context(format!("cannot create {shown}")))?;
+        set_pending(Pending::Nothing);
+        linked.map_err(|e| {
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                anyhow::anyhow!("cannot create {shown}: it appeared while paraes was writing; nothing was written: use --force to overwrite it")
+            } else {
+                anyhow::Error::new(e).context(format!("cannot create {shown}"))
+            }
+        })?;
+        // The new name is durable once its directory is (best effort: not every file system
+        // lets a directory be synced).
+        if let Ok(dir) = File::open(directory_of(&dest)) {
+            let _ = dir.sync_all();
+        }
         Ok(())
     }
+
+    fn flush_stream(mut self) -> Result<()> {
+        let name = self.name();
+        self.writer()
+            .flush()
+            .with_context(|| format!("writing {name} failed"))
+    }
+}
+
+/// The directory a destination lives in.
+fn directory_of(dest: &Path) -> &Path {
+    match dest.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
+}
+
+/// An unnamed file in `dir`, or `None` when the file system cannot make one (or this system
+/// has no `/proc` to name it by later).
+fn anonymous_in(dir: &Path) -> io::Result<Option<File>> {
+    let opened = rustix::fs::open(
+        dir,
+        OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    );
+    let file = match opened {
+        Ok(fd) => File::from(fd),
+        // Kernels and file systems without O_TMPFILE answer one of these.
+        Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOSYS) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let linkable = fs::metadata(format!("/proc/self/fd/{}", file.as_raw_fd())).is_ok();
+    Ok(linkable.then_some(file))
+}
+
+/// A named hidden temporary beside `dest`.
+fn named_in(dir: &Path, dest: &Path) -> io::Result<NamedTempFile> {
+    let name = dest.file_name().map(|n| n.to_string_lossy().into_owned());
+    tempfile::Builder::new()
+        .prefix(&format!(".{}.", name.unwrap_or_default()))
+        .suffix(".paraes-tmp")
+        .tempfile_in(dir)
+}
+
+/// Gives the unnamed `file` the name `dest`: linked directly when `dest` is free (refused if
+/// it appeared meanwhile); with `force` over an existing file, linked to a hidden name and
+/// renamed over it (atomic for readers of `dest`).
+fn link_anonymous(file: &File, dest: &Path, force: bool) -> io::Result<()> {
+    let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
+    let link =
+        |to: &Path| rustix::fs::linkat(CWD, proc_path.as_str(), CWD, to, AtFlags::SYMLINK_FOLLOW);
+    match link(dest) {
+        Ok(()) => return Ok(()),
+        Err(Errno::EXIST) if force => {}
+        Err(e) => return Err(e.into()),
+    }
+    let dir = directory_of(dest);
+    let name = dest.file_name().map(|n| n.to_string_lossy().into_owned());
+    for _ in 0..16 {
+        let mut random = [0u8; 6];
+        paraes_core::container::random_bytes(&mut random).map_err(io::Error::other)?;
+        let hidden = dir.join(format!(
+            ".{}.{}.paraes-tmp",
+            name.as_deref().unwrap_or_default(),
+            hex::encode(random)
+        ));
+        match link(&hidden) {
+            Ok(()) => {
+                return fs::rename(&hidden, dest).inspect_err(|_| {
+                    let _ = fs::remove_file(&hidden);
+                });
+            }
+            Err(Errno::EXIST) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(io::Error::other("no free temporary name"))
+}
+
+/// Says what a failure to create the temporary means.
+fn cannot_create(dest: &Path, dir: &Path, e: io::Error) -> anyhow::Error {
+    // tempfile's message ends with the random name: say what it means instead.
+    let why = match e.kind() {
+        io::ErrorKind::NotFound => "that directory does not exist".to_owned(),
+        io::ErrorKind::PermissionDenied => "that directory is not writable".to_owned(),
+        kind => io::Error::from(kind).to_string(),
+    };
+    anyhow::anyhow!(
+        "cannot create {} in {}: {why}: choose another -o",
+        dest.display(),
+        dir.display()
+    )
 }

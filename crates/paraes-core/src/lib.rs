@@ -11,6 +11,7 @@ pub mod fuzzing;
 pub mod gf256;
 pub mod key;
 pub mod modes;
+pub mod names;
 pub mod pipeline;
 pub mod polyval;
 #[cfg(feature = "testing")]
@@ -23,4 +24,5 @@ pub use aes::Implementation;
 pub use cpu::CpuEngine;
 pub use engine::{Direction, Engine, EngineError, Job, Mode, Modelled};
 pub use key::{ExpandedKey, Key, KeyError, KeySize};
+pub use names::{UnknownKeySize, UnknownMode};
 pub use throughput::Throughput;

@@ -62,12 +62,12 @@ pub enum PipelineError {
     #[error("the container is truncated or has a malformed last chunk (chunk {0})")]
     Truncated(u64),
     /// ECB padding is wrong after decryption.
-    #[error("bad PKCS#7 padding: wrong key, not ECB-encrypted with padding, or use --no-pad")]
+    #[error("bad PKCS#7 padding: wrong key, or the stream was not padded when it was encrypted")]
     BadPadding,
     /// ECB input that is not whole blocks.
     #[error(
-        "ECB needs whole 16-byte blocks and this input has {0} bytes: to encrypt it, let paraes \
-         pad it (drop --no-pad); to decrypt, check that it is an ECB ciphertext"
+        "ECB needs whole 16-byte blocks and this input has {0} bytes: to encrypt it, pad it; \
+         to decrypt, check that it is an ECB ciphertext"
     )]
     NotWholeBlocks(u64),
 }

@@ -9,15 +9,14 @@ use paraes_core::EngineError;
 pub enum GpuError {
     /// `libcuda.so.1` could not be loaded.
     #[error(
-        "no CUDA driver found (libcuda.so.1 not loadable): install the NVIDIA driver \
-         or use --backend cpu"
+        "no CUDA driver found (libcuda.so.1 not loadable): install the NVIDIA driver"
     )]
     NoDriver,
     /// The environment variable `PARAES_NO_GPU` is set (to a non-empty value other than 0).
-    #[error("GPU use disabled by PARAES_NO_GPU: unset it or use --backend cpu")]
+    #[error("GPU use disabled by PARAES_NO_GPU: unset it to use the GPU")]
     Disabled,
     /// The driver is there but sees no device.
-    #[error("no CUDA device ({0}): check `nvidia-smi`, or use --backend cpu")]
+    #[error("no CUDA device ({0}): check `nvidia-smi`")]
     NoDevice(String),
     /// The requested device ordinal does not exist.
     #[error("there is no CUDA device {device} (the driver sees {count}): pick one below {count}")]
@@ -33,28 +32,26 @@ pub enum GpuError {
     #[error(
         "the CUDA driver cannot load the AES kernels ({0}): they need an NVIDIA driver \
          R550 (CUDA 12.4) or newer and a GPU of compute capability 8.0 or newer (Ampere, \
-         Hopper, ...); update the driver or use --backend cpu"
+         Hopper, ...); update the driver"
     )]
     Unsupported(String),
     /// A panic inside the CUDA bindings (cudarc) or the engine: a bug, never "no GPU".
     #[error(
-        "internal error in the GPU engine while {0}: please report this bug; \
-         use --backend cpu meanwhile"
+        "internal error in the GPU engine while {0}: please report this bug"
     )]
     Internal(String),
     /// Device or pinned host memory ran out.
     #[error(
-        "out of GPU memory while {0}: free the GPU, use a smaller --chunk-size, \
-         or use --backend cpu"
+        "out of GPU memory while {0}: free the GPU or use smaller chunks"
     )]
     OutOfMemory(String),
     /// A kernel could not be launched.
-    #[error("the AES kernel failed to launch ({0}): use --backend cpu and report this")]
+    #[error("the AES kernel failed to launch ({0}): please report this")]
     LaunchFailed(String),
     /// The device failed while working (illegal address, ECC error, Xid, fallen off the bus).
     #[error(
         "the GPU failed while working ({0}): no output was kept; check `nvidia-smi` and the \
-         kernel log, then rerun or use --backend cpu"
+         kernel log, then rerun"
     )]
     DeviceLost(String),
     /// Any other driver error.

@@ -43,7 +43,7 @@ pub(crate) fn run(mpi: &Mpi, spec: &StreamSpec<'_>, root_io: RootIo<'_>) -> Resu
             match (&failure, reader.as_mut()) {
                 (Some(_), _) => control[0] = STOP,
                 (None, None) => {
-                    failure = Some("rank 0 has no input for --mpi-io scatter".into());
+                    failure = Some("rank 0 has no input for scatter I/O".into());
                     control[0] = STOP;
                 }
                 (None, Some(reader)) => {
@@ -130,7 +130,7 @@ pub(crate) fn run(mpi: &Mpi, spec: &StreamSpec<'_>, root_io: RootIo<'_>) -> Resu
                     break;
                 }
                 let Some(out) = output.as_mut() else {
-                    failure = Some("rank 0 has no output for --mpi-io scatter".into());
+                    failure = Some("rank 0 has no output for scatter I/O".into());
                     break;
                 };
                 if let Err(e) = out.write_all(piece) {

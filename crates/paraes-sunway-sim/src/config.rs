@@ -132,7 +132,7 @@ impl SimConfig {
     pub fn validate(&self) -> Result<(), SimError> {
         if self.cgs == 0 || self.cgs > self.params.cgs_per_chip {
             return Err(SimError::Config(format!(
-                "an SW26010 has core groups 1 to {}; --sw-cgs {} is out of range",
+                "an SW26010 has core groups 1 to {}; {} core groups is out of range",
                 self.params.cgs_per_chip, self.cgs
             )));
         }

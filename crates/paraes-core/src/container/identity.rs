@@ -247,7 +247,7 @@ pub fn parse_identities(text: &str) -> Result<Vec<SecretIdentity>, ContainerErro
     let out = parse_lines(text, ContainerError::BadIdentity)?;
     if out.is_empty() {
         return Err(ContainerError::BadIdentity(
-            "no identity in it (make one with `paraes keygen --x25519`)".into(),
+            "no identity in it".into(),
         ));
     }
     Ok(out)

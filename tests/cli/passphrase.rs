@@ -2,9 +2,7 @@
 //! 92-byte header and what `paraes info` says of it, which line of the file counts, and clean
 //! refusals of wrong passphrases, the wrong kind of secret and a changed Argon2id header.
 
-mod common;
-
-use common::{
+use crate::common::{
     assert_silent_success, container_len, info_field, seeded_bytes, Mode, Scratch, CHUNK,
     CHUNK_ARG, KEY_BITS, PASSPHRASE_HEADER_LEN,
 };
@@ -12,7 +10,7 @@ use common::{
 /// A directory with the passphrase file `pass` and the plaintext `data`.
 fn prepared(passphrase: &[u8], size: usize) -> (Scratch, Vec<u8>) {
     let s = Scratch::new();
-    s.write("pass", passphrase);
+    s.secret("pass", passphrase);
     let plain = seeded_bytes(size as u64, size);
     s.write("data", &plain);
     (s, plain)
@@ -82,7 +80,7 @@ fn only_the_first_line_is_the_passphrase() {
     let (s, plain) = prepared(b"open sesame\nsecond line is a comment\n", 100);
     encrypt(&s, &[]);
     for same in [&b"open sesame"[..], b"open sesame\n", b"open sesame\r\n"] {
-        s.write("same", same);
+        s.secret("same", same);
         let out = decrypt(&s, "same");
         assert_silent_success(&out, &format!("{same:?}"));
         assert_eq!(out.stdout, plain, "{same:?}");
@@ -94,7 +92,7 @@ fn wrong_passphrases_are_refused_cleanly() {
     let (s, _) = prepared(b"open sesame\n", 3 * CHUNK);
     encrypt(&s, &[]);
     for wrong in [&b"open sesame "[..], b"Open sesame", b"open sesam", b"x"] {
-        s.write("wrong", wrong);
+        s.secret("wrong", wrong);
         let before = s.names();
         let out = s.run(&["dec", "--passphrase-file", "wrong", "data.paraes"]);
         let message = s.assert_refused(&out, &before, &format!("{wrong:?}"));
@@ -107,7 +105,7 @@ fn the_wrong_kind_of_secret_is_refused() {
     let (s, _) = prepared(b"pw\n", 100);
     encrypt(&s, &[]);
     s.key_file("key", 256, 1, true);
-    s.write("empty", b"\nsecond line\n");
+    s.secret("empty", b"\nsecond line\n");
     let before = s.names();
     for args in [
         &["dec", "-k", "key", "data.paraes"][..],

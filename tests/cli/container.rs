@@ -5,9 +5,7 @@
 //! the body with its tags removed against `openssl enc` under the body key; `--show-data-key`;
 //! the v1 cross-mode attack, which must get nothing; and what `paraes info` reports.
 
-mod common;
-
-use common::{
+use crate::common::{
     assert_silent_success, assert_success, body_without_tags, container_len, nonce, openssl_enc,
     records, seeded_bytes, Mode, Scratch, CHUNK, CHUNK_ARG, HEADER_LEN, KEY_BITS,
 };
@@ -288,7 +286,7 @@ fn show_data_key_lets_openssl_decrypt_the_body() {
     }
 }
 
-/// The v1 flaw: encrypting a CTR container's counter blocks with `enc --raw --mode ecb` under
+/// The v1 flaw: encrypting a CTR container's counter blocks with `enc --raw ecb` under
 /// the same key K gave its keystream. Under v2 the body key is not K: the attack yields noise.
 #[test]
 fn the_cross_mode_attack_recovers_nothing() {
@@ -307,7 +305,7 @@ fn the_cross_mode_attack_recovers_nothing() {
         .collect();
     s.write("counters", &blocks);
     let out = s.run(&[
-        "enc", "-q", "--raw", "--mode", "ecb", "--no-pad", "-k", "k", "counters", "-o", "ks",
+        "enc", "-q", "--raw", "ecb", "--no-pad", "-k", "k", "counters", "-o", "ks",
     ]);
     assert_silent_success(&out, "raw ECB of the counter blocks");
     let keystream = s.read("ks");
@@ -330,7 +328,7 @@ fn info_shows_the_header() {
         assert_silent_success(&out, name);
         let info = String::from_utf8(out.stdout).expect("info prints text");
         let field = |field: &str| {
-            common::info_field(&info, field)
+            crate::common::info_field(&info, field)
                 .unwrap_or_else(|| panic!("{name}: no '{field}:' line in paraes info:\n{info}"))
         };
         let expected_mode = format!("AES-{bits}-{}", mode.arg().to_uppercase());

@@ -2,12 +2,10 @@
 //! swapped, duplicated, dropped, moved between files, bytes appended, and wrong keys. Each must
 //! fail with one `paraes: error:` line and leave no output file and no temporary behind.
 
-mod common;
-
 use std::ops::Range;
 use std::process::Output;
 
-use common::{
+use crate::common::{
     assert_silent_success, seeded_bytes, Mode, Scratch, CHUNK, CHUNK_ARG, HEADER_LEN, TAG_LEN,
 };
 
@@ -279,7 +277,7 @@ fn standard_output_gets_only_verified_chunks() {
         for at in sample_positions(&sealed) {
             let what = format!("{}: byte {at} flipped, -o -", sealed.name);
             let out = sealed.decrypt_to_stdout(&flipped(&sealed.container, at));
-            common::assert_error(&out, &what);
+            crate::common::assert_error(&out, &what);
             // Chunks before the damaged one may come out, whole and correct; nothing after.
             let damaged = at.saturating_sub(HEADER_LEN) / (CHUNK + TAG_LEN);
             let released = out.stdout.len();

@@ -2,9 +2,9 @@
 //! post-quantum recipients (from -r and -R), identity files from `keygen`, mixes; wrong
 //! identities fail cleanly; `rekey` swaps who can open a file without touching its body.
 
-mod common;
-
-use common::{assert_error, assert_success, seeded_bytes, Scratch, HEADER_LEN};
+use crate::common::{
+    assert_error, assert_success, assert_usage_error, seeded_bytes, Scratch, HEADER_LEN,
+};
 
 /// An identity file `name` (X25519, or hybrid with `pq`) and its recipient.
 fn identity(s: &Scratch, name: &str, pq: bool) -> String {
@@ -37,7 +37,7 @@ fn every_stanza_kind_and_mixes_open_from_the_cli() {
     s.write("f", &plain);
     s.key_file("team.key", 256, 1, true);
     s.key_file("other.key", 128, 2, true);
-    s.write("pass", b"a long enough passphrase\n");
+    s.secret("pass", b"a long enough passphrase\n");
     s.set_mode("pass", 0o600);
     let alice = identity(&s, "alice.id", false);
     let bob = identity(&s, "bob.id", true);
@@ -90,17 +90,25 @@ fn bad_recipients_and_identities_are_refused_in_one_line() {
     let mut typo = alice.clone().into_bytes();
     typo[12] = if typo[12] == b'q' { b'p' } else { b'q' };
     let typo = String::from_utf8(typo).unwrap();
-    for (args, needle) in [
+    for (args, needle, status) in [
         (
             vec!["enc", "-r", typo.as_str(), "f"],
             "not a paraes recipient",
+            1,
         ),
-        (vec!["enc", "-i", "alice.id", "f"], "recipients"),
-        (vec!["enc", "-k", "alice.id", "f"], "identity, not a key"),
-        (vec!["dec", "-r", alice.as_str(), "f.paraes"], "identities"),
+        (vec!["enc", "-i", "alice.id", "f"], "recipients", 2),
+        (vec!["enc", "-k", "alice.id", "f"], "identity, not a key", 1),
+        (
+            vec!["dec", "-r", alice.as_str(), "f.paraes"],
+            "identities",
+            2,
+        ),
     ] {
         let out = s.run(&args);
-        let err = assert_error(&out, &format!("{args:?}"));
+        let err = match status {
+            1 => assert_error(&out, &format!("{args:?}")),
+            _ => assert_usage_error(&out, &format!("{args:?}")),
+        };
         assert!(err.contains(needle), "{args:?}: {err}");
         assert!(!s.exists("f.paraes"), "nothing written");
     }
@@ -190,7 +198,7 @@ fn raw_ctr_without_iv_draws_and_prints_one() {
     let s = Scratch::new();
     s.write("f", &seeded_bytes(8, 1000));
     s.key_file("k", 128, 8, true);
-    let out = s.run(&["enc", "--raw", "-k", "k", "f", "-o", "f.ctr"]);
+    let out = s.run(&["enc", "--raw", "ctr", "-k", "k", "f", "-o", "f.ctr"]);
     let err = assert_success(&out, "raw enc without --iv");
     let iv = err
         .lines()
@@ -198,12 +206,15 @@ fn raw_ctr_without_iv_draws_and_prints_one() {
         .expect("the IV on stderr")
         .to_string();
     assert_eq!(iv.len(), 32);
-    let out = s.run(&["dec", "--raw", "-k", "k", "--iv", &iv, "f.ctr", "-o", "-"]);
+    let out = s.run(&[
+        "dec", "--raw", "ctr", "-k", "k", "--iv", &iv, "f.ctr", "-o", "-",
+    ]);
     assert_success(&out, "raw dec");
     assert_eq!(out.stdout, s.read("f"));
     let out = s.run(&[
         "enc",
         "--raw",
+        "ctr",
         "-k",
         "k",
         "--iv",

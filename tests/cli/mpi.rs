@@ -5,13 +5,11 @@
 //! it. Needs MPICH's `mpiexec` (the test command in README.md installs it): a missing launcher
 //! fails the tests, it does not skip them.
 
-mod common;
-
 /// A build without the feature answers `--backend mpi` with how to get it.
 #[cfg(not(feature = "mpi"))]
 #[test]
 fn without_the_feature_mpi_says_how_to_build_it() {
-    let scratch = common::Scratch::new();
+    let scratch = crate::common::Scratch::new();
 
     scratch.key_file("k", 256, 1, true);
     scratch.write("in", b"data");
@@ -30,7 +28,7 @@ mod with_mpi {
     use std::process::{Command, Output, Stdio};
     use std::time::{Duration, Instant};
 
-    use super::common::{
+    use crate::common::{
         assert_success, bin, body_without_tags, container_len, nonce, seeded_bytes, stderr, Mode,
         Scratch, CHUNK, CHUNK_ARG, HEADER_LEN, KEY_BITS,
     };
@@ -107,7 +105,7 @@ mod with_mpi {
     /// The raw stream the single-process tool makes of `plain` for the body of a container.
     fn single_process_raw(scratch: &Scratch, mode: Mode, iv: &[u8; 16], plain: &str) -> Vec<u8> {
         let iv_hex = hex::encode(iv);
-        let mut args = vec!["enc", "--raw", "-q", "--backend", "cpu", "-k", "dk", "-m"];
+        let mut args = vec!["enc", "-q", "--backend", "cpu", "-k", "dk", "--raw"];
         args.push(mode.arg());
         if mode == Mode::Ctr {
             args.extend(["--iv", &iv_hex]);
@@ -207,15 +205,15 @@ mod with_mpi {
         for ranks in [2, 3] {
             for strategy in STRATEGIES {
                 for (mode_args, sizes) in [
-                    (vec!["-m", "ctr", "--iv", iv], vec![0, 1, 3 * CHUNK + 5]),
-                    (vec!["-m", "ecb"], vec![0, 17, 2 * CHUNK]),
-                    (vec!["-m", "ecb", "--no-pad"], vec![0, 16, 3 * CHUNK + 16]),
+                    (vec!["ctr", "--iv", iv], vec![0, 1, 3 * CHUNK + 5]),
+                    (vec!["ecb"], vec![0, 17, 2 * CHUNK]),
+                    (vec!["ecb", "--no-pad"], vec![0, 16, 3 * CHUNK + 16]),
                 ] {
                     for len in sizes {
                         let what = format!("{ranks} ranks, {strategy}, {mode_args:?}, {len} B");
                         scratch.key_file("k", 192, len as u64, true);
                         scratch.write("plain", &seeded_bytes(len as u64, len));
-                        let mut raw = vec!["--raw", "-q", "-k", "k", "--chunk-size", CHUNK_ARG];
+                        let mut raw = vec!["-q", "-k", "k", "--raw"];
                         raw.extend(&mode_args);
                         // Encrypt the plaintext, then decrypt the single-process ciphertext.
                         for (direction, input) in [("enc", "plain"), ("dec", "cipher")] {
@@ -341,8 +339,9 @@ mod with_mpi {
             let what = format!("a rank whose engine cannot start, {strategy}");
             let mut good = MPI_ENC.to_vec();
             good.extend(["--mpi-io", strategy, "plain", "-o", "out"]);
+            // CUDA device 4096 exists nowhere: that rank's engine cannot start, GPU or not.
             let mut bad = good.clone();
-            bad.extend(["--threads", "0"]);
+            bad.extend(["--rank-engine", "gpu", "--gpu-device", "4096"]);
             let out = run_mpmd(&scratch, &[(2, paraes(&good)), (1, paraes(&bad))]);
             let message = scratch.assert_refused(&out, &before, &what);
             assert!(message.starts_with("rank 2 of 3: "), "{what}: {message}");
@@ -422,7 +421,7 @@ mod with_mpi {
     }
 
     /// A rank killed mid-job ends the whole job (the launcher kills the others), with a
-    /// non-zero exit and no output file: the watcher removes rank 0's temporary.
+    /// non-zero exit and no output file: rank 0's output is an unnamed file until committed.
     #[test]
     fn a_rank_that_dies_leaves_no_output() {
         let scratch = Scratch::new();

@@ -2,16 +2,14 @@
 //! input, no temporaries left behind, refused option combinations, key-file permissions,
 //! `keygen`, closed pipes, terminals, warnings and usage errors.
 
-mod common;
-
 use std::fs;
 use std::os::unix::fs::FileTypeExt;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{
+use crate::common::{
     assert_error, assert_silent_success, assert_success, assert_usage_error, seeded_bytes, stderr,
-    Scratch, CHUNK_ARG,
+    unfinished_output, Scratch, CHUNK_ARG,
 };
 
 /// A directory with a 256-bit key file `key` (mode 0600), a plaintext `x` and its container
@@ -88,7 +86,7 @@ fn input_and_output_are_never_the_same_file() {
         &["enc", "-k", "key", "x", "-o", "hard-link", "--force"],
         &["dec", "-k", "key", "x.paraes", "-o", "sym-link", "--force"],
         &[
-            "enc", "--raw", "-m", "ecb", "-q", "-k", "key", "x", "-o", "./x", "-f",
+            "enc", "--raw", "ecb", "-q", "-k", "key", "x", "-o", "./x", "-f",
         ],
     ] {
         let before = s.names();
@@ -171,7 +169,7 @@ fn empty_input_round_trips() {
     assert_silent_success(&s.run(&["enc", "-k", "key", "empty"]), "enc");
     assert_eq!(
         s.read("empty.paraes").len(),
-        common::HEADER_LEN + common::TAG_LEN
+        crate::common::HEADER_LEN + crate::common::TAG_LEN
     );
     s.remove("empty");
     assert_silent_success(&s.run(&["dec", "-k", "key", "empty.paraes"]), "dec");
@@ -232,12 +230,8 @@ fn key_on_the_command_line_is_warned_about() {
 #[test]
 fn ecb_is_warned_about() {
     let (s, _) = prepared();
-    for raw in [&[][..], &["--raw"]] {
-        let args = [
-            &["enc", "-k", "key", "-m", "ecb", "x", "-o", "e", "-f"][..],
-            raw,
-        ]
-        .concat();
+    for mode in [&["-m", "ecb"][..], &["--raw", "ecb"]] {
+        let args = [&["enc", "-k", "key", "x", "-o", "e", "-f"][..], mode].concat();
         let err = assert_success(&s.run(&args), "enc -m ecb");
         let warning = one_warning(&err, "enc -m ecb");
         assert!(warning.contains("ECB"), "{warning}");
@@ -254,32 +248,24 @@ fn senseless_option_combinations_are_refused() {
     s.write("short-key", &[7u8; 20]);
     s.set_mode("short-key", 0o600);
     let iv = "000102030405060708090a0b0c0d0e0f";
-    let cases: [(&[&str], &str); 17] = [
+    // Broken by the options alone: usage errors (status 2).
+    let usage: [(&[&str], &str); 13] = [
         (&["enc", "-k", "key", "x", "--iv", iv], "--iv"),
         (&["enc", "-k", "key", "x", "--no-pad"], "--no-pad"),
         (
-            &["enc", "-k", "key", "x", "--raw", "--iv", iv, "--no-pad"],
+            &[
+                "enc", "-k", "key", "x", "--raw", "ctr", "--iv", iv, "--no-pad",
+            ],
             "--no-pad",
         ),
-        (&["dec", "-k", "key", "x.paraes", "--raw"], "--iv"),
+        (&["dec", "-k", "key", "x.paraes", "--raw", "ctr"], "--iv"),
         (
-            &["enc", "-k", "key", "x", "--raw", "-m", "ecb", "--iv", iv],
+            &["enc", "-k", "key", "x", "--raw", "ecb", "--iv", iv],
             "--iv",
         ),
-        (&["enc", "-k", "key", "x", "--raw", "--iv", "0011"], "--iv"),
-        // No GPU here, or (on a GPU machine) no device 4096: refused either way.
         (
-            &[
-                "enc",
-                "-k",
-                "key",
-                "x",
-                "--backend",
-                "gpu",
-                "--gpu-device",
-                "4096",
-            ],
-            "CUDA",
+            &["enc", "-k", "key", "x", "--raw", "ctr", "--iv", "0011"],
+            "--iv",
         ),
         (
             &["enc", "-k", "key", "x", "--chunk-size", "100"],
@@ -299,19 +285,46 @@ fn senseless_option_combinations_are_refused() {
         ),
         (
             &["dec", "-k", "key", "x.paraes", "--chunk-size", "4KiB"],
-            "chunk size",
+            "--chunk-size",
         ),
         (&["dec", "-k", "key", "x.paraes", "--bits", "256"], "--bits"),
-        (&["dec", "-k", "key", "x.paraes", "-m", "ecb"], "mode"),
-        (&["enc", "-k", "short-key", "x"], "short-key"),
-        (&["enc", "-q", "--key", "00112233", "x"], "--key"),
         (
-            &["enc", "--raw", "-m", "ecb", "--passphrase-file", "x", "x"],
+            &["enc", "--raw", "ecb", "--passphrase-file", "x", "x"],
             "--raw",
         ),
     ];
-    for (args, expected) in cases {
+    for (args, expected) in usage {
         // A fresh output name, so "already exists" cannot be the reason.
+        let args = [args, &["-o", "y"]].concat();
+        let before = s.names();
+        let message = assert_usage_error(&s.run(&args), &args.join(" "));
+        assert_eq!(s.names(), before, "{args:?}: the directory changed");
+        assert!(message.contains(expected), "{args:?}: {message}");
+    }
+    // Refused once paraes looks at the files or the machine (status 1).
+    let refused: [(&[&str], &str); 4] = [
+        // No GPU here, or (on a GPU machine) no device 4096: refused either way.
+        (
+            &[
+                "enc",
+                "-k",
+                "key",
+                "x",
+                "--backend",
+                "gpu",
+                "--gpu-device",
+                "4096",
+            ],
+            "CUDA",
+        ),
+        (
+            &["dec", "-k", "key", "x.paraes", "--raw", "ctr", "--iv", iv],
+            "drop --raw",
+        ),
+        (&["enc", "-k", "short-key", "x"], "short-key"),
+        (&["enc", "-q", "--key", "00112233", "x"], "--key"),
+    ];
+    for (args, expected) in refused {
         let args = [args, &["-o", "y"]].concat();
         let before = s.names();
         let message = s.assert_refused(&s.run(&args), &before, &args.join(" "));
@@ -325,7 +338,8 @@ fn usage_errors_exit_2_with_one_line() {
     for args in [
         &["enc", "-k", "key", "x", "--frobnicate"][..],
         &["enc", "x"],
-        &["enc", "-k", "key", "--key", "00", "x"],
+        &["enc", "-i", "key", "x"],
+        &["dec", "-k", "key", "-m", "ecb", "x.paraes"],
         &["enc", "-k", "key", "-m", "cbc", "x"],
         &["enc", "-k", "key", "-b", "tpu", "x"],
         &["enc", "-k", "key", "--bits", "512", "x"],
@@ -449,7 +463,7 @@ fn binary_output_to_a_terminal_is_refused() {
     for command in [
         "enc -k key x -o -",
         "enc -k key < x",
-        "enc --raw -m ecb -q -k key x -o -",
+        "enc --raw ecb -q -k key x -o -",
     ] {
         let shown = run_on_terminal(command);
         assert!(
@@ -477,7 +491,7 @@ fn a_closed_output_pipe_is_a_normal_end() {
         "dec -k key big.paraes -o -",
         "dec -k key - < big.paraes",
         "enc -k key big -o -",
-        "enc --raw -m ctr --iv 000102030405060708090a0b0c0d0e0f -k key big -o -",
+        "enc --raw ctr --iv 000102030405060708090a0b0c0d0e0f -k key big -o -",
     ] {
         let script =
             format!("\"$PARAES\" {command} | head -c 10 > /dev/null; echo \"${{PIPESTATUS[0]}}\"");
@@ -497,7 +511,7 @@ fn a_closed_output_pipe_is_a_normal_end() {
 fn termination_removes_the_temporary() {
     let s = Scratch::new();
     s.key_file("key", 256, 5, true);
-    // Standard input stays open, so paraes waits with its temporary output in place.
+    // Standard input stays open, so paraes waits with its unfinished output open.
     let child = s
         .command(&["enc", "-k", "key", "-o", "out.paraes"])
         .stdin(Stdio::piped())
@@ -505,17 +519,17 @@ fn termination_removes_the_temporary() {
         .spawn()
         .expect("paraes runs");
     let started = Instant::now();
-    while !s.names().iter().any(|n| n.ends_with(".paraes-tmp")) {
+    while unfinished_output(child.id(), &s.path("")).is_none() {
         assert!(
             started.elapsed() < Duration::from_secs(20),
-            "no temporary appeared: {:?}",
+            "no unfinished output appeared: {:?}",
             s.names()
         );
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_success(&s.bash(&format!("kill -TERM {}", child.id())), "kill");
     let out = child.wait_with_output().expect("paraes ends");
-    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(143), "{}", stderr(&out));
     assert_eq!(s.names(), ["key"].map(String::from).into());
 }
 

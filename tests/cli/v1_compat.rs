@@ -2,11 +2,9 @@
 //! that wrote v1, decrypt with their keys and passphrase, and `info` describes them exactly as
 //! that release did. A wrong key is still refused, and v1 files cannot be rekeyed.
 
-mod common;
-
 use std::path::Path;
 
-use common::{assert_error, assert_success, Scratch};
+use crate::common::{assert_error, assert_success, Scratch};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/v1");
 

@@ -1,8 +1,5 @@
-//! Shared helpers of the `cli_*` end-to-end tests: running the `paraes` binary in a scratch
+//! Shared helpers of the end-to-end tests in tests/cli/: running the `paraes` binary in a scratch
 //! directory, seeded data and keys, the container layout of docs/FORMAT.md, and `openssl enc`.
-
-// Every test file compiles this module on its own and uses a different part of it.
-#![allow(dead_code)]
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -125,6 +122,13 @@ impl Scratch {
     pub fn write(&self, name: &str, contents: &[u8]) -> PathBuf {
         let path = self.path(name);
         fs::write(&path, contents).unwrap_or_else(|e| panic!("writing {name}: {e}"));
+        path
+    }
+
+    /// Writes a secret file (a passphrase), readable by its owner only.
+    pub fn secret(&self, name: &str, contents: &[u8]) -> PathBuf {
+        let path = self.write(name, contents);
+        self.set_mode(name, 0o600);
         path
     }
 
@@ -421,15 +425,6 @@ pub fn running_as_root() -> bool {
         .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
 }
 
-/// The names of the `.paraes-tmp` temporaries in `names`.
-pub fn temporaries(names: &BTreeSet<String>) -> Vec<String> {
-    names
-        .iter()
-        .filter(|n| n.ends_with(".paraes-tmp"))
-        .cloned()
-        .collect()
-}
-
 /// Sends signal `signal` (a name such as `INT`) to process `pid`.
 pub fn send_signal(pid: u32, signal: &str) {
     let status = Command::new("kill")
@@ -449,4 +444,22 @@ pub fn wait_until(seconds: u64, what: &str, mut ready: impl FnMut() -> bool) {
         );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
+}
+
+/// The size of the unfinished output process `pid` is writing in `dir`, if it has one open: an
+/// unnamed `O_TMPFILE` file (its /proc link reads `DIR/#INODE (deleted)`) or the named
+/// `.paraes-tmp` fallback.
+pub fn unfinished_output(pid: u32, dir: &std::path::Path) -> Option<u64> {
+    let dir = dir.canonicalize().ok()?;
+    for entry in fs::read_dir(format!("/proc/{pid}/fd")).ok()?.flatten() {
+        let Ok(target) = fs::read_link(entry.path()) else {
+            continue;
+        };
+        let shown = target.to_string_lossy();
+        let unfinished = shown.ends_with(" (deleted)") || shown.ends_with(".paraes-tmp");
+        if unfinished && target.starts_with(&dir) {
+            return fs::metadata(entry.path()).ok().map(|m| m.len());
+        }
+    }
+    None
 }

@@ -1,9 +1,7 @@
 //! End-to-end round trips of `paraes enc` / `paraes dec` for every mode, key size and the sizes
 //! around chunk boundaries, through files (default names and -o) and through pipes.
 
-mod common;
-
-use common::{
+use crate::common::{
     assert_silent_success, container_len, seeded_bytes, Mode, Scratch, CHUNK, CHUNK_ARG,
     HEADER_LEN, KEY_BITS,
 };

@@ -1,9 +1,7 @@
 //! Secrets stay secret: whatever goes wrong, no key (hex or raw bytes) and no passphrase appears
 //! in paraes's messages, warnings or output names.
 
-mod common;
-
-use common::{seeded_bytes, stderr, Scratch};
+use crate::common::{seeded_bytes, stderr, Scratch};
 
 /// Runs `paraes ARGS`, expects a failure, and checks that none of `secrets` shows on stdout or
 /// stderr, in any spelling (hex lower/upper, raw text).
@@ -39,8 +37,8 @@ fn no_error_shows_a_key_or_passphrase() {
     let other = scratch.key_file("other", 256, 2, true);
     let raw = scratch.key_file("raw", 128, 3, false);
     let passphrase: &[u8] = b"correct horse battery staple";
-    scratch.write("pass", passphrase);
-    scratch.write("wrongpass", b"incorrect horse battery staple");
+    scratch.secret("pass", passphrase);
+    scratch.secret("wrongpass", b"incorrect horse battery staple");
     scratch.write("plain", &seeded_bytes(4, 10_000));
     let run = scratch.run(&["enc", "-q", "-k", "k", "plain", "-o", "sealed"]);
     assert!(run.status.success(), "{}", stderr(&run));

@@ -1,0 +1,47 @@
+//! What to do about a failure, in terms of this tool's options. The library crates explain
+//! what went wrong without naming command-line flags; this module adds the recommendation
+//! (as rage's error.rs does), looking through each error's `source()` chain.
+
+use paraes_core::container::ContainerError;
+use paraes_core::pipeline::PipelineError;
+use paraes_gpu::GpuError;
+
+/// The recommendation for `error`, if there is one.
+pub fn advice(error: &anyhow::Error) -> Option<String> {
+    for cause in error.chain() {
+        if let Some(e) = cause.downcast_ref::<ContainerError>() {
+            match e {
+                ContainerError::KdfTooCostly { cost_mib, .. } => {
+                    return Some(format!(
+                        "if you trust this file, allow it with --max-kdf-mib {cost_mib}"
+                    ))
+                }
+                ContainerError::BadIdentity(why) if why.starts_with("no identity") => {
+                    return Some("make one with `paraes keygen --x25519`".to_owned())
+                }
+                _ => {}
+            }
+        }
+        if let Some(e) = cause.downcast_ref::<PipelineError>() {
+            match e {
+                PipelineError::BadPadding => {
+                    return Some("if the stream was made with --no-pad, add --no-pad".to_owned())
+                }
+                PipelineError::NotWholeBlocks(_) => {
+                    return Some("to encrypt it, drop --no-pad so that paraes pads it".to_owned())
+                }
+                _ => {}
+            }
+        }
+        if let Some(e) = cause.downcast_ref::<GpuError>() {
+            return match e {
+                GpuError::BadDevice { .. } => Some("pick another --gpu-device".to_owned()),
+                GpuError::OutOfMemory(_) => {
+                    Some("use a smaller --chunk-size, or --backend cpu".to_owned())
+                }
+                _ => Some("or use --backend cpu".to_owned()),
+            };
+        }
+    }
+    None
+}

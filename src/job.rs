@@ -1,0 +1,276 @@
+//! A plan made concrete: the input opened, the keys read (a passphrase asked for), a new
+//! container header sealed or the existing one read and opened, the output prepared. Every
+//! runner starts from a [`Prepared`] job.
+
+use std::io::Read;
+
+use anyhow::{bail, Result};
+use paraes_core::container::{self, BodyParams, ContainerError, Opened, UnverifiedHeader};
+use paraes_core::pipeline::StreamSpec;
+use paraes_core::{Direction, Engine, ExpandedKey, Key, Mode};
+
+use crate::keys::Warn;
+use crate::output::{Input, Output, Reach};
+use crate::plan::{CryptPlan, Format, OutputTarget};
+
+/// A job of `enc` or `dec`, ready to run on any runner: the stream and both ends, opened.
+pub struct Prepared {
+    /// The stream's parameters and keys.
+    pub stream: Stream,
+    /// Where the stream comes from (after the header when decrypting a container).
+    pub input: Input,
+    /// Where it goes.
+    pub output: Output,
+}
+
+/// A stream's parameters and keys.
+pub struct Stream {
+    /// Mode of operation.
+    pub mode: Mode,
+    /// The initial counter block (a container's comes from its header).
+    pub iv: [u8; 16],
+    /// Plaintext bytes per chunk.
+    pub chunk_size: usize,
+    /// PKCS#7 padding of ECB's final block.
+    pub padding: bool,
+    /// The keys.
+    pub keys: Keys,
+}
+
+/// A raw stream's key, or an opened container.
+pub enum Keys {
+    /// The user's key itself (`--raw`) and its schedule.
+    Raw {
+        /// The key.
+        key: Key,
+        /// Its round keys.
+        schedule: ExpandedKey,
+    },
+    /// A container: its header bytes (written by enc, read by dec) and its verified keys.
+    Container {
+        /// The exact header bytes.
+        header: Vec<u8>,
+        /// The opened header (the body and chunk keys).
+        opened: Opened,
+    },
+}
+
+impl Stream {
+    /// The stream's description for the pipeline, on `engine`.
+    pub fn spec<'a>(&'a self, engine: &'a dyn Engine, direction: Direction) -> StreamSpec<'a> {
+        match &self.keys {
+            Keys::Container { opened, .. } => opened.stream_spec(engine, direction),
+            Keys::Raw { schedule, .. } => StreamSpec {
+                engine,
+                mode: self.mode,
+                direction,
+                key: schedule,
+                iv: self.iv,
+                chunk_size: self.chunk_size,
+                padding: self.padding,
+                auth: None,
+            },
+        }
+    }
+
+    /// A container's header bytes (none for a raw stream).
+    pub fn header(&self) -> Option<&[u8]> {
+        match &self.keys {
+            Keys::Container { header, .. } => Some(header),
+            Keys::Raw { .. } => None,
+        }
+    }
+}
+
+/// A warning printer that --quiet silences.
+pub fn warner(quiet: bool) -> impl Fn(&str) {
+    move |message: &str| {
+        if !quiet {
+            eprintln!("paraes: warning: {message}");
+        }
+    }
+}
+
+/// Opens the input, reads the keys, seals or opens the container and prepares the output,
+/// which `reach` says who must be able to open.
+pub fn prepare(plan: &CryptPlan, reach: Reach) -> Result<Prepared> {
+    let warn = warner(plan.ui.quiet);
+    let mut input = Input::open(plan.input.as_deref())?;
+    let dest = match &plan.output {
+        OutputTarget::Stdout => None,
+        OutputTarget::Path { path, .. } => Some(path.as_path()),
+    };
+    let force = matches!(plan.output, OutputTarget::Path { force: true, .. });
+    let binary_output = plan.direction == Direction::Encrypt;
+
+    let (mode, key_size, chunk_size) = match &plan.format {
+        Format::Raw {
+            mode,
+            iv,
+            padding,
+            key_size,
+        } => {
+            let mode = *mode;
+            if plan.direction == Direction::Decrypt && !plan.force_raw {
+                refuse_container_as_raw(&mut input)?;
+            }
+            let key = plan.keys.raw_key(*key_size, &warn)?;
+            if mode == Mode::Ecb && plan.direction == Direction::Encrypt {
+                warn_ecb(&warn);
+            }
+            let iv = match (iv, mode, plan.direction) {
+                (Some(iv), _, Direction::Encrypt) => {
+                    if iv.iter().all(|&b| b == iv[0]) {
+                        warn("this IV looks hand-picked: CTR under one key must never reuse a counter block; drop --iv to get a random one");
+                    }
+                    *iv
+                }
+                (Some(iv), _, Direction::Decrypt) => *iv,
+                (None, Mode::Ctr, Direction::Encrypt) => fresh_iv()?,
+                (None, _, _) => [0; 16],
+            };
+            let output = Output::create(dest, force, binary_output, reach)?;
+            return Ok(Prepared {
+                stream: Stream {
+                    mode,
+                    iv,
+                    chunk_size: plan.chunk_size,
+                    padding: *padding,
+                    keys: Keys::Raw {
+                        schedule: key.expand(),
+                        key,
+                    },
+                },
+                input,
+                output,
+            });
+        }
+        Format::Container(Some((mode, key_size))) => (*mode, *key_size, plan.chunk_size),
+        Format::Container(None) => (Mode::Ctr, paraes_core::KeySize::Aes256, plan.chunk_size),
+    };
+
+    let (header_bytes, opened) = match plan.direction {
+        Direction::Encrypt => {
+            if mode == Mode::Ecb {
+                warn_ecb(&warn);
+            }
+            let recipients = plan.keys.recipients(&warn)?;
+            let params = BodyParams {
+                mode,
+                key_size,
+                chunk_size,
+            };
+            container::seal(params, &recipients)?
+        }
+        Direction::Decrypt => {
+            let mut tee = Tee {
+                inner: &mut input,
+                seen: Vec::new(),
+            };
+            let unverified = read_header(&mut tee)?;
+            let header_bytes = tee.seen;
+            let unlock = plan.keys.unlock(&warn)?;
+            let opened = unverified.open(&unlock)?;
+            if plan.show_data_key {
+                show_data_key(&opened);
+            }
+            (header_bytes, opened)
+        }
+    };
+    let output = Output::create(dest, force, binary_output, reach)?;
+    let info = opened.info().clone();
+    Ok(Prepared {
+        stream: Stream {
+            mode: info.params.mode,
+            iv: info.counter,
+            chunk_size: info.params.chunk_size,
+            padding: true,
+            keys: Keys::Container {
+                header: header_bytes,
+                opened,
+            },
+        },
+        input,
+        output,
+    })
+}
+
+/// `dec --raw` of a file that starts with the container magic is almost surely a mistake
+/// (its plaintext would be garbage): refused unless --force-raw. Only regular files are
+/// looked at (a pipe's bytes cannot be put back).
+fn refuse_container_as_raw(input: &mut Input) -> Result<()> {
+    let Input::File(file, path) = input else {
+        return Ok(());
+    };
+    use std::os::unix::fs::FileExt;
+    let mut start = [0u8; container::MAGIC.len()];
+    let whole = file.read_exact_at(&mut start, 0).is_ok();
+    if whole && start == container::MAGIC {
+        bail!(
+            "{} is a paraes container, not a raw stream: drop --raw to decrypt it (--force-raw if it really is a raw stream)",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// A random raw CTR IV, printed on stderr so the stream can be decrypted.
+fn fresh_iv() -> Result<[u8; 16]> {
+    let mut iv = [0u8; 16];
+    container::random_bytes(&mut iv)?;
+    eprintln!("iv: {}", hex::encode(iv));
+    Ok(iv)
+}
+
+fn warn_ecb(warn: Warn<'_>) {
+    warn("ECB leaks patterns (equal 16-byte blocks encrypt equally): prefer --mode ctr unless you need ECB");
+}
+
+/// `--show-data-key`: the body key and counter on stderr, and how to use them.
+fn show_data_key(opened: &Opened) {
+    let info = opened.info();
+    let key = zeroize::Zeroizing::new(hex::encode(opened.body_key().as_bytes()));
+    eprintln!("paraes: warning: showing this file's data key: anyone who sees it can read this file (but not forge it)");
+    eprintln!("data key:   {}", key.as_str());
+    eprintln!("counter:    {}", hex::encode(info.counter));
+    eprintln!(
+        "decrypt the body with: openssl enc -d -aes-{}-{} -K <data key> {}(the body is the file from byte {} with the {}-byte tag after every {}-byte chunk removed)",
+        info.params.key_size,
+        info.params.mode.lower(),
+        if info.params.mode == Mode::Ctr { "-iv <counter> " } else { "" },
+        info.header_len,
+        container::TAG_LEN,
+        info.params.chunk_size
+    );
+}
+
+/// A reader that keeps a copy of what it read (the exact header bytes, for MPI ranks).
+pub struct Tee<'a, R> {
+    /// The reader.
+    pub inner: &'a mut R,
+    /// Everything read so far.
+    pub seen: Vec<u8>,
+}
+
+impl<R: Read> Read for Tee<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.seen.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// Reads a container header; a read error names the input file.
+fn read_header(input: &mut Tee<'_, Input>) -> Result<UnverifiedHeader> {
+    UnverifiedHeader::read(input).map_err(|e| match e {
+        ContainerError::Io(io) => anyhow::Error::new(io).context(format!(
+            "reading the container header of {} failed",
+            input.inner.name()
+        )),
+        ContainerError::NotAContainer => anyhow::anyhow!(
+            "{} is not a paraes container (no paraes header): to decrypt a raw stream made with enc --raw MODE, add --raw MODE",
+            input.inner.name()
+        ),
+        other => other.into(),
+    })
+}

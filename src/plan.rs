@@ -1,0 +1,746 @@
+//! Arguments into a validated plan (the "high-level" arguments): the one place that owns every
+//! rule between options. Commands consume a plan and rely on it: what it holds is consistent.
+//!
+//! A rule broken by the options alone is a [`UsageError`] (exit status 2); a rule that needs the
+//! file system (an output that is a file this command reads) is an ordinary error (status 1).
+
+use std::ffi::OsStr;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+use paraes_core::container::{MAX_CHUNK_SIZE, MIN_CHUNK_SIZE};
+use paraes_core::pipeline::DEFAULT_CHUNK_SIZE;
+use paraes_core::{Direction, KeySize, Mode};
+use paraes_gpu::CtrVariant;
+use paraes_sunway_sim::SimConfig;
+use zeroize::Zeroizing;
+
+use crate::cli::{
+    BackendArg, BenchArgs, Command, DecArgs, EncArgs, EngineArgs, InfoArgs, KeyArgs, KeygenArgs,
+    MpiIoArg, RankEngineArg, RecipientArgs, RekeyArgs, StatsFormat, UiArgs, UnlockArgs,
+};
+
+/// An option rule broken by the command line itself: exit status 2, like clap's own errors.
+#[derive(Debug)]
+pub struct UsageError {
+    /// What is wrong and what to do.
+    pub message: String,
+    /// The subcommand whose help describes the options.
+    pub command: &'static str,
+}
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// Fails with a [`UsageError`] of `command`.
+macro_rules! usage {
+    ($command:expr, $($message:tt)+) => {
+        return Err(anyhow::Error::new(UsageError {
+            message: format!($($message)+),
+            command: $command,
+        }))
+    };
+}
+
+/// What to run.
+pub enum Plan {
+    /// `enc` or `dec`.
+    Crypt(Box<CryptPlan>),
+    /// `rekey`.
+    Rekey(RekeyPlan),
+    /// `keygen` (its options are independent of each other beyond clap's conflicts).
+    Keygen(KeygenArgs),
+    /// `info`.
+    Info(InfoArgs),
+    /// `bench` (its lists are checked by `bench.rs`, as usage errors).
+    Bench(BenchArgs),
+    /// `completions SHELL`.
+    Completions(clap_complete::Shell),
+    /// `man`.
+    Man,
+}
+
+/// Where a symmetric key comes from.
+pub enum KeySource {
+    /// A key file (a regular file, a pipe such as `<(...)`, a device).
+    File(PathBuf),
+    /// `-k -`: standard input.
+    Stdin,
+    /// `--key-fd N`.
+    Fd(u32),
+    /// `--key-env VAR`: hex text in an environment variable.
+    Env(String),
+    /// `--key HEX`.
+    Hex(Zeroizing<String>),
+}
+
+/// Where a passphrase comes from.
+pub enum PassphraseSource {
+    /// Asked on the terminal.
+    Prompt,
+    /// The first line of a file.
+    File(PathBuf),
+    /// The first line of standard input.
+    Stdin,
+}
+
+/// Every key option of one command.
+#[derive(Default)]
+pub struct KeyPlan {
+    /// Symmetric keys, in command-line order.
+    pub keys: Vec<KeySource>,
+    /// A passphrase.
+    pub passphrase: Option<PassphraseSource>,
+    /// `-r` recipients (enc, rekey's new set).
+    pub recipients: Vec<String>,
+    /// `-R` recipient files.
+    pub recipients_files: Vec<PathBuf>,
+    /// `-i` identity files (dec, rekey).
+    pub identities: Vec<PathBuf>,
+    /// The Argon2id cap for opening (MiB x passes).
+    pub max_kdf_mib: u64,
+}
+
+impl KeyPlan {
+    fn new(keys: &KeyArgs) -> Self {
+        let mut plan = KeyPlan {
+            max_kdf_mib: paraes_core::container::DEFAULT_MAX_KDF_MIB,
+            ..KeyPlan::default()
+        };
+        for path in &keys.key_file {
+            plan.keys.push(if path == Path::new("-") {
+                KeySource::Stdin
+            } else {
+                KeySource::File(path.clone())
+            });
+        }
+        if let Some(fd) = keys.key_fd {
+            plan.keys.push(KeySource::Fd(fd));
+        }
+        if let Some(var) = &keys.key_env {
+            plan.keys.push(KeySource::Env(var.clone()));
+        }
+        if let Some(hex) = &keys.key {
+            plan.keys.push(KeySource::Hex(Zeroizing::new(hex.clone())));
+        }
+        plan.passphrase = match &keys.passphrase_file {
+            Some(path) if path == Path::new("-") => Some(PassphraseSource::Stdin),
+            Some(path) => Some(PassphraseSource::File(path.clone())),
+            None if keys.passphrase => Some(PassphraseSource::Prompt),
+            None => None,
+        };
+        plan
+    }
+
+    fn with_recipients(mut self, recipients: &RecipientArgs) -> Self {
+        self.recipients = recipients.recipient.clone();
+        self.recipients_files = recipients.recipients_file.clone();
+        self
+    }
+
+    fn with_unlock(mut self, unlock: &UnlockArgs) -> Self {
+        self.identities = unlock.identity.clone();
+        self.max_kdf_mib = unlock.max_kdf_mib;
+        self
+    }
+
+    /// How many of the sources read standard input.
+    fn stdin_readers(&self) -> usize {
+        self.keys
+            .iter()
+            .filter(|k| matches!(k, KeySource::Stdin))
+            .count()
+            + usize::from(matches!(self.passphrase, Some(PassphraseSource::Stdin)))
+    }
+
+    /// Every file these sources read, and what it is (to keep the output off them).
+    pub fn paths(&self) -> Vec<(&'static str, &Path)> {
+        let mut paths: Vec<(&'static str, &Path)> = self
+            .keys
+            .iter()
+            .filter_map(|k| match k {
+                KeySource::File(path) => Some(("the key file", path.as_path())),
+                _ => None,
+            })
+            .collect();
+        if let Some(PassphraseSource::File(path)) = &self.passphrase {
+            paths.push(("the passphrase file", path));
+        }
+        paths.extend(
+            self.recipients_files
+                .iter()
+                .map(|p| ("the recipients file", p.as_path())),
+        );
+        paths.extend(
+            self.identities
+                .iter()
+                .map(|p| ("the identity file", p.as_path())),
+        );
+        paths
+    }
+
+    fn has_public_keys(&self) -> bool {
+        !(self.recipients.is_empty() && self.recipients_files.is_empty())
+    }
+}
+
+/// Container or raw stream.
+pub enum Format {
+    /// An authenticated container; for enc, the body's mode and data key size (dec reads them
+    /// from the header).
+    Container(Option<(Mode, KeySize)>),
+    /// A bare ECB/CTR stream under the user's key.
+    Raw {
+        /// Mode of operation.
+        mode: Mode,
+        /// CTR's initial counter block: given, or (enc) drawn at random when `None`.
+        iv: Option<[u8; 16]>,
+        /// ECB's PKCS#7 padding.
+        padding: bool,
+        /// The size the key must have (enc --bits).
+        key_size: Option<KeySize>,
+    },
+}
+
+/// Where the output goes.
+pub enum OutputTarget {
+    /// Standard output.
+    Stdout,
+    /// A path (a new file, or an existing FIFO or device written as a stream).
+    Path {
+        /// The final name.
+        path: PathBuf,
+        /// Whether an existing file may be replaced.
+        force: bool,
+    },
+}
+
+/// The engine that runs AES in each process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineKind {
+    /// The GPU when usable, else the CPU.
+    Auto,
+    /// All CPU cores (or `threads`).
+    Cpu,
+    /// A CUDA GPU.
+    Gpu,
+    /// The Sunway simulator.
+    SunwaySim,
+}
+
+/// An engine and its settings.
+#[derive(Clone, Debug)]
+pub struct EngineChoice {
+    /// Which engine.
+    pub kind: EngineKind,
+    /// CPU worker threads (GPU: host threads); `None`: all cores.
+    pub threads: Option<usize>,
+    /// GPU: the CTR variant.
+    pub gpu_ctr: CtrVariant,
+    /// GPU: the CUDA device.
+    pub gpu_device: usize,
+    /// The simulator's configuration.
+    pub sim: SimConfig,
+}
+
+/// How MPI ranks get their chunks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MpiIo {
+    /// Every rank reads and writes its own ranges.
+    Direct,
+    /// Rank 0 reads and writes; chunks travel over MPI.
+    Scatter,
+}
+
+/// Where the chunks flow: through this process's pipeline, or across MPI ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Runner {
+    /// One process: the threaded pipeline on the chosen engine.
+    Local,
+    /// MPI ranks, each running the chosen engine on its share.
+    Mpi {
+        /// The I/O strategy (`None`: direct for files, scatter for pipes).
+        io: Option<MpiIo>,
+    },
+}
+
+/// What the user sees.
+#[derive(Clone, Debug, Default)]
+pub struct Ui {
+    /// No warnings, no progress.
+    pub quiet: bool,
+    /// A summary line at the end.
+    pub verbose: bool,
+    /// A JSON summary at the end.
+    pub stats_json: bool,
+    /// The expected input size, for the progress display of a pipe.
+    pub size_hint: Option<u64>,
+}
+
+/// A validated `enc` or `dec`.
+pub struct CryptPlan {
+    /// enc or dec.
+    pub direction: Direction,
+    /// The input file; `None` is standard input.
+    pub input: Option<PathBuf>,
+    /// The output.
+    pub output: OutputTarget,
+    /// Keys.
+    pub keys: KeyPlan,
+    /// Container or raw.
+    pub format: Format,
+    /// Plaintext bytes per chunk (enc; dec of a container reads it from the header).
+    pub chunk_size: usize,
+    /// dec: print the data key.
+    pub show_data_key: bool,
+    /// dec --raw: go on although the input starts with the container magic.
+    pub force_raw: bool,
+    /// The engine of each process.
+    pub engine: EngineChoice,
+    /// Local or MPI.
+    pub runner: Runner,
+    /// Progress, warnings, summary.
+    pub ui: Ui,
+}
+
+impl CryptPlan {
+    /// The subcommand's name.
+    pub fn command(&self) -> &'static str {
+        match self.direction {
+            Direction::Encrypt => "enc",
+            Direction::Decrypt => "dec",
+        }
+    }
+}
+
+/// A validated `rekey`.
+pub struct RekeyPlan {
+    /// The container.
+    pub file: PathBuf,
+    /// What opens it now.
+    pub open: KeyPlan,
+    /// What will open it.
+    pub new: KeyPlan,
+    /// No messages.
+    pub quiet: bool,
+}
+
+/// Builds the plan of a parsed command line.
+pub fn build(command: Command) -> Result<Plan> {
+    Ok(match command {
+        Command::Enc(args) => Plan::Crypt(Box::new(enc(&args)?)),
+        Command::Dec(args) => Plan::Crypt(Box::new(dec(&args)?)),
+        Command::Rekey(args) => Plan::Rekey(rekey(&args)?),
+        Command::Keygen(args) => Plan::Keygen(args),
+        Command::Info(args) => Plan::Info(args),
+        Command::Bench(args) => Plan::Bench(args),
+        Command::Completions { shell } => Plan::Completions(shell),
+        Command::Man => Plan::Man,
+    })
+}
+
+fn enc(args: &EncArgs) -> Result<CryptPlan> {
+    const C: &str = "enc";
+    let keys = KeyPlan::new(&args.keys).with_recipients(&args.recipients);
+    let format = match args.raw {
+        Some(mode) => {
+            raw_rules(C, &keys)?;
+            let iv = args.iv.as_deref().map(|t| parse_iv(C, t)).transpose()?;
+            if mode == Mode::Ecb && iv.is_some() {
+                usage!(C, "ECB takes no --iv: drop it, or use --raw ctr");
+            }
+            if mode == Mode::Ctr && args.no_pad {
+                usage!(C, "--no-pad applies only to --raw ecb (CTR never pads)");
+            }
+            Format::Raw {
+                mode,
+                iv,
+                padding: !args.no_pad,
+                key_size: args.bits,
+            }
+        }
+        None => {
+            if args.iv.is_some() {
+                usage!(C, "--iv works only with --raw ctr (a container makes its own random counter): add --raw ctr or drop --iv");
+            }
+            if args.no_pad {
+                usage!(C, "--no-pad works only with --raw ecb (containers always pad ECB): add --raw ecb or drop --no-pad");
+            }
+            Format::Container(Some((
+                args.mode.unwrap_or(Mode::Ctr),
+                args.bits.unwrap_or(KeySize::Aes256),
+            )))
+        }
+    };
+    let chunk_size = match args.chunk_size {
+        None => DEFAULT_CHUNK_SIZE,
+        Some(size) => {
+            if !(MIN_CHUNK_SIZE as u64..=MAX_CHUNK_SIZE as u64).contains(&size)
+                || !size.is_multiple_of(16)
+            {
+                usage!(C, "--chunk-size must be a multiple of 16 bytes from 4KiB to 64MiB, not {size} bytes");
+            }
+            size as usize
+        }
+    };
+    finish(CryptInputs {
+        command: C,
+        direction: Direction::Encrypt,
+        input: args.input.as_deref(),
+        output: args.output.output.as_deref(),
+        force: args.output.force,
+        keys,
+        format,
+        chunk_size,
+        show_data_key: false,
+        force_raw: false,
+        engine: &args.engine,
+        ui: &args.ui,
+    })
+}
+
+fn dec(args: &DecArgs) -> Result<CryptPlan> {
+    const C: &str = "dec";
+    let keys = KeyPlan::new(&args.keys).with_unlock(&args.unlock);
+    let format = match args.raw {
+        Some(mode) => {
+            raw_rules(C, &keys)?;
+            if args.show_data_key {
+                usage!(
+                    C,
+                    "--show-data-key applies to containers; a raw stream's key is the one you gave"
+                );
+            }
+            let iv = args.iv.as_deref().map(|t| parse_iv(C, t)).transpose()?;
+            match mode {
+                Mode::Ecb if iv.is_some() => usage!(C, "ECB takes no --iv: drop it"),
+                Mode::Ctr if iv.is_none() => usage!(C, "dec --raw ctr needs --iv HEX (32 hex digits: the initial counter block the stream was made with)"),
+                Mode::Ctr if args.no_pad => {
+                    usage!(C, "--no-pad applies only to --raw ecb (CTR never pads)")
+                }
+                _ => {}
+            }
+            Format::Raw {
+                mode,
+                iv,
+                padding: !args.no_pad,
+                key_size: None,
+            }
+        }
+        None => {
+            if args.iv.is_some() {
+                usage!(C, "--iv works only with --raw ctr (a container keeps its counter in its header): drop --iv");
+            }
+            if args.no_pad {
+                usage!(
+                    C,
+                    "--no-pad works only with --raw ecb (containers always pad ECB): drop --no-pad"
+                );
+            }
+            if args.force_raw {
+                usage!(C, "--force-raw works only with --raw");
+            }
+            Format::Container(None)
+        }
+    };
+    finish(CryptInputs {
+        command: C,
+        direction: Direction::Decrypt,
+        input: args.input.as_deref(),
+        output: args.output.output.as_deref(),
+        force: args.output.force,
+        keys,
+        format,
+        chunk_size: DEFAULT_CHUNK_SIZE,
+        show_data_key: args.show_data_key,
+        force_raw: args.force_raw,
+        engine: &args.engine,
+        ui: &args.ui,
+    })
+}
+
+/// A raw stream has no header: only one symmetric key can make it.
+fn raw_rules(command: &'static str, keys: &KeyPlan) -> Result<()> {
+    if keys.passphrase.is_some() {
+        usage!(command, "--raw needs a key (-k, --key, --key-fd or --key-env): a raw stream has no header to keep a passphrase's salt");
+    }
+    if keys.has_public_keys() || !keys.identities.is_empty() {
+        usage!(command, "--raw needs a key (-k, --key, --key-fd or --key-env): public-key recipients and identities need a container");
+    }
+    if keys.keys.len() != 1 {
+        usage!(
+            command,
+            "--raw uses exactly one key: a raw stream has no header to hold more"
+        );
+    }
+    Ok(())
+}
+
+fn parse_iv(command: &'static str, text: &str) -> Result<[u8; 16]> {
+    match hex::decode(text.trim())
+        .ok()
+        .and_then(|bytes| <[u8; 16]>::try_from(bytes).ok())
+    {
+        Some(iv) => Ok(iv),
+        None => usage!(command, "--iv needs exactly 32 hex digits (16 bytes)"),
+    }
+}
+
+/// The parts of `enc` and `dec` that the rest of the rules need.
+struct CryptInputs<'a> {
+    command: &'static str,
+    direction: Direction,
+    input: Option<&'a Path>,
+    output: Option<&'a Path>,
+    force: bool,
+    keys: KeyPlan,
+    format: Format,
+    chunk_size: usize,
+    show_data_key: bool,
+    force_raw: bool,
+    engine: &'a EngineArgs,
+    ui: &'a UiArgs,
+}
+
+/// The rules shared by `enc` and `dec`: standard input used once, engine options that apply,
+/// and an output that is none of the files this command reads.
+fn finish(parts: CryptInputs<'_>) -> Result<CryptPlan> {
+    let command = parts.command;
+    let input = parts
+        .input
+        .filter(|p| *p != Path::new("-"))
+        .map(Path::to_path_buf);
+    let stdin_readers = parts.keys.stdin_readers() + usize::from(input.is_none());
+    if stdin_readers > 1 {
+        usage!(command, "standard input can feed only one thing: the data comes from standard input, so give the key or passphrase another way (-k FILE, --key-fd N, --key-env VAR, --passphrase-file FILE), or give the data as a file");
+    }
+    let (engine, runner) = engine_and_runner(command, parts.engine)?;
+    let output = output_target(parts.direction, input.as_deref(), parts.output, parts.force)?;
+    check_not_read(&output, input.as_deref(), &parts.keys)?;
+    Ok(CryptPlan {
+        direction: parts.direction,
+        input,
+        output,
+        keys: parts.keys,
+        format: parts.format,
+        chunk_size: parts.chunk_size,
+        show_data_key: parts.show_data_key,
+        force_raw: parts.force_raw,
+        engine,
+        runner,
+        ui: Ui {
+            quiet: parts.ui.quiet,
+            verbose: parts.ui.verbose,
+            stats_json: parts.ui.stats == Some(StatsFormat::Json),
+            size_hint: parts.ui.size,
+        },
+    })
+}
+
+/// `--backend` and the options of each engine and runner, refusing those that would be
+/// silently ignored.
+fn engine_and_runner(command: &'static str, args: &EngineArgs) -> Result<(EngineChoice, Runner)> {
+    let backend = args.backend.unwrap_or(BackendArg::Auto);
+    let mpi = backend == BackendArg::Mpi;
+    let kind = match (backend, args.rank_engine) {
+        (BackendArg::Mpi, Some(RankEngineArg::Gpu)) => EngineKind::Gpu,
+        (BackendArg::Mpi, _) => EngineKind::Cpu,
+        (_, Some(_)) => {
+            usage!(
+                command,
+                "--rank-engine applies only to --backend mpi: drop it, or add --backend mpi"
+            )
+        }
+        (BackendArg::Auto, None) => EngineKind::Auto,
+        (BackendArg::Cpu, None) => EngineKind::Cpu,
+        (BackendArg::Gpu, None) => EngineKind::Gpu,
+        (BackendArg::SunwaySim, None) => EngineKind::SunwaySim,
+    };
+    if args.mpi_io.is_some() && !mpi {
+        usage!(
+            command,
+            "--mpi-io applies only to --backend mpi: drop it, or add --backend mpi"
+        );
+    }
+    let gpu_given = args.gpu_ctr.is_some() || args.gpu_device.is_some();
+    if gpu_given && !matches!(kind, EngineKind::Gpu | EngineKind::Auto) {
+        usage!(command, "--gpu-ctr and --gpu-device apply only to the GPU engine (--backend gpu or auto; with mpi, --rank-engine gpu): drop them");
+    }
+    let sim_given =
+        args.sw_variant.is_some() || args.sw_buffering.is_some() || args.sw_cgs.is_some();
+    if sim_given && kind != EngineKind::SunwaySim {
+        usage!(command, "--sw-variant, --sw-buffering and --sw-cgs apply only to --backend sunway-sim: drop them, or add --backend sunway-sim");
+    }
+    if args.threads.is_some() && kind == EngineKind::SunwaySim {
+        usage!(command, "--threads does not apply to the Sunway simulator (it models its own 64 CPEs per core group; --sw-cgs picks core groups)");
+    }
+    let defaults = SimConfig::default();
+    let engine = EngineChoice {
+        kind,
+        threads: args.threads.map(|t| t as usize),
+        gpu_ctr: args.gpu_ctr.unwrap_or(CtrVariant::Auto),
+        gpu_device: args.gpu_device.unwrap_or(0),
+        sim: SimConfig::new(
+            args.sw_variant.unwrap_or(defaults.variant),
+            args.sw_buffering.unwrap_or(defaults.buffering),
+            args.sw_cgs.map_or(defaults.cgs, usize::from),
+        ),
+    };
+    let runner = if mpi {
+        Runner::Mpi {
+            io: args.mpi_io.map(|io| match io {
+                MpiIoArg::Direct => MpiIo::Direct,
+                MpiIoArg::Scatter => MpiIo::Scatter,
+            }),
+        }
+    } else {
+        Runner::Local
+    };
+    Ok((engine, runner))
+}
+
+/// `-o`, or a name derived from the input's.
+fn output_target(
+    direction: Direction,
+    input: Option<&Path>,
+    output: Option<&Path>,
+    force: bool,
+) -> Result<OutputTarget> {
+    if let Some(out) = output {
+        return Ok(if out == Path::new("-") {
+            OutputTarget::Stdout
+        } else {
+            OutputTarget::Path {
+                path: out.to_path_buf(),
+                force,
+            }
+        });
+    }
+    let Some(input) = input else {
+        return Ok(OutputTarget::Stdout);
+    };
+    // `enc /dev/zero` must not create /dev/zero.paraes (and fill /dev with it).
+    if fs::metadata(input)
+        .is_ok_and(|m| m.file_type().is_char_device() || m.file_type().is_block_device())
+    {
+        bail!(
+            "cannot name the output after {}, a device: give -o PATH (or -o - for standard output)",
+            input.display()
+        );
+    }
+    let path = match direction {
+        Direction::Encrypt => {
+            let mut name = input.as_os_str().to_owned();
+            name.push(".paraes");
+            PathBuf::from(name)
+        }
+        // On bytes, so that names that are not UTF-8 work too.
+        Direction::Decrypt => match input.as_os_str().as_bytes().strip_suffix(b".paraes") {
+            Some(stem) if !stem.is_empty() && !stem.ends_with(b"/") => {
+                PathBuf::from(OsStr::from_bytes(stem))
+            }
+            _ => bail!(
+                "cannot name the output: {} does not end in .paraes; give -o PATH (or -o - for standard output)",
+                input.display()
+            ),
+        },
+    };
+    Ok(OutputTarget::Path { path, force })
+}
+
+/// The identity of a file (through links), when it exists.
+fn file_id(meta: &fs::Metadata) -> (u64, u64) {
+    (meta.dev(), meta.ino())
+}
+
+/// Refuses an output that is a file this command reads: the input, a key, passphrase,
+/// identity or recipients file (compared by device and inode, so links count too), or
+/// standard output redirected onto one of them (`paraes enc f -o - >> f`).
+fn check_not_read(output: &OutputTarget, input: Option<&Path>, keys: &KeyPlan) -> Result<()> {
+    let out_meta = match output {
+        OutputTarget::Path { path, .. } => fs::metadata(path).ok(),
+        OutputTarget::Stdout => stdout_metadata(),
+    };
+    let Some(out_meta) = out_meta.filter(|m| m.is_file()) else {
+        // Nothing there yet, or a pipe, terminal or device: nothing to overwrite.
+        return Ok(());
+    };
+    let out_id = file_id(&out_meta);
+    let out_name = match output {
+        OutputTarget::Path { path, .. } => path.display().to_string(),
+        OutputTarget::Stdout => "standard output".to_owned(),
+    };
+    let read = input
+        .map(|p| ("the input", p))
+        .into_iter()
+        .chain(keys.paths());
+    for (what, path) in read {
+        if fs::metadata(path).is_ok_and(|m| file_id(&m) == out_id) {
+            let what = match what {
+                "the input" => "the input".to_owned(),
+                _ => format!("{what} {}", path.display()),
+            };
+            bail!("{out_name} is the same file as {what}, which this command reads: writing to it would destroy it; choose another output");
+        }
+    }
+    Ok(())
+}
+
+/// What standard output is, when it is open.
+fn stdout_metadata() -> Option<fs::Metadata> {
+    fs::metadata("/proc/self/fd/1")
+        .ok()
+        .or_else(|| fs::metadata("/dev/stdout").ok())
+}
+
+/// Builds the plan of `rekey`.
+fn rekey(args: &RekeyArgs) -> Result<RekeyPlan> {
+    const C: &str = "rekey";
+    let open = KeyPlan::new(&args.keys).with_unlock(&args.unlock);
+    if open.keys.is_empty() && open.passphrase.is_none() && open.identities.is_empty() {
+        usage!(C, "rekey must open the file first: give its current key (-k, --key, --key-fd, --key-env, -p, --passphrase-file or -i)");
+    }
+    if open.stdin_readers() > 1 {
+        usage!(C, "standard input can feed only one key or passphrase");
+    }
+    let new = KeyPlan {
+        keys: args
+            .new_key_file
+            .iter()
+            .map(|p| KeySource::File(p.clone()))
+            .collect(),
+        passphrase: args
+            .new_passphrase_file
+            .as_ref()
+            .map(|p| PassphraseSource::File(p.clone())),
+        recipients: args.new_recipient.clone(),
+        recipients_files: args.new_recipients_file.clone(),
+        ..KeyPlan::default()
+    };
+    for (_, path) in open.paths().into_iter().chain(new.paths()) {
+        if fs::metadata(path)
+            .ok()
+            .zip(fs::metadata(&args.file).ok())
+            .is_some_and(|(a, b)| file_id(&a) == file_id(&b))
+        {
+            bail!(
+                "{} is the container being rekeyed, not a key: give its keys in other files",
+                path.display()
+            );
+        }
+    }
+    Ok(RekeyPlan {
+        file: args.file.clone(),
+        open,
+        new,
+        quiet: args.quiet,
+    })
+}

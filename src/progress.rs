@@ -1,0 +1,138 @@
+//! What a running job shows and what it reports when done: a progress bar for files, a
+//! spinner with bytes and rate for pipes (a bar with `--size`), drawn by only one paraes per
+//! terminal (the first to take a lock on it: `paraes enc | paraes dec` draws once); and the
+//! final summary (`-v`: a line; `--stats json`: one JSON object), both on standard error.
+
+use std::io::IsTerminal;
+use std::os::fd::AsFd;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use rustix::fs::FlockOperation;
+use rustix::io::Errno;
+
+use crate::plan::Ui;
+use crate::units::{format_bytes, format_rate};
+
+/// Inputs at least this large get a progress display (when stderr is a terminal).
+const PROGRESS_MIN: u64 = 64 << 20;
+
+/// The progress display of one job.
+pub struct Progress {
+    bar: ProgressBar,
+    started: Instant,
+}
+
+impl Progress {
+    /// Starts the display for an input of `size` bytes (`None`: unknown, a pipe), if it is
+    /// worth drawing and no other paraes draws on this terminal.
+    pub fn start(ui: &Ui, size: Option<u64>) -> Progress {
+        let total = size.or(ui.size_hint);
+        let worth = total.is_none_or(|len| len >= PROGRESS_MIN);
+        let draw = !ui.quiet && worth && std::io::stderr().is_terminal() && own_terminal();
+        let bar = if !draw {
+            ProgressBar::hidden()
+        } else if let Some(total) = total {
+            let bar = ProgressBar::new(total);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{bytes}/{total_bytes} {binary_bytes_per_sec} {wide_bar} {eta}",
+                )
+                .expect("a valid template"),
+            );
+            bar
+        } else {
+            let bar = ProgressBar::new_spinner();
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {bytes} {binary_bytes_per_sec} {elapsed}")
+                    .expect("a valid template"),
+            );
+            bar.enable_steady_tick(Duration::from_millis(200));
+            bar
+        };
+        Progress {
+            bar,
+            started: Instant::now(),
+        }
+    }
+
+    /// Bytes of input done so far.
+    pub fn set(&self, done: u64) {
+        self.bar.set_position(done);
+    }
+
+    /// Clears the display; returns the seconds since the start.
+    pub fn finish(self) -> f64 {
+        self.bar.finish_and_clear();
+        self.started.elapsed().as_secs_f64()
+    }
+}
+
+/// Takes a lock on the terminal behind stderr, held until this process ends. POSIX record
+/// locks belong to a process (not to the shared open file), so of two paraes processes
+/// writing to one terminal only the first gets it.
+fn own_terminal() -> bool {
+    match rustix::fs::fcntl_lock(
+        std::io::stderr().as_fd(),
+        FlockOperation::NonBlockingLockExclusive,
+    ) {
+        Ok(()) => true,
+        Err(Errno::AGAIN | Errno::ACCESS) => false,
+        // A terminal that cannot be locked (opened read-only, say): draw anyway.
+        Err(_) => true,
+    }
+}
+
+/// What a finished job did.
+pub struct Summary {
+    /// `enc` or `dec`.
+    pub command: &'static str,
+    /// Bytes read (after a container's header).
+    pub bytes_in: u64,
+    /// Bytes written (with a container's header).
+    pub bytes_out: u64,
+    /// Wall time of the data's pass.
+    pub seconds: f64,
+    /// The engine's name.
+    pub engine: String,
+    /// Its workers (threads, ranks).
+    pub workers: usize,
+    /// The runner: `local` or `mpi`.
+    pub runner: &'static str,
+}
+
+impl Summary {
+    /// Prints the summary as `ui` asks: a line for `-v`, a JSON object for `--stats json`.
+    pub fn report(&self, ui: &Ui) {
+        if ui.verbose {
+            eprintln!(
+                "paraes: {}: {} in, {} out in {:.3} s ({}) on {} ({} runner)",
+                self.command,
+                format_bytes(self.bytes_in),
+                format_bytes(self.bytes_out),
+                self.seconds,
+                format_rate(self.bytes_in, self.seconds),
+                self.engine,
+                self.runner
+            );
+        }
+        if ui.stats_json {
+            let rate = if self.seconds > 0.0 {
+                self.bytes_in as f64 / self.seconds
+            } else {
+                0.0
+            };
+            let json = serde_json::json!({
+                "command": self.command,
+                "bytes_in": self.bytes_in,
+                "bytes_out": self.bytes_out,
+                "seconds": self.seconds,
+                "bytes_per_second": rate,
+                "engine": self.engine,
+                "workers": self.workers,
+                "runner": self.runner,
+            });
+            eprintln!("{json}");
+        }
+    }
+}

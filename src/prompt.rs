@@ -1,0 +1,90 @@
+//! The passphrase prompt on the controlling terminal: echo off while typing, and restored by
+//! whoever ends the process (Enter, an error, or Ctrl-C through `signals.rs`), so that an
+//! interrupted prompt always exits 130 with a working terminal.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::sync::Mutex;
+
+use anyhow::{bail, Context, Result};
+use rustix::termios::{self, LocalModes, OptionalActions, Termios};
+use zeroize::Zeroizing;
+
+/// The terminal and its settings from before the prompt, while echo is off.
+static SAVED: Mutex<Option<(File, Termios)>> = Mutex::new(None);
+
+/// Puts the terminal back as it was, if a prompt turned echo off (called by the signal
+/// handler before it exits).
+pub fn restore_terminal() {
+    let saved = SAVED.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some((tty, settings)) = saved {
+        let _ = termios::tcsetattr(&tty, OptionalActions::Now, &settings);
+        // The user's Enter never came: end the prompt's line.
+        let _ = (&tty).write_all(b"\n");
+    }
+}
+
+/// Asks for a passphrase on the terminal; `confirm` asks twice.
+pub fn passphrase(confirm: bool) -> Result<Zeroizing<Vec<u8>>> {
+    let first = ask("Passphrase: ")?;
+    if first.is_empty() {
+        bail!("the passphrase is empty: type one, or use a key file");
+    }
+    if confirm && ask("Passphrase again: ")? != first {
+        bail!("the two passphrases differ: try again");
+    }
+    Ok(first)
+}
+
+/// One line from the terminal with echo off.
+fn ask(prompt: &str) -> Result<Zeroizing<Vec<u8>>> {
+    let tty = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+        .context("no terminal to ask for the passphrase: use --passphrase-file PATH (or - for standard input)")?;
+    let settings = termios::tcgetattr(&tty).context("/dev/tty is not a terminal")?;
+    let mut quiet = settings.clone();
+    quiet.local_modes.remove(LocalModes::ECHO);
+    quiet.local_modes.insert(LocalModes::ECHONL);
+    *SAVED.lock().unwrap_or_else(|e| e.into_inner()) =
+        Some((tty.try_clone().context("/dev/tty")?, settings));
+    let answer = termios::tcsetattr(&tty, OptionalActions::Flush, &quiet)
+        .map_err(std::io::Error::from)
+        .and_then(|()| (&tty).write_all(prompt.as_bytes()))
+        .and_then(|()| read_line(&tty));
+    // Restore before looking at the outcome: the terminal is never left without echo.
+    let saved = SAVED.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some((tty, settings)) = saved {
+        let _ = termios::tcsetattr(&tty, OptionalActions::Now, &settings);
+    }
+    answer.context("reading the passphrase from the terminal failed")
+}
+
+/// Reads up to a newline, a byte at a time so that no buffer but `line` (zeroized) holds the
+/// passphrase. An interrupted read is retried: Ctrl-C is handled by the signal thread, which
+/// restores the terminal and exits 130 (one behaviour, never a race).
+fn read_line(mut tty: &File) -> std::io::Result<Zeroizing<Vec<u8>>> {
+    // Never reallocated (which would leave copies behind): a longer line is refused.
+    const MAX: usize = 4096;
+    let mut line = Zeroizing::new(Vec::with_capacity(MAX));
+    let mut byte = Zeroizing::new([0u8; 1]);
+    loop {
+        match tty.read(&mut byte[..]) {
+            Ok(0) => break,
+            Ok(_) if byte[0] == b'\n' => break,
+            Ok(_) if line.len() == MAX => {
+                return Err(std::io::Error::other(
+                    "the passphrase is longer than 4096 bytes",
+                ))
+            }
+            Ok(_) => line.push(byte[0]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    Ok(line)
+}

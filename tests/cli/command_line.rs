@@ -1,0 +1,553 @@
+//! The command line as a user and an attacker meet it: outputs that would destroy a file the
+//! command reads, no hidden subcommand that deletes files, SIGKILL leaving nothing behind,
+//! exit statuses (2 for usage, 128 + N for signal N), Ctrl-C at the passphrase prompt, keys
+//! without files (`-k -`, `--key-fd`, `--key-env`, `--passphrase-file -`, `<(...)`), shell
+//! completions and the man page, per-subcommand help, options refused where they would be
+//! ignored, error wording, sizes, progress summaries, `info`'s length check and
+//! `dec --raw` on a container.
+
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crate::common::{
+    assert_error, assert_success, assert_usage_error, bin, info_field, seeded_bytes, send_signal,
+    stderr, wait_until, Scratch,
+};
+
+/// A scratch directory with a hex key file `key` (0600) and a 10 KiB plaintext `f`.
+fn prepared() -> Scratch {
+    let s = Scratch::new();
+    s.key_file("key", 256, 7, true);
+    s.write("f", &seeded_bytes(7, 10 << 10));
+    s
+}
+
+#[test]
+fn the_output_is_never_a_file_the_command_reads() {
+    let s = prepared();
+    s.write("pass", b"correct horse battery staple\n");
+    s.set_mode("pass", 0o600);
+    fs::hard_link(s.path("key"), s.path("key.hard")).expect("hard link");
+    std::os::unix::fs::symlink("key", s.path("key.soft")).expect("symlink");
+    let key = s.read("key");
+    let cases: [&[&str]; 6] = [
+        &["enc", "-k", "key", "f", "-o", "key", "-f"],
+        &["enc", "-k", "key", "f", "-o", "key.hard", "-f"],
+        &["enc", "-k", "key", "f", "-o", "key.soft", "-f"],
+        &["enc", "-k", "key.soft", "f", "-o", "key", "-f"],
+        &["enc", "--passphrase-file", "pass", "f", "-o", "pass", "-f"],
+        &["enc", "-k", "key", "f", "-o", "f", "-f"],
+    ];
+    for args in cases {
+        let what = args.join(" ");
+        let before = s.names();
+        let message = s.assert_refused(&s.run(args), &before, &what);
+        assert!(
+            message.contains("which this command reads"),
+            "{what}: {message}"
+        );
+        assert_eq!(s.read("key"), key, "{what}: the key changed");
+    }
+    assert_eq!(s.read("pass"), b"correct horse battery staple\n");
+    // An identity file as the output of dec.
+    let out = s.run(&["keygen", "--x25519", "-o", "me.id"]);
+    assert_success(&out, "keygen");
+    let recipient = stderr(&out)
+        .trim()
+        .trim_start_matches("recipient: ")
+        .to_owned();
+    assert_success(
+        &s.run(&["enc", "-r", &recipient, "f", "-o", "g.paraes"]),
+        "enc -r",
+    );
+    let id = s.read("me.id");
+    let before = s.names();
+    let args = ["dec", "-i", "me.id", "g.paraes", "-o", "me.id", "-f"];
+    s.assert_refused(&s.run(&args), &before, "dec onto the identity");
+    assert_eq!(s.read("me.id"), id);
+}
+
+#[test]
+fn standard_output_appended_to_the_input_is_refused() {
+    let s = prepared();
+    let plain = s.read("f");
+    let out = s.bash("\"$PARAES\" enc -k key f -o - >> f");
+    let message = assert_error(&out, "enc f -o - >> f");
+    assert!(
+        message.contains("standard output is the same file as the input"),
+        "{message}"
+    );
+    assert_eq!(s.read("f"), plain, "the input grew");
+    // Also onto the key file.
+    let key = s.read("key");
+    let out = s.bash("\"$PARAES\" enc -k key f -o - >> key");
+    assert_error(&out, "enc -k key >> key");
+    assert_eq!(s.read("key"), key);
+}
+
+#[test]
+fn no_hidden_subcommand_deletes_files() {
+    let s = prepared();
+    s.write("precious.txt", b"do not delete");
+    let out = s.run(&["watch-output", "precious.txt"]);
+    assert_usage_error(&out, "watch-output");
+    assert_eq!(s.read("precious.txt"), b"do not delete");
+}
+
+/// Starts `paraes ARGS` reading from a pipe that stays open, once it is waiting for data.
+fn blocked(s: &Scratch, args: &[&str]) -> Child {
+    let child = s
+        .command(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("paraes runs");
+    // Give it time to set up its output and block on the empty pipe.
+    std::thread::sleep(Duration::from_millis(300));
+    child
+}
+
+#[test]
+fn sigkill_leaves_no_file_behind() {
+    let s = prepared();
+    let before = s.names();
+    for args in [
+        &["enc", "-k", "key", "-o", "out.paraes"][..],
+        &["enc", "-k", "key", "--raw", "ctr", "-o", "out.ctr"],
+    ] {
+        let mut child = blocked(&s, args);
+        child
+            .stdin
+            .as_mut()
+            .map(|stdin| std::io::Write::write_all(stdin, &[0u8; 100_000]))
+            .expect("stdin")
+            .expect("fed");
+        std::thread::sleep(Duration::from_millis(200));
+        send_signal(child.id(), "KILL");
+        child.wait().expect("paraes ends");
+        assert_eq!(s.names(), before, "{args:?}: SIGKILL left a file behind");
+    }
+}
+
+#[test]
+fn signals_exit_with_128_plus_their_number() {
+    let s = prepared();
+    let before = s.names();
+    for (signal, status) in [("INT", 130), ("TERM", 143), ("HUP", 129)] {
+        let child = blocked(&s, &["enc", "-k", "key", "-o", "out.paraes"]);
+        send_signal(child.id(), signal);
+        let out = child.wait_with_output().expect("paraes ends");
+        assert_eq!(
+            out.status.code(),
+            Some(status),
+            "SIG{signal}: {}",
+            stderr(&out)
+        );
+        assert!(
+            stderr(&out).contains("no output file was left behind"),
+            "SIG{signal}: {}",
+            stderr(&out)
+        );
+        assert_eq!(s.names(), before, "SIG{signal} left a file behind");
+    }
+}
+
+#[test]
+fn usage_errors_exit_2_and_point_at_the_subcommand_help() {
+    let s = prepared();
+    let cases: [(&[&str], &str); 9] = [
+        (
+            &[
+                "enc",
+                "--iv",
+                "00112233445566778899aabbccddeeff",
+                "-k",
+                "key",
+                "f",
+            ],
+            "--raw",
+        ),
+        (&["enc", "--threads", "0", "-k", "key", "f"], "--threads"),
+        (&["bench", "--repeat", "0"], "--repeat"),
+        (&["bench", "--mode", "cbc"], "cbc"),
+        (
+            &["enc", "--backend", "cuda", "-k", "key", "f"],
+            "--backend gpu",
+        ),
+        (
+            &["enc", "--backend", "cpu", "--sw-cgs", "2", "-k", "key", "f"],
+            "sunway-sim",
+        ),
+        (
+            &["enc", "--mpi-io", "direct", "-k", "key", "f"],
+            "--backend mpi",
+        ),
+        (
+            &[
+                "enc",
+                "--backend",
+                "cpu",
+                "--gpu-device",
+                "1",
+                "-k",
+                "key",
+                "f",
+            ],
+            "GPU",
+        ),
+        (
+            &["enc", "--chunk-size", "4100", "-k", "key", "f"],
+            "multiple of 16",
+        ),
+    ];
+    for (args, expected) in cases {
+        let what = args.join(" ");
+        let before = s.names();
+        let out = s.run(args);
+        let message = assert_usage_error(&out, &what);
+        assert!(message.contains(expected), "{what}: {message}");
+        let help = format!("(see paraes {} --help)", args[0]);
+        assert!(message.ends_with(&help), "{what}: {message}");
+        assert_eq!(s.names(), before, "{what}: the directory changed");
+    }
+}
+
+#[test]
+fn dec_help_lists_only_what_dec_uses() {
+    let out = Command::new(bin())
+        .args(["dec", "--help"])
+        .output()
+        .expect("runs");
+    let help = String::from_utf8_lossy(&out.stdout);
+    for option in ["--mode", "--bits", "--chunk-size", "--recipient"] {
+        assert!(
+            !help.contains(option),
+            "dec --help offers {option}:\n{help}"
+        );
+    }
+    for option in [
+        "--identity",
+        "--raw",
+        "--key-fd",
+        "--key-env",
+        "--show-data-key",
+    ] {
+        assert!(help.contains(option), "dec --help lacks {option}");
+    }
+    let out = Command::new(bin())
+        .args(["enc", "--help"])
+        .output()
+        .expect("runs");
+    let help = String::from_utf8_lossy(&out.stdout);
+    for option in [
+        "--identity",
+        "--show-data-key",
+        "--max-kdf-mib",
+        "--force-raw",
+    ] {
+        assert!(!help.contains(option), "enc --help offers {option}");
+    }
+}
+
+#[test]
+fn keys_come_from_stdin_descriptors_environment_and_pipes() {
+    let s = prepared();
+    let plain = s.read("f");
+    let key = s.read("key");
+    assert_success(&s.run(&["enc", "-q", "-k", "key", "f"]), "enc");
+    let opened = |out: std::process::Output, what: &str| {
+        assert_success(&out, what);
+        assert!(out.stdout == plain, "{what}: wrong plaintext");
+    };
+    opened(
+        s.run_with_stdin(&["dec", "-q", "-k", "-", "f.paraes", "-o", "-"], &key),
+        "-k -",
+    );
+    opened(
+        s.bash("\"$PARAES\" dec -q --key-fd 3 f.paraes -o - 3<key"),
+        "--key-fd 3",
+    );
+    opened(
+        s.bash("K=$(cat key) \"$PARAES\" dec -q --key-env K f.paraes -o -"),
+        "--key-env",
+    );
+    opened(
+        s.bash("\"$PARAES\" dec -q -k <(cat key) f.paraes -o -"),
+        "-k <(...)",
+    );
+    // A passphrase from standard input.
+    let out = s.run_with_stdin(
+        &["enc", "-q", "--passphrase-file", "-", "f", "-o", "p.paraes"],
+        b"a long enough passphrase\n",
+    );
+    assert_success(&out, "--passphrase-file - (enc)");
+    opened(
+        s.run_with_stdin(
+            &["dec", "-q", "--passphrase-file", "-", "p.paraes", "-o", "-"],
+            b"a long enough passphrase\n",
+        ),
+        "--passphrase-file - (dec)",
+    );
+    // Standard input cannot carry both the key and the data.
+    for args in [
+        &["enc", "-k", "-"][..],
+        &["dec", "--passphrase-file", "-"],
+        &["dec", "-k", "-", "--passphrase-file", "-", "f.paraes"],
+    ] {
+        let message = assert_usage_error(&s.run_with_stdin(args, &key), &args.join(" "));
+        assert!(message.contains("standard input"), "{message}");
+    }
+    let out = s.run(&["dec", "--key-fd", "9", "f.paraes", "-o", "-"]);
+    assert!(assert_error(&out, "--key-fd 9").contains("descriptor 9"));
+    let out = s.run(&[
+        "dec",
+        "--key-env",
+        "PARAES_NO_SUCH_VAR",
+        "f.paraes",
+        "-o",
+        "-",
+    ]);
+    assert!(assert_error(&out, "--key-env unset").contains("PARAES_NO_SUCH_VAR"));
+}
+
+#[test]
+fn errors_say_what_is_wrong_in_the_users_words() {
+    let s = prepared();
+    fs::create_dir(s.path("dir")).expect("mkdir");
+    let message = assert_error(&s.run(&["enc", "-k", "key", "dir"]), "enc dir");
+    assert!(
+        message.contains("is a directory") && !message.contains("tar"),
+        "{message}"
+    );
+    let message = assert_error(&s.run(&["info", "f"]), "info f");
+    assert!(!message.contains("--raw"), "{message}");
+    s.write(
+        "typo.key",
+        b"00112233445566778899aabbccddeeffg0112233445566778899aabbccddeeff\n",
+    );
+    s.set_mode("typo.key", 0o600);
+    let message = assert_error(&s.run(&["enc", "-k", "typo.key", "f"]), "typo key");
+    assert!(message.contains("'g' at position 33"), "{message}");
+    let out = s.run(&["enc", "--key", "0011zz", "f"]);
+    assert!(
+        stderr(&out).contains("'z' at position 5"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn sizes_take_decimal_and_binary_units() {
+    let s = prepared();
+    for (size, bytes) in [
+        ("4MB", "4000000"),
+        ("1.5MiB", "1572864"),
+        ("64KiB", "65536"),
+    ] {
+        let out = s.run(&[
+            "enc",
+            "-q",
+            "-k",
+            "key",
+            "--chunk-size",
+            size,
+            "f",
+            "-o",
+            "g",
+            "-f",
+        ]);
+        assert_success(&out, size);
+        let out = s.run(&["info", "g"]);
+        assert_success(&out, "info");
+        let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(
+            info_field(&shown, "chunk size").as_deref(),
+            Some(format!("{bytes} bytes").as_str()),
+            "{size}"
+        );
+    }
+}
+
+#[test]
+fn verbose_and_json_summaries() {
+    let s = prepared();
+    let out = s.run(&["enc", "-v", "-k", "key", "f"]);
+    let err = assert_success(&out, "enc -v");
+    assert!(err.contains("paraes: enc: 10.0 KiB in"), "{err}");
+    let out = s.run(&["dec", "--stats", "json", "-k", "key", "f.paraes", "-o", "g"]);
+    let err = assert_success(&out, "dec --stats json");
+    let json: serde_json::Value = serde_json::from_str(err.trim()).expect("one JSON object");
+    assert_eq!(json["command"], "dec");
+    assert_eq!(json["bytes_out"], 10 << 10);
+    assert!(json["seconds"].as_f64().is_some_and(|t| t >= 0.0));
+    assert!(json["engine"].as_str().is_some_and(|e| !e.is_empty()));
+}
+
+#[test]
+fn info_reports_a_body_length_no_writer_makes() {
+    let s = prepared();
+    // 10 KiB in 4 KiB chunks: records of 4112, 4112 and 2064 bytes.
+    assert_success(
+        &s.run(&["enc", "-q", "-k", "key", "--chunk-size", "4KiB", "f"]),
+        "enc",
+    );
+    // 8 KiB: two full records and nothing after them.
+    s.write("e", &seeded_bytes(8, 8 << 10));
+    let args = [
+        "enc",
+        "-q",
+        "-k",
+        "key",
+        "--chunk-size",
+        "4KiB",
+        "-m",
+        "ecb",
+        "e",
+    ];
+    assert_success(&s.run(&args), "enc ecb");
+    let ctr = s.read("f.paraes");
+    let ecb = s.read("e.paraes");
+    let header = crate::common::HEADER_LEN;
+    for (what, bytes) in [
+        (
+            "cut to 8 bytes of the last chunk",
+            ctr[..header + 2 * 4112 + 8].to_vec(),
+        ),
+        ("extended by 5 bytes", [&ecb[..], &[0u8; 5]].concat()),
+        ("an ECB chunk cut mid-block", ecb[..ecb.len() - 3].to_vec()),
+        ("only the header", ctr[..header].to_vec()),
+    ] {
+        s.write("g.paraes", &bytes);
+        let out = s.run(&["info", "g.paraes"]);
+        let message = assert_error(&out, what);
+        assert!(
+            message.contains("truncated or had bytes appended"),
+            "{what}: {message}"
+        );
+        let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(shown.contains("INVALID"), "{what}: {shown}");
+    }
+}
+
+#[test]
+fn dec_raw_refuses_a_container_unless_forced() {
+    let s = prepared();
+    assert_success(&s.run(&["enc", "-q", "-k", "key", "f"]), "enc");
+    let iv = "00112233445566778899aabbccddeeff";
+    let args = [
+        "dec", "-k", "key", "--raw", "ctr", "--iv", iv, "f.paraes", "-o", "g",
+    ];
+    let before = s.names();
+    let message = s.assert_refused(&s.run(&args), &before, "dec --raw on a container");
+    assert!(message.contains("drop --raw"), "{message}");
+    let forced = [&args[..], &["--force-raw"]].concat();
+    assert_success(&s.run(&forced), "--force-raw");
+}
+
+#[test]
+fn secrets_in_readable_files_and_short_passphrases_are_warned_about() {
+    let s = prepared();
+    s.write("pass", b"short\n");
+    s.set_mode("pass", 0o644);
+    let out = s.run(&["enc", "--passphrase-file", "pass", "f"]);
+    let err = assert_success(&out, "enc with a readable, short passphrase file");
+    assert!(err.contains("can be read by other users"), "{err}");
+    assert!(err.contains("shorter than"), "{err}");
+}
+
+#[test]
+fn completions_and_man_page_are_generated() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = Command::new(bin())
+            .args(["completions", shell])
+            .output()
+            .expect("runs");
+        assert!(out.status.success(), "{shell}: {}", stderr(&out));
+        let script = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            script.contains("paraes") && script.contains("--key-fd"),
+            "{shell} completion lacks paraes or its options"
+        );
+    }
+    let out = Command::new(bin()).arg("man").output().expect("runs");
+    assert!(out.status.success());
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH paraes"),
+        "{page}"
+    );
+}
+
+/// The pid of the process whose command line holds `marker`, if one runs.
+fn find_process(marker: &str) -> Option<u32> {
+    for entry in fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let mut cmdline = Vec::new();
+        if fs::File::open(entry.path().join("cmdline"))
+            .and_then(|mut f| f.read_to_end(&mut cmdline))
+            .is_ok()
+            && cmdline.starts_with(bin().as_bytes())
+            && String::from_utf8_lossy(&cmdline).contains(marker)
+        {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+#[test]
+fn ctrl_c_at_the_passphrase_prompt_exits_130_with_the_terminal_restored() {
+    let s = prepared();
+    s.write(
+        "run.sh",
+        b"\"$PARAES\" enc -p f -o prompt-marker.paraes\necho \"status=$?\"\nstty -a\n",
+    );
+    s.set_mode("run.sh", 0o700);
+    for round in 0..5 {
+        let child = Command::new("script")
+            .args(["-qec", "sh run.sh", "/dev/null"])
+            .env("PARAES", bin())
+            .current_dir(s.path(""))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the `script` command (util-linux) runs");
+        let mut pid = None;
+        wait_until(10, "paraes to start under script", || {
+            pid = find_process("prompt-marker");
+            pid.is_some()
+        });
+        // Let it print the prompt and turn echo off, then interrupt it.
+        std::thread::sleep(Duration::from_millis(150 + 50 * round));
+        send_signal(pid.expect("found"), "INT");
+        let out = child.wait_with_output().expect("script ends");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(text.contains("status=130"), "round {round}: {text}");
+        assert!(!text.contains("no terminal"), "round {round}: {text}");
+        // `stty -a` lists "echo" (not "-echo") once the terminal is restored.
+        assert!(
+            text.split_whitespace().any(|flag| flag == "echo"),
+            "round {round}: echo is still off: {text}"
+        );
+        assert!(!s.exists("prompt-marker.paraes"));
+    }
+}
+
+#[test]
+fn key_files_from_pipes_keep_their_permission_checks_quiet() {
+    // A pipe has no meaningful mode: no warning about other users.
+    let s = prepared();
+    s.set_mode("key", 0o600);
+    let out = s.bash("\"$PARAES\" enc -k <(cat key) f -o g");
+    let err = assert_success(&out, "-k <(cat key)");
+    assert!(!err.contains("other users"), "{err}");
+    let meta = fs::metadata(s.path("g")).expect("g");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+}

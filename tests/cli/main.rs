@@ -1,0 +1,19 @@
+//! End-to-end tests of the `paraes` binary, one test binary: each module drives the built
+//! executable in scratch directories; `common` holds the shared helpers.
+
+mod common;
+
+mod abuse;
+mod bench;
+mod command_line;
+mod container;
+mod faults;
+mod mpi;
+mod passphrase;
+mod rails;
+mod raw;
+mod roundtrip;
+mod secrets;
+mod stanzas;
+mod tamper;
+mod v1_compat;
