@@ -6,25 +6,22 @@
 
 use aes::cipher::{inout::InOutBuf, BlockEncrypt, KeyInit, KeyIvInit, StreamCipher};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use paraes_core::{CpuEngine, Direction, Engine, Implementation, Job, Key, KeySize, Mode};
+use paraes_core::{AesImpl, CpuEngine, Direction, Engine, Job, Key, KeySize, Mode};
 use std::time::Duration;
 
 const SIZES: [usize; 4] = [16 << 10, 1 << 20, 4 << 20, 64 << 20];
 
 /// The engines to compare: each implementation on one thread, the fastest on all threads.
 fn engines() -> Vec<(String, CpuEngine)> {
-    let mut engines: Vec<(String, CpuEngine)> = Implementation::available()
+    let mut engines: Vec<(String, CpuEngine)> = AesImpl::available()
         .into_iter()
         .map(|imp| {
-            let engine = CpuEngine::with_implementation(imp, Some(1)).expect("available");
+            let engine = CpuEngine::with_aes_impl(imp, Some(1)).expect("available");
             (format!("paraes-{imp}-1t"), engine)
         })
         .collect();
-    let all = CpuEngine::with_implementation(Implementation::fastest(), None).expect("available");
-    engines.push((
-        format!("paraes-{}-{}t", all.implementation(), all.workers()),
-        all,
-    ));
+    let all = CpuEngine::with_aes_impl(AesImpl::fastest(), None).expect("available");
+    engines.push((format!("paraes-{}-{}t", all.aes_impl(), all.workers()), all));
     engines
 }
 
@@ -63,7 +60,7 @@ fn engine_seam(c: &mut Criterion) {
                 mode,
                 direction: Direction::Encrypt,
                 key: &key,
-                iv: [0; 16],
+                counter: [0; 16],
                 offset: 0,
             };
             let mut group = c.benchmark_group(format!(

@@ -53,7 +53,7 @@ fn macs(c: &mut Criterion) {
         mode: Mode::Ctr,
         direction: Direction::Encrypt,
         key: &aes_key,
-        iv: [0; 16],
+        counter: [0; 16],
         offset: 0,
     };
     let mut data = buf.clone();

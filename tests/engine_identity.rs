@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use paraes_core::testing::{check_engine, Budget};
-use paraes_core::{CpuEngine, Engine, Implementation};
+use paraes_core::{AesImpl, CpuEngine, Engine};
 use paraes_gpu::{CtrVariant, GpuEngine, GpuOptions};
 use paraes_sunway_sim::{Buffering, SimConfig, SunwaySimEngine, Variant};
 
@@ -22,11 +22,11 @@ fn engines() -> Vec<(Box<dyn Engine>, Budget)> {
         Budget::quick()
     };
     let mut engines: Vec<(Box<dyn Engine>, Budget)> = Vec::new();
-    for imp in Implementation::available() {
+    for imp in AesImpl::available() {
         for engine in [
-            CpuEngine::with_implementation(imp, Some(1)).unwrap(),
-            CpuEngine::with_implementation(imp, Some(2)).unwrap(),
-            CpuEngine::with_implementation(imp, Some(3))
+            CpuEngine::with_aes_impl(imp, Some(1)).unwrap(),
+            CpuEngine::with_aes_impl(imp, Some(2)).unwrap(),
+            CpuEngine::with_aes_impl(imp, Some(3))
                 .unwrap()
                 .with_split(0, 4096),
         ] {

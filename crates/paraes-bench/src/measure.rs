@@ -53,10 +53,10 @@ fn fill(buf: &mut [u8]) {
         mode: Mode::Ctr,
         direction: Direction::Encrypt,
         key: &key,
-        iv: [0; 16],
+        counter: [0; 16],
         offset: 0,
     };
-    paraes_core::modes::apply(paraes_core::Implementation::detect(), &job, buf)
+    paraes_core::modes::apply(paraes_core::AesImpl::detect(), &job, buf)
         .expect("CTR takes any length");
 }
 
@@ -101,7 +101,7 @@ pub fn measure_engine(
         mode,
         direction: Direction::Encrypt,
         key,
-        iv: [0x5a; 16],
+        counter: [0x5a; 16],
         offset: 0,
     };
     job.check(bytes)?;

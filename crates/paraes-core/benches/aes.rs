@@ -5,16 +5,16 @@
 //! run both binaries alternately on the same machine (see docs/RESULTS.md).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use paraes_core::{CpuEngine, Direction, Engine, Implementation, Job, Key, KeySize, Mode};
+use paraes_core::{AesImpl, CpuEngine, Direction, Engine, Job, Key, KeySize, Mode};
 use std::time::Duration;
 
 /// A size with a partial last batch (4 KiB + 3 blocks) and one large enough to stream.
 const SIZES: [usize; 2] = [4096 + 48, 1 << 20];
 
 fn kernels(c: &mut Criterion) {
-    let implementations: Vec<Implementation> = Implementation::available()
+    let implementations: Vec<AesImpl> = AesImpl::available()
         .into_iter()
-        .filter(|imp| *imp != Implementation::Portable)
+        .filter(|imp| *imp != AesImpl::Portable)
         .collect();
     let cases = [
         ("ctr", Mode::Ctr, Direction::Encrypt),
@@ -28,7 +28,7 @@ fn kernels(c: &mut Criterion) {
                 mode,
                 direction,
                 key: &key,
-                iv: [0xff; 16],
+                counter: [0xff; 16],
                 offset: 0,
             };
             let mut group = c.benchmark_group(format!("{name}-aes{}", size.bits()));
@@ -40,7 +40,7 @@ fn kernels(c: &mut Criterion) {
                 let mut buf = vec![0u8; len];
                 group.throughput(Throughput::Bytes(len as u64));
                 for imp in &implementations {
-                    let engine = CpuEngine::with_implementation(*imp, Some(1)).expect("available");
+                    let engine = CpuEngine::with_aes_impl(*imp, Some(1)).expect("available");
                     group.bench_function(BenchmarkId::new(imp.name(), len), |b| {
                         b.iter(|| engine.process(&job, &mut buf).expect("process"))
                     });

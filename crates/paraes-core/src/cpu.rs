@@ -3,7 +3,7 @@
 
 use std::sync::Mutex;
 
-use crate::aes::Implementation;
+use crate::aes::AesImpl;
 use crate::engine::{Engine, EngineError, Job};
 use crate::modes;
 
@@ -19,7 +19,7 @@ const SLICES_PER_THREAD: usize = 4;
 
 /// AES on all (or `threads`) CPU cores.
 pub struct CpuEngine {
-    implementation: Implementation,
+    implementation: AesImpl,
     threads: usize,
     /// The `threads - 1` workers that help the calling thread; `None` when single-threaded.
     pool: Option<rayon::ThreadPool>,
@@ -29,22 +29,22 @@ pub struct CpuEngine {
 
 impl CpuEngine {
     /// An engine on `threads` threads (`None`: one per available core) with the implementation
-    /// [`Implementation::detect`] picks.
+    /// [`AesImpl::detect`] picks.
     pub fn new(threads: Option<usize>) -> Result<Self, EngineError> {
-        Self::with_implementation(Implementation::detect(), threads)
+        Self::with_aes_impl(AesImpl::detect(), threads)
     }
 
     /// An engine on `threads` threads (`None`: one per available core) with `implementation`,
     /// which must be available on this CPU.
-    pub fn with_implementation(
-        implementation: Implementation,
+    pub fn with_aes_impl(
+        implementation: AesImpl,
         threads: Option<usize>,
     ) -> Result<Self, EngineError> {
         if !implementation.is_available() {
             return Err(EngineError::Unavailable(format!(
                 "this CPU cannot run the {implementation} AES implementation: \
                  choose one of {:?}",
-                Implementation::available()
+                AesImpl::available()
                     .iter()
                     .map(|imp| imp.name())
                     .collect::<Vec<_>>()
@@ -90,7 +90,7 @@ impl CpuEngine {
     }
 
     /// The AES implementation in use.
-    pub fn implementation(&self) -> Implementation {
+    pub fn aes_impl(&self) -> AesImpl {
         self.implementation
     }
 

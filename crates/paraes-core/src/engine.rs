@@ -2,7 +2,7 @@
 //!
 //! An engine transforms a buffer in place for a [`Job`]: mode, direction, expanded key, initial
 //! counter block and the buffer's byte position in the stream. Because CTR is seekable (block `i`
-//! of a stream uses counter `iv + i`) and ECB is position-free, any chunk of a stream can be
+//! of a stream uses counter block `counter + i`) and ECB is position-free, any chunk of a stream can be
 //! processed by any engine, anywhere, in any order, and the bytes are always the same.
 
 use crate::key::ExpandedKey;
@@ -34,8 +34,9 @@ pub struct Job<'a> {
     pub direction: Direction,
     /// The expanded key.
     pub key: &'a ExpandedKey,
-    /// CTR's initial counter block (the counter of the stream's block 0); ignored by ECB.
-    pub iv: [u8; 16],
+    /// CTR's counter block of the stream's block 0 (block `i` uses `counter + i`, 128-bit
+    /// big-endian); ignored by ECB. Elsewhere called the IV or the nonce: one value, one name.
+    pub counter: [u8; 16],
     /// Byte position of the buffer's first byte in the stream.
     pub offset: u64,
 }

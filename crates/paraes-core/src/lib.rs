@@ -20,7 +20,7 @@ pub mod seeded;
 pub mod testing;
 pub mod throughput;
 
-pub use aes::Implementation;
+pub use aes::AesImpl;
 pub use cpu::CpuEngine;
 pub use engine::{Direction, Engine, EngineError, Job, Mode, Modelled};
 pub use key::{ExpandedKey, Key, KeyError, KeySize};

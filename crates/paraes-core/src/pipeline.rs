@@ -353,7 +353,7 @@ fn crypt_chunk(spec: &StreamSpec<'_>, chunk: &mut Chunk) -> Result<(), PipelineE
         mode: spec.mode,
         direction: spec.direction,
         key: spec.key,
-        iv: spec.iv,
+        counter: spec.iv,
         offset: chunk.index * spec.chunk_size as u64,
     };
     spec.engine.process(&job, &mut chunk.data)?;
@@ -511,10 +511,10 @@ mod tests {
                     mode,
                     direction: Direction::Encrypt,
                     key: enc.key,
-                    iv: [0xf0; 16],
+                    counter: [0xf0; 16],
                     offset: 0,
                 };
-                modes::apply(crate::Implementation::Portable, &job, &mut expected).unwrap();
+                modes::apply(crate::AesImpl::Portable, &job, &mut expected).unwrap();
                 assert!(
                     body == expected,
                     "{mode:?} len {len}: body is not the raw stream"

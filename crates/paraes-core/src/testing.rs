@@ -14,7 +14,7 @@ use aes::cipher::{
     StreamCipherSeek,
 };
 
-use crate::aes::Implementation;
+use crate::aes::AesImpl;
 use crate::engine::{Direction, Engine, Job, Mode};
 use crate::key::{ExpandedKey, Key, KeySize};
 use crate::modes;
@@ -197,12 +197,12 @@ impl Kit<'_> {
             mode,
             direction,
             key,
-            iv: counter,
+            counter,
             offset,
         };
         let input = self.rng.bytes(len);
         let mut expected = input.clone();
-        modes::apply(Implementation::Portable, &job, &mut expected).expect("a valid job");
+        modes::apply(AesImpl::Portable, &job, &mut expected).expect("a valid job");
         let mut got = input;
         if let Err(e) = self.engine.process(&job, &mut got) {
             panic!(
@@ -223,12 +223,12 @@ impl Kit<'_> {
             mode,
             direction,
             key,
-            iv: self.rng.array(),
+            counter: self.rng.array(),
             offset: self.offset(mode),
         };
         let input = self.rng.bytes(len);
         let mut expected = input.clone();
-        modes::apply(Implementation::Portable, &job, &mut expected).expect("a valid job");
+        modes::apply(AesImpl::Portable, &job, &mut expected).expect("a valid job");
         let mut got = input;
         let mut at = 0;
         while at < len {
@@ -260,7 +260,7 @@ impl Kit<'_> {
                 mode: Mode::Ecb,
                 direction,
                 key,
-                iv: [0; 16],
+                counter: [0; 16],
                 offset,
             };
             assert!(
@@ -293,7 +293,7 @@ fn describe(job: &Job<'_>, len: usize) -> String {
         job.key.size().bits(),
         job.mode,
         job.direction,
-        u128::from_be_bytes(job.iv),
+        u128::from_be_bytes(job.counter),
         job.offset
     )
 }
@@ -308,11 +308,11 @@ fn oracle_agrees(key: &Key, rng: &mut SplitMix64) {
             mode: Mode::Ecb,
             direction,
             key: &expanded,
-            iv: [0; 16],
+            counter: [0; 16],
             offset: 0,
         };
         let mut ours = data.clone();
-        modes::apply(Implementation::Portable, &job, &mut ours).expect("whole blocks");
+        modes::apply(AesImpl::Portable, &job, &mut ours).expect("whole blocks");
         let mut theirs = data.clone();
         rustcrypto_ecb(key.as_bytes(), direction, &mut theirs);
         assert!(
@@ -327,11 +327,11 @@ fn oracle_agrees(key: &Key, rng: &mut SplitMix64) {
         mode: Mode::Ctr,
         direction: Direction::Encrypt,
         key: &expanded,
-        iv: counter,
+        counter,
         offset,
     };
     let mut ours = data.clone();
-    modes::apply(Implementation::Portable, &job, &mut ours).expect("CTR takes any length");
+    modes::apply(AesImpl::Portable, &job, &mut ours).expect("CTR takes any length");
     let mut theirs = data;
     rustcrypto_ctr(key.as_bytes(), &counter, offset, &mut theirs);
     assert!(
@@ -387,7 +387,7 @@ mod tests {
     /// The kit passes the reference itself, and catches an engine that is off by one block.
     #[test]
     fn the_kit_passes_the_portable_engine() {
-        let engine = CpuEngine::with_implementation(Implementation::Portable, Some(1)).unwrap();
+        let engine = CpuEngine::with_aes_impl(AesImpl::Portable, Some(1)).unwrap();
         let checked = check_engine(&engine, 1, Budget::new(5000, 4));
         assert!(checked.jobs > 100, "{checked:?}");
     }

@@ -7,7 +7,7 @@ use aes::cipher::{
     generic_array::GenericArray, BlockCipher, BlockDecrypt, BlockEncrypt, KeyInit, KeyIvInit,
     StreamCipher, StreamCipherSeek,
 };
-use paraes_core::{CpuEngine, Direction, Engine, Implementation, Job, Key, KeySize, Mode};
+use paraes_core::{AesImpl, CpuEngine, Direction, Engine, Job, Key, KeySize, Mode};
 use proptest::prelude::*;
 
 /// The oracle's answer for the job.
@@ -73,7 +73,7 @@ fn paraes(
         mode,
         direction,
         key: &key,
-        iv: iv.to_be_bytes(),
+        counter: iv.to_be_bytes(),
         offset,
     };
     let mut buf = data.to_vec();
@@ -101,9 +101,9 @@ fn offset_strategy() -> impl Strategy<Value = u64> {
 }
 
 fn engine_for(imp_index: usize, threads: usize, slice: usize) -> CpuEngine {
-    let available = Implementation::available();
+    let available = AesImpl::available();
     let imp = available[imp_index % available.len()];
-    CpuEngine::with_implementation(imp, Some(threads))
+    CpuEngine::with_aes_impl(imp, Some(threads))
         .unwrap()
         .with_split(slice, slice)
 }
@@ -169,8 +169,8 @@ fn counter_wraps_and_carries_like_the_oracle() {
                 (7u128 << 64) | (u64::MAX as u128 - below),
             ] {
                 let expected = oracle(Mode::Ctr, Direction::Encrypt, key, iv, 0, &data);
-                for imp in Implementation::available() {
-                    let engine = CpuEngine::with_implementation(imp, Some(1)).unwrap();
+                for imp in AesImpl::available() {
+                    let engine = CpuEngine::with_aes_impl(imp, Some(1)).unwrap();
                     let got = paraes(&engine, Mode::Ctr, Direction::Encrypt, key, iv, 0, &data);
                     assert!(got == expected, "{imp} AES-{} iv {iv:#x}", size.bits());
                 }
@@ -183,18 +183,21 @@ fn counter_wraps_and_carries_like_the_oracle() {
 #[test]
 fn counter_after_all_ones_is_zero() {
     let key = Key::new(&[1u8; 16]).unwrap().expand();
-    let engine = CpuEngine::with_implementation(Implementation::fastest(), Some(1)).unwrap();
+    let engine = CpuEngine::with_aes_impl(AesImpl::fastest(), Some(1)).unwrap();
     let mut stream = [0u8; 32];
     let job = Job {
         mode: Mode::Ctr,
         direction: Direction::Encrypt,
         key: &key,
-        iv: [0xff; 16],
+        counter: [0xff; 16],
         offset: 0,
     };
     engine.process(&job, &mut stream).unwrap();
     let mut from_zero = [0u8; 16];
-    let job_zero = Job { iv: [0; 16], ..job };
+    let job_zero = Job {
+        counter: [0; 16],
+        ..job
+    };
     engine.process(&job_zero, &mut from_zero).unwrap();
     assert_eq!(stream[16..], from_zero);
 }
@@ -204,8 +207,8 @@ fn counter_after_all_ones_is_zero() {
 fn large_buffers_with_default_slices_match_oracle() {
     let key = [0x33u8; 24];
     let data: Vec<u8> = (0..(1 << 20) + 3).map(|i| (i * 7) as u8).collect();
-    for imp in Implementation::available() {
-        let engine = CpuEngine::with_implementation(imp, None).unwrap();
+    for imp in AesImpl::available() {
+        let engine = CpuEngine::with_aes_impl(imp, None).unwrap();
         for offset in [0u64, 5, 1 << 33] {
             let got = paraes(
                 &engine,
@@ -239,7 +242,7 @@ fn ecb_rejects_partial_blocks() {
         mode: Mode::Ecb,
         direction: Direction::Encrypt,
         key: &key,
-        iv: [0; 16],
+        counter: [0; 16],
         offset: 0,
     };
     let err = engine.process(&job, &mut [0u8; 17]).unwrap_err();

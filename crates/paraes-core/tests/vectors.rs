@@ -1,7 +1,7 @@
 //! Known-answer tests: FIPS-197 appendix C and NIST SP 800-38A F.1 (ECB) and F.5 (CTR), for every
 //! AES implementation this CPU has, through the engine and block by block.
 
-use paraes_core::{CpuEngine, Direction, Engine, Implementation, Job, Key, Mode};
+use paraes_core::{AesImpl, CpuEngine, Direction, Engine, Job, Key, Mode};
 
 /// One record of a vector file: `field = hex` lines, records separated by blank lines.
 struct Record {
@@ -47,10 +47,10 @@ fn load(file: &str, expected: usize) -> Vec<Record> {
 /// these short vectors into one-block slices.
 fn engines() -> Vec<CpuEngine> {
     let mut engines = Vec::new();
-    for imp in Implementation::available() {
-        engines.push(CpuEngine::with_implementation(imp, Some(1)).unwrap());
+    for imp in AesImpl::available() {
+        engines.push(CpuEngine::with_aes_impl(imp, Some(1)).unwrap());
         engines.push(
-            CpuEngine::with_implementation(imp, Some(2))
+            CpuEngine::with_aes_impl(imp, Some(2))
                 .unwrap()
                 .with_split(0, 16),
         );
@@ -64,7 +64,7 @@ fn run(engine: &CpuEngine, mode: Mode, direction: Direction, rec: &Record, data:
         mode,
         direction,
         key: &key,
-        iv: rec.iv.unwrap_or_default(),
+        counter: rec.iv.unwrap_or_default(),
         offset: 0,
     };
     let mut buf = data.to_vec();
@@ -116,8 +116,8 @@ fn single_block_calls_match_multi_block_calls() {
     ] {
         for rec in load(file, 3) {
             let key = Key::new(&rec.key).unwrap().expand();
-            for imp in Implementation::available() {
-                let engine = CpuEngine::with_implementation(imp, Some(1)).unwrap();
+            for imp in AesImpl::available() {
+                let engine = CpuEngine::with_aes_impl(imp, Some(1)).unwrap();
                 for (i, (pt, ct)) in rec
                     .plaintext
                     .chunks(16)
@@ -128,7 +128,7 @@ fn single_block_calls_match_multi_block_calls() {
                         mode,
                         direction: Direction::Encrypt,
                         key: &key,
-                        iv: rec.iv.unwrap_or_default(),
+                        counter: rec.iv.unwrap_or_default(),
                         offset: 16 * i as u64,
                     };
                     let mut block = pt.to_vec();

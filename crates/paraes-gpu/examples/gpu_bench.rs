@@ -254,7 +254,7 @@ fn main() {
                     mode,
                     direction,
                     key: &key,
-                    iv,
+                    counter: iv,
                     offset,
                 };
                 let data = random(len, 7 + len as u64);
@@ -441,7 +441,7 @@ fn main() {
         mode: Mode::Ctr,
         direction: Direction::Encrypt,
         key: &key,
-        iv,
+        counter: iv,
         offset: 0,
     };
     let fused_engine = GpuEngine::new(GpuOptions {
@@ -539,7 +539,7 @@ fn main() {
             mode,
             direction,
             key: &key,
-            iv,
+            counter: iv,
             offset: 0,
         };
         let mut buf = random(big, 9);

@@ -9,7 +9,7 @@ mod timing;
 
 use std::sync::{Arc, Mutex, OnceLock};
 
-use paraes_core::{modes, Direction, Engine, EngineError, Implementation, Job, Mode};
+use paraes_core::{modes, AesImpl, Direction, Engine, EngineError, Job, Mode};
 
 use crate::driver::{load_driver, Device, DeviceInfo, Kernel};
 use crate::error::GpuError;
@@ -34,7 +34,7 @@ pub struct GpuEngine {
     pool: rayon::ThreadPool,
     /// The CTR variant in force: set from the options, or once by `Auto`'s calibration.
     resolved: OnceLock<CtrVariant>,
-    host_aes: Implementation,
+    host_aes: AesImpl,
 }
 
 impl GpuEngine {
@@ -82,7 +82,7 @@ impl GpuEngine {
             slots: Mutex::new(Vec::new()),
             pool,
             resolved,
-            host_aes: Implementation::detect(),
+            host_aes: AesImpl::detect(),
         })
     }
 
@@ -168,7 +168,7 @@ impl GpuEngine {
             kind,
             keys: &words,
             rounds: job.key.rounds(),
-            counter: &job.iv,
+            counter: &job.counter,
             first_block,
         };
         let result = match job.mode {

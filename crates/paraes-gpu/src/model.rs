@@ -324,7 +324,7 @@ mod tests {
     use super::*;
     use crate::plan::{counter_halves, RoundKeyWords};
     use paraes_core::seeded::SplitMix64;
-    use paraes_core::{modes, Direction, Implementation, Job, Key, Mode};
+    use paraes_core::{modes, AesImpl, Direction, Job, Key, Mode};
     use std::cell::RefCell;
 
     #[test]
@@ -406,7 +406,7 @@ mod tests {
                         mode,
                         direction,
                         key: &key,
-                        iv,
+                        counter: iv,
                         offset: start_block * 16,
                     };
                     let mut expect = if kind == Kind::CtrKeystream {
@@ -414,7 +414,7 @@ mod tests {
                     } else {
                         data.clone()
                     };
-                    modes::apply(Implementation::Portable, &job, &mut expect).unwrap();
+                    modes::apply(AesImpl::Portable, &job, &mut expect).unwrap();
                     let mut got = data.clone();
                     let rk = if kind == Kind::EcbDecrypt {
                         &dec.w

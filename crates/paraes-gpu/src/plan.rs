@@ -48,8 +48,8 @@ pub fn piece_len(len: usize, streams: usize, min_piece: usize, max_piece: usize)
 }
 
 /// The 128-bit counter of stream block `block` as the kernels take it: (high, low) halves.
-pub fn counter_halves(iv: &[u8; 16], block: u64) -> (u64, u64) {
-    let counter = counter_at(iv, u128::from(block));
+pub fn counter_halves(first: &[u8; 16], block: u64) -> (u64, u64) {
+    let counter = counter_at(first, u128::from(block));
     ((counter >> 64) as u64, counter as u64)
 }
 

@@ -8,7 +8,7 @@ use std::io::Write;
 
 use paraes_core::seeded::SplitMix64;
 use paraes_core::testing::{check_engine, Budget};
-use paraes_core::{modes, Direction, Engine, Implementation, Job, Key, Mode};
+use paraes_core::{modes, AesImpl, Direction, Engine, Job, Key, Mode};
 use paraes_gpu::{CtrVariant, GpuEngine, GpuOptions, ImageChoice, KernelVariant, SyncMode};
 
 const MIB: usize = 1 << 20;
@@ -137,11 +137,11 @@ fn eight_gib_in_one_call_matches() {
             mode,
             direction: Direction::Encrypt,
             key: &key,
-            iv: rng.array(),
+            counter: rng.array(),
             offset,
         };
         let mut expect = data.clone();
-        modes::apply(Implementation::detect(), &job, &mut expect).unwrap();
+        modes::apply(AesImpl::detect(), &job, &mut expect).unwrap();
         let mut got = data.clone();
         let start = std::time::Instant::now();
         engine.process(&job, &mut got).unwrap();

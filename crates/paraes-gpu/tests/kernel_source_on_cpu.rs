@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use paraes_core::seeded::SplitMix64;
-use paraes_core::{modes, Direction, Implementation, Job, Key, Mode};
+use paraes_core::{modes, AesImpl, Direction, Job, Key, Mode};
 use paraes_gpu::plan::{counter_halves, RoundKeyWords};
 use paraes_gpu::{BLOCKS_PER_THREAD, MAX_THREADS_PER_BLOCK};
 
@@ -168,7 +168,7 @@ fn kernel_source_matches_the_core_on_the_cpu() {
                 mode,
                 direction,
                 key,
-                iv,
+                counter: iv,
                 offset: start * 16,
             };
             let mut expect = if kind == "ctr_keystream" {
@@ -176,7 +176,7 @@ fn kernel_source_matches_the_core_on_the_cpu() {
             } else {
                 input.clone()
             };
-            modes::apply(Implementation::Portable, &job, &mut expect).unwrap();
+            modes::apply(AesImpl::Portable, &job, &mut expect).unwrap();
             let words = RoundKeyWords::new(if kind == "ecb_decrypt" {
                 key.dec_round_keys()
             } else {

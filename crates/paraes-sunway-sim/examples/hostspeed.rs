@@ -13,7 +13,7 @@ fn main() {
             mode: Mode::Ctr,
             direction: Direction::Encrypt,
             key: &key,
-            iv: [0; 16],
+            counter: [0; 16],
             offset: 0,
         };
         let mut best = f64::MAX;

@@ -54,7 +54,7 @@ fn run(engine: &SunwaySimEngine, buffer: &mut [u8]) -> Run {
         mode: Mode::Ecb,
         direction: Direction::Encrypt,
         key: &key,
-        iv: [0; 16],
+        counter: [0; 16],
         offset: 0,
     };
     let cpu = cpu_seconds();

@@ -65,7 +65,7 @@ pub fn run<F: Flavor>(
         rest = others;
         block += blocks;
     }
-    let iv = job.iv;
+    let iv = job.counter;
     shares.into_par_iter().for_each_init(
         || {
             let mut ldm = Ldm::new(plan.total_bytes);

@@ -60,7 +60,7 @@ fn rustcrypto_agrees_on_a_fips_vector() {
         mode: Mode::Ecb,
         direction: Direction::Encrypt,
         key: &key,
-        iv: [0; 16],
+        counter: [0; 16],
         offset: 0,
     };
     engine.process(&job, &mut block).unwrap();

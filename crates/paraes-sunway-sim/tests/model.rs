@@ -321,7 +321,7 @@ fn simulating_256_mb_runs_and_matches_the_prediction() {
         mode: Mode::Ctr,
         direction: Direction::Encrypt,
         key: &key,
-        iv: [3; 16],
+        counter: [3; 16],
         offset: 0,
     };
     // 256 MiB in release builds (a couple of seconds); 16 MiB in unoptimised ones.

@@ -2,7 +2,7 @@
 //!
 //! Every implementation offers the same three whole-block operations (ECB encrypt, ECB decrypt,
 //! CTR keystream XOR); the modes layer builds byte-granular, seekable ECB/CTR on top of them.
-//! [`Implementation::detect`] chooses the fastest one the CPU supports, unless the environment
+//! [`AesImpl::detect`] chooses the fastest one the CPU supports, unless the environment
 //! variable [`FORCE_PORTABLE_ENV`] is set to `1`, which forces the portable constant-time path
 //! (tests use it; users can too, to rule out a hardware path).
 
@@ -15,7 +15,7 @@ mod x86;
 
 use crate::key::ExpandedKey;
 
-/// Setting this environment variable to `1` makes [`Implementation::detect`] pick the portable path.
+/// Setting this environment variable to `1` makes [`AesImpl::detect`] pick the portable path.
 pub const FORCE_PORTABLE_ENV: &str = "PARAES_FORCE_PORTABLE";
 
 /// Calls the same-named whole-block operation of the implementation `$imp`.
@@ -23,16 +23,16 @@ macro_rules! dispatch {
     ($imp:expr, $op:ident($($arg:expr),*)) => {{
         $imp.assert_available();
         match $imp {
-            Implementation::Portable => portable::$op($($arg),*),
+            AesImpl::Portable => portable::$op($($arg),*),
             // SAFETY: assert_available checked the CPU features these kernels are compiled for.
             #[cfg(target_arch = "x86_64")]
-            Implementation::AesNi => unsafe { x86::aesni::$op($($arg),*) },
+            AesImpl::AesNi => unsafe { x86::aesni::$op($($arg),*) },
             // SAFETY: as above.
             #[cfg(target_arch = "x86_64")]
-            Implementation::Vaes256 => unsafe { x86::vaes256::$op($($arg),*) },
+            AesImpl::Vaes256 => unsafe { x86::vaes256::$op($($arg),*) },
             // SAFETY: as above.
             #[cfg(target_arch = "x86_64")]
-            Implementation::Vaes512 => unsafe { x86::vaes512::$op($($arg),*) },
+            AesImpl::Vaes512 => unsafe { x86::vaes512::$op($($arg),*) },
             #[cfg(not(target_arch = "x86_64"))]
             _ => unreachable!("only the portable path exists on this architecture"),
         }
@@ -41,7 +41,7 @@ macro_rules! dispatch {
 
 /// One AES block implementation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Implementation {
+pub enum AesImpl {
     /// Bitsliced, constant-time, safe Rust; runs everywhere.
     Portable,
     /// x86-64 AES-NI on 128-bit registers.
@@ -52,20 +52,20 @@ pub enum Implementation {
     Vaes512,
 }
 
-impl Implementation {
+impl AesImpl {
     /// Every implementation, slowest first.
-    pub const ALL: [Implementation; 4] = [
-        Implementation::Portable,
-        Implementation::AesNi,
-        Implementation::Vaes256,
-        Implementation::Vaes512,
+    pub const ALL: [AesImpl; 4] = [
+        AesImpl::Portable,
+        AesImpl::AesNi,
+        AesImpl::Vaes256,
+        AesImpl::Vaes512,
     ];
 
     /// The implementation to use: the fastest available one, or the portable path when
     /// [`FORCE_PORTABLE_ENV`] is `1`.
     pub fn detect() -> Self {
         if portable_forced() {
-            Implementation::Portable
+            AesImpl::Portable
         } else {
             Self::fastest()
         }
@@ -73,9 +73,7 @@ impl Implementation {
 
     /// The fastest implementation this CPU supports, ignoring [`FORCE_PORTABLE_ENV`].
     pub fn fastest() -> Self {
-        *Self::available()
-            .last()
-            .unwrap_or(&Implementation::Portable)
+        *Self::available().last().unwrap_or(&AesImpl::Portable)
     }
 
     /// The implementations this CPU supports, slowest first (always includes `Portable`).
@@ -89,19 +87,17 @@ impl Implementation {
     /// Whether this CPU supports the implementation.
     pub fn is_available(self) -> bool {
         match self {
-            Implementation::Portable => true,
+            AesImpl::Portable => true,
             #[cfg(target_arch = "x86_64")]
-            Implementation::AesNi => {
-                is_x86_feature_detected!("aes") && is_x86_feature_detected!("ssse3")
-            }
+            AesImpl::AesNi => is_x86_feature_detected!("aes") && is_x86_feature_detected!("ssse3"),
             #[cfg(target_arch = "x86_64")]
-            Implementation::Vaes256 => {
+            AesImpl::Vaes256 => {
                 is_x86_feature_detected!("aes")
                     && is_x86_feature_detected!("vaes")
                     && is_x86_feature_detected!("avx2")
             }
             #[cfg(target_arch = "x86_64")]
-            Implementation::Vaes512 => {
+            AesImpl::Vaes512 => {
                 is_x86_feature_detected!("aes")
                     && is_x86_feature_detected!("vaes")
                     && is_x86_feature_detected!("avx512f")
@@ -115,10 +111,10 @@ impl Implementation {
     /// A short stable name (`portable`, `aesni`, `vaes256`, `vaes512`).
     pub fn name(self) -> &'static str {
         match self {
-            Implementation::Portable => "portable",
-            Implementation::AesNi => "aesni",
-            Implementation::Vaes256 => "vaes256",
-            Implementation::Vaes512 => "vaes512",
+            AesImpl::Portable => "portable",
+            AesImpl::AesNi => "aesni",
+            AesImpl::Vaes256 => "vaes256",
+            AesImpl::Vaes512 => "vaes512",
         }
     }
 
@@ -172,7 +168,7 @@ pub(crate) fn fast_polyval_available() -> bool {
     false
 }
 
-impl fmt::Display for Implementation {
+impl fmt::Display for AesImpl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }

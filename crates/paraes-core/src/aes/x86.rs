@@ -9,7 +9,7 @@
 //!
 //! The kernels are `unsafe fn` because the intrinsics need CPU features, and that is their only
 //! contract: memory moves through bounds-checked byte slices, never raw pointers. The entry
-//! points are only reached through `Implementation`, which checks the features first.
+//! points are only reached through `AesImpl`, which checks the features first.
 
 use core::arch::x86_64::*;
 
@@ -36,7 +36,7 @@ const MAX_BATCH_BYTES: usize = LANES * 64;
 /// # Safety
 ///
 /// Every method may only run on a CPU with the features of the register width (those of the
-/// `backend!` module using it), which `Implementation` checks before any entry point runs.
+/// `backend!` module using it), which `AesImpl` checks before any entry point runs.
 trait AesVec: Copy {
     /// AES blocks per register.
     const BLOCKS: usize;

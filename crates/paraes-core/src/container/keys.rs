@@ -6,7 +6,7 @@ use std::fmt;
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 use super::ContainerError;
-use crate::aes::Implementation;
+use crate::aes::AesImpl;
 use crate::key::{ExpandedKey, Key, KeySize};
 use crate::polyval::Polyval;
 
@@ -193,7 +193,7 @@ impl StreamKeys {
             auth: Authenticator {
                 polyval: Polyval::new(h),
                 tag_key,
-                implementation: Implementation::detect(),
+                implementation: AesImpl::detect(),
             },
         }
     }
@@ -217,7 +217,7 @@ pub(crate) fn derive(context: &str, parts: &[&[u8]], out: &mut [u8]) {
 pub struct Authenticator {
     polyval: Polyval,
     tag_key: ExpandedKey,
-    implementation: Implementation,
+    implementation: AesImpl,
 }
 
 impl Authenticator {

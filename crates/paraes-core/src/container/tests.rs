@@ -155,10 +155,10 @@ fn the_body_is_plain_ctr_under_the_body_key_and_counter() {
         mode: Mode::Ctr,
         direction: Direction::Encrypt,
         key: &opened.body_key().expand(),
-        iv: opened.info().counter,
+        counter: opened.info().counter,
         offset: 0,
     };
-    crate::modes::apply(crate::Implementation::Portable, &job, &mut expected).unwrap();
+    crate::modes::apply(crate::AesImpl::Portable, &job, &mut expected).unwrap();
     assert!(body == expected);
     assert_eq!(header_len % v2::HEADER_ALIGN, 0, "the body starts aligned");
 }

@@ -1,7 +1,7 @@
 //! Benchmark timers on the engine's device: kernel-only launches timed with CUDA events, and
 //! copies each way (for `gpu_bench` and the device runs; not used by the Engine path).
 
-use paraes_core::{modes, Direction, ExpandedKey, Implementation, Job, Mode};
+use paraes_core::{modes, AesImpl, Direction, ExpandedKey, Job, Mode};
 
 use crate::driver::{DeviceBuffer, Event, PinnedBuffer, Stream};
 use crate::error::GpuError;
@@ -240,8 +240,8 @@ fn pseudo_random_fill(buf: &mut [u8]) {
         mode: Mode::Ctr,
         direction: Direction::Encrypt,
         key: &key,
-        iv: [0; 16],
+        counter: [0; 16],
         offset: 0,
     };
-    modes::apply(Implementation::detect(), &job, buf).expect("CTR takes any length");
+    modes::apply(AesImpl::detect(), &job, buf).expect("CTR takes any length");
 }
