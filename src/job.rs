@@ -41,17 +41,18 @@ pub struct Stream {
 pub enum Keys {
     /// The user's key itself (`--raw`) and its schedule.
     Raw {
-        /// The key.
+        /// The key (MPI ranks receive it).
+        #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
         key: Key,
         /// Its round keys.
-        schedule: ExpandedKey,
+        schedule: Box<ExpandedKey>,
     },
     /// A container: its header bytes (written by enc, read by dec) and its verified keys.
     Container {
         /// The exact header bytes.
         header: Vec<u8>,
         /// The opened header (the body and chunk keys).
-        opened: Opened,
+        opened: Box<Opened>,
     },
 }
 
@@ -137,7 +138,7 @@ pub fn prepare(plan: &CryptPlan, reach: Reach) -> Result<Prepared> {
                     chunk_size: plan.chunk_size,
                     padding: *padding,
                     keys: Keys::Raw {
-                        schedule: key.expand(),
+                        schedule: Box::new(key.expand()),
                         key,
                     },
                 },
@@ -187,7 +188,7 @@ pub fn prepare(plan: &CryptPlan, reach: Reach) -> Result<Prepared> {
             padding: true,
             keys: Keys::Container {
                 header: header_bytes,
-                opened,
+                opened: Box::new(opened),
             },
         },
         input,
