@@ -8,9 +8,7 @@ use paraes_core::EngineError;
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum GpuError {
     /// `libcuda.so.1` could not be loaded.
-    #[error(
-        "no CUDA driver found (libcuda.so.1 not loadable): install the NVIDIA driver"
-    )]
+    #[error("no CUDA driver found (libcuda.so.1 not loadable): install the NVIDIA driver")]
     NoDriver,
     /// The environment variable `PARAES_NO_GPU` is set (to a non-empty value other than 0).
     #[error("GPU use disabled by PARAES_NO_GPU: unset it to use the GPU")]
@@ -36,14 +34,10 @@ pub enum GpuError {
     )]
     Unsupported(String),
     /// A panic inside the CUDA bindings (cudarc) or the engine: a bug, never "no GPU".
-    #[error(
-        "internal error in the GPU engine while {0}: please report this bug"
-    )]
+    #[error("internal error in the GPU engine while {0}: please report this bug")]
     Internal(String),
     /// Device or pinned host memory ran out.
-    #[error(
-        "out of GPU memory while {0}: free the GPU or use smaller chunks"
-    )]
+    #[error("out of GPU memory while {0}: free the GPU or use smaller chunks")]
     OutOfMemory(String),
     /// A kernel could not be launched.
     #[error("the AES kernel failed to launch ({0}): please report this")]
