@@ -170,7 +170,7 @@ pub fn decrypt_raw(mode: Mode, data: &[u8]) -> Result<Vec<u8>, String> {
         mode,
         direction: Direction::Decrypt,
         key: &key,
-        iv: FIXED_KEY[16..].try_into().expect("16 bytes"),
+        counter: FIXED_KEY[16..].try_into().expect("16 bytes"),
         chunk_size: RAW_CHUNK_SIZE,
         padding: true,
         auth: None,

@@ -29,8 +29,8 @@ pub struct StreamSpec<'a> {
     pub direction: Direction,
     /// The expanded AES key.
     pub key: &'a ExpandedKey,
-    /// CTR's initial counter block (ignored by ECB).
-    pub iv: [u8; 16],
+    /// CTR's counter block of the stream's block 0 (ignored by ECB).
+    pub counter: [u8; 16],
     /// Plaintext bytes per chunk, a multiple of 16.
     pub chunk_size: usize,
     /// PKCS#7 padding of the final block (ECB only).
@@ -353,7 +353,7 @@ fn crypt_chunk(spec: &StreamSpec<'_>, chunk: &mut Chunk) -> Result<(), PipelineE
         mode: spec.mode,
         direction: spec.direction,
         key: spec.key,
-        counter: spec.iv,
+        counter: spec.counter,
         offset: chunk.index * spec.chunk_size as u64,
     };
     spec.engine.process(&job, &mut chunk.data)?;
@@ -480,7 +480,7 @@ mod tests {
     ) -> StreamSpec<'a> {
         StreamSpec {
             mode,
-            iv: [0xf0; 16],
+            counter: [0xf0; 16],
             chunk_size: CHUNK,
             auth,
             ..keys.stream_spec(engine, direction)

@@ -36,8 +36,8 @@ pub struct Plan {
     pub padding: bool,
     /// Plaintext bytes per chunk.
     pub chunk_size: usize,
-    /// Initial counter block of a raw CTR stream (a container's comes from its header).
-    pub iv: [u8; 16],
+    /// Counter block of a raw CTR stream's block 0 (a container's comes from its header).
+    pub counter: [u8; 16],
     /// A container's file secret ([`paraes_core::container::Opened::secret`]: D for format
     /// v2, never the user's key), or a raw stream's AES key (16, 24 or 32 bytes).
     pub key: Zeroizing<Vec<u8>>,
@@ -83,7 +83,7 @@ impl Plan {
         });
         out.push(u8::from(self.padding));
         out.extend_from_slice(&(self.chunk_size as u64).to_le_bytes());
-        out.extend_from_slice(&self.iv);
+        out.extend_from_slice(&self.counter);
         out.extend_from_slice(&self.input_len.to_le_bytes());
         let path_bytes = |path: &Option<PathBuf>| {
             path.as_ref()
@@ -125,7 +125,7 @@ impl Plan {
         };
         let padding = reader.byte()? == 1;
         let chunk_size = usize::try_from(reader.u64()?).map_err(|_| PlanError("chunk size"))?;
-        let iv = reader.take(16)?.try_into().expect("16 bytes");
+        let counter = reader.take(16)?.try_into().expect("16 bytes");
         let input_len = reader.u64()?;
         let key = Zeroizing::new(reader.field()?.to_vec());
         let header = reader.field()?.to_vec();
@@ -143,7 +143,7 @@ impl Plan {
             mode,
             padding,
             chunk_size,
-            iv,
+            counter,
             key,
             header,
             input,
@@ -194,7 +194,7 @@ mod tests {
             mode: Mode::Ecb,
             padding: true,
             chunk_size: 1 << 20,
-            iv: [7; 16],
+            counter: [7; 16],
             key: Zeroizing::new(vec![9; 24]),
             header: vec![1, 2, 3],
             input: Some(PathBuf::from("/data/in put ü.paraes")),
@@ -209,7 +209,7 @@ mod tests {
         assert_eq!(back.mode, Mode::Ecb);
         assert!(back.padding);
         assert_eq!(back.chunk_size, 1 << 20);
-        assert_eq!(back.iv, [7; 16]);
+        assert_eq!(back.counter, [7; 16]);
         assert_eq!(&back.key[..], &[9; 24]);
         assert_eq!(back.header, [1, 2, 3]);
         assert_eq!(back.input, plan.input);

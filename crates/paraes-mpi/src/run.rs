@@ -39,7 +39,7 @@ pub fn execute(
             mode: plan.mode,
             direction: plan.direction,
             key: expanded,
-            iv: plan.iv,
+            counter: plan.counter,
             chunk_size: plan.chunk_size,
             padding: plan.padding,
             auth: None,

@@ -470,7 +470,7 @@ impl Opened {
             mode: self.info.params.mode,
             direction,
             key: &self.keys.expanded,
-            iv: self.info.counter,
+            counter: self.info.counter,
             chunk_size: self.info.params.chunk_size,
             padding: true,
             auth: Some(&self.keys.auth),
