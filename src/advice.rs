@@ -27,9 +27,6 @@ pub fn advice(error: &anyhow::Error) -> Option<String> {
                 PipelineError::BadPadding => {
                     return Some("if the stream was made with --no-pad, add --no-pad".to_owned())
                 }
-                PipelineError::NotWholeBlocks(_) => {
-                    return Some("to encrypt it, drop --no-pad so that paraes pads it".to_owned())
-                }
                 _ => {}
             }
         }

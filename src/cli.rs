@@ -128,9 +128,10 @@ pub struct UnlockArgs {
     #[arg(short = 'i', long, value_name = "FILE")]
     pub identity: Vec<PathBuf>,
 
-    /// The most Argon2id work (memory in MiB x passes) a passphrase header may ask for.
-    #[arg(long, value_name = "MIB", default_value_t = paraes_core::container::DEFAULT_MAX_KDF_MIB)]
-    pub max_kdf_mib: u64,
+    /// The most Argon2id work (memory in MiB x passes) a passphrase header may ask for
+    /// [default: 3072].
+    #[arg(long, value_name = "MIB")]
+    pub max_kdf_mib: Option<u64>,
 }
 
 /// The options of `enc`.

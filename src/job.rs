@@ -27,8 +27,8 @@ pub struct Prepared {
 pub struct Stream {
     /// Mode of operation.
     pub mode: Mode,
-    /// The initial counter block (a container's comes from its header).
-    pub iv: [u8; 16],
+    /// The initial counter block: raw CTR's IV, or a container's counter from its header.
+    pub counter: [u8; 16],
     /// Plaintext bytes per chunk.
     pub chunk_size: usize,
     /// PKCS#7 padding of ECB's final block.
@@ -66,7 +66,7 @@ impl Stream {
                 mode: self.mode,
                 direction,
                 key: schedule,
-                iv: self.iv,
+                counter: self.counter,
                 chunk_size: self.chunk_size,
                 padding: self.padding,
                 auth: None,
@@ -82,6 +82,19 @@ impl Stream {
         }
     }
 }
+
+/// A failure that has already been reported to the user by another process of the same job
+/// (MPI rank 0 speaks for all ranks).
+#[derive(Debug)]
+pub struct Reported;
+
+impl std::fmt::Display for Reported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the job failed (reported by rank 0)")
+    }
+}
+
+impl std::error::Error for Reported {}
 
 /// A warning printer that --quiet silences.
 pub fn warner(quiet: bool) -> impl Fn(&str) {
@@ -134,7 +147,7 @@ pub fn prepare(plan: &CryptPlan, reach: Reach) -> Result<Prepared> {
             return Ok(Prepared {
                 stream: Stream {
                     mode,
-                    iv,
+                    counter: iv,
                     chunk_size: plan.chunk_size,
                     padding: *padding,
                     keys: Keys::Raw {
@@ -183,7 +196,7 @@ pub fn prepare(plan: &CryptPlan, reach: Reach) -> Result<Prepared> {
     Ok(Prepared {
         stream: Stream {
             mode: info.params.mode,
-            iv: info.counter,
+            counter: info.counter,
             chunk_size: info.params.chunk_size,
             padding: true,
             keys: Keys::Container {

@@ -1,9 +1,7 @@
 //! `keygen`: a random symmetric key, an X25519 or post-quantum identity, or the recipients of
 //! an identity file (`-y`); secrets go to standard output or a new file of mode 0600.
 
-use std::fs;
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -11,40 +9,21 @@ use paraes_core::container::{self, SecretIdentity};
 use paraes_core::KeySize;
 
 use crate::cli::KeygenArgs;
+use crate::output::{Output, Reach};
 
-/// Creates `path` for a secret (mode 0600; refusing an existing file unless `force`).
-fn create_private(path: &Path, force: bool) -> Result<fs::File> {
-    let shown = path.display();
-    let mut options = fs::OpenOptions::new();
-    options.write(true).mode(0o600);
-    if force {
-        options.create(true).truncate(true);
-    } else {
-        options.create_new(true);
-    }
-    let file = options.open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::AlreadyExists => {
-            anyhow::anyhow!("{shown} already exists: use --force to overwrite it")
-        }
-        _ => anyhow::Error::new(e).context(format!("cannot create {shown}")),
-    })?;
-    // Opening an existing file (--force) keeps its mode: make it private first.
-    file.set_permissions(fs::Permissions::from_mode(0o600))
-        .with_context(|| format!("cannot make {shown} private"))?;
-    Ok(file)
-}
-
-/// Writes a secret `text` to `-o PATH` (mode 0600) or standard output.
+/// Writes a secret `text` to `-o PATH` (mode 0600, put in place whole or not at all) or
+/// standard output.
 fn write_secret(output: Option<&Path>, force: bool, text: &str) -> Result<()> {
     match output.filter(|p| *p != Path::new("-")) {
         None => std::io::stdout()
             .write_all(text.as_bytes())
             .context("writing the key failed"),
         Some(path) => {
-            let mut file = create_private(path, force)?;
-            file.write_all(text.as_bytes())
-                .and_then(|()| file.sync_all())
-                .with_context(|| format!("writing {} failed", path.display()))
+            let mut file = Output::create(Some(path), force, false, Reach::ThisMachine)?;
+            file.writer()
+                .write_all(text.as_bytes())
+                .with_context(|| format!("writing {} failed", path.display()))?;
+            file.commit()
         }
     }
 }

@@ -46,7 +46,7 @@ impl KeyPlan {
                 let (file, name) = open_secret(path, "passphrase file", warn)?;
                 first_line(file, &name)?
             }
-            Some(PassphraseSource::Stdin) => first_line(std::io::stdin(), "standard input")?,
+            Some(PassphraseSource::Stdin) => first_line(stdin_unbuffered()?, "standard input")?,
         };
         if confirm
             && std::str::from_utf8(&passphrase).map_or(passphrase.len(), |s| s.chars().count())
@@ -147,7 +147,7 @@ fn read_key(source: &KeySource, warn: Warn<'_>) -> Result<Key> {
             let (file, name) = open_secret(path, "key file", warn)?;
             key_from(file, &name)
         }
-        KeySource::Stdin => key_from(std::io::stdin(), "the key on standard input"),
+        KeySource::Stdin => key_from(stdin_unbuffered()?, "the key on standard input"),
         KeySource::Fd(fd) => {
             // Reopening /dev/fd/N reads the descriptor without taking ownership of it.
             let path = PathBuf::from(format!("/dev/fd/{fd}"));
@@ -169,9 +169,21 @@ fn read_key(source: &KeySource, warn: Warn<'_>) -> Result<Key> {
     }
 }
 
+/// Standard input without std's buffer (which would keep a copy of the secret for the life of
+/// the process): a duplicate of descriptor 0.
+fn stdin_unbuffered() -> Result<fs::File> {
+    use std::os::fd::AsFd;
+    let fd = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .context("cannot read standard input")?;
+    Ok(fs::File::from(fd))
+}
+
 /// Reads a key (raw bytes or hex text) from `reader`; `name` names it in errors.
 fn key_from(reader: impl Read, name: &str) -> Result<Key> {
-    let mut contents = Zeroizing::new(Vec::new());
+    // Sized once, so that reading never reallocates (which would leave copies behind).
+    let mut contents = Zeroizing::new(Vec::with_capacity(MAX_KEY_FILE as usize + 1));
     reader
         .take(MAX_KEY_FILE + 1)
         .read_to_end(&mut contents)
@@ -246,7 +258,7 @@ fn warn_if_readable(meta: &fs::Metadata, what: &str, path: &Path, warn: Warn<'_>
 
 /// The first line of a passphrase source.
 fn first_line(reader: impl Read, name: &str) -> Result<Zeroizing<Vec<u8>>> {
-    let mut contents = Zeroizing::new(Vec::new());
+    let mut contents = Zeroizing::new(Vec::with_capacity(MAX_PASSPHRASE_FILE as usize));
     reader
         .take(MAX_PASSPHRASE_FILE)
         .read_to_end(&mut contents)
@@ -262,7 +274,7 @@ fn first_line(reader: impl Read, name: &str) -> Result<Zeroizing<Vec<u8>>> {
 /// A small text file (identities, recipients).
 fn read_text(path: &Path, what: &str) -> Result<Zeroizing<String>> {
     let shown = path.display();
-    let mut contents = Zeroizing::new(Vec::new());
+    let mut contents = Zeroizing::new(Vec::with_capacity(MAX_TEXT_FILE as usize));
     fs::File::open(path)
         .and_then(|f| f.take(MAX_TEXT_FILE).read_to_end(&mut contents))
         .with_context(|| format!("cannot read {what} {shown}"))?;

@@ -58,7 +58,7 @@ pub fn run(plan: &CryptPlan) -> Result<Summary> {
     Ok(Summary {
         command: plan.command(),
         bytes_in: read,
-        bytes_out: written,
+        bytes_out: Some(written),
         seconds,
         engine: engine.name(),
         workers: engine.workers(),

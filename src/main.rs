@@ -26,6 +26,7 @@ mod rekey;
 mod signals;
 mod units;
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -33,6 +34,7 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{CommandFactory, Parser};
 
 use crate::cli::Cli;
+use crate::job::Reported;
 use crate::plan::{Plan, UsageError};
 
 fn main() -> ExitCode {
@@ -79,12 +81,17 @@ fn run(plan: Plan) -> Result<()> {
         Plan::Keygen(args) => keygen::run(&args),
         Plan::Info(args) => info::run(&args),
         Plan::Bench(args) => bench::run(&args),
+        // Rendered whole, then written: a closed pipe (`| head`) is a normal end, not a panic.
         Plan::Completions(shell) => {
-            clap_complete::generate(shell, &mut Cli::command(), "paraes", &mut std::io::stdout());
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "paraes", &mut script);
+            std::io::stdout().write_all(&script)?;
             Ok(())
         }
         Plan::Man => {
-            clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?;
+            let mut page = Vec::new();
+            clap_mangen::Man::new(Cli::command()).render(&mut page)?;
+            std::io::stdout().write_all(&page)?;
             Ok(())
         }
     }
@@ -103,18 +110,6 @@ fn one_line(text: &str) -> String {
         })
         .collect()
 }
-
-/// A failure that has already been reported to the user by another process of the same job.
-#[derive(Debug)]
-pub struct Reported;
-
-impl std::fmt::Display for Reported {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the job failed (reported by rank 0)")
-    }
-}
-
-impl std::error::Error for Reported {}
 
 /// Names other tools use for our backends.
 const BACKEND_SYNONYMS: [(&str, &str); 9] = [

@@ -9,11 +9,10 @@ use paraes_core::{CpuEngine, Direction, Engine};
 use paraes_mpi::{execute, IoStrategy, JobError, Mpi, Plan, RootIo};
 use zeroize::Zeroizing;
 
-use crate::job::{self, Keys, Prepared};
+use crate::job::{self, Keys, Prepared, Reported};
 use crate::output::Reach;
 use crate::plan::{CryptPlan, EngineKind, MpiIo};
 use crate::progress::Summary;
-use crate::Reported;
 
 /// Runs `plan` on every rank; rank 0 returns the summary.
 pub fn run(plan: &CryptPlan, io: Option<MpiIo>) -> Result<Option<Summary>> {
@@ -80,7 +79,7 @@ fn root(plan: &CryptPlan, io: Option<MpiIo>, mpi: &Mpi, engine: &dyn Engine) -> 
         mode: job.stream.mode,
         padding: job.stream.padding,
         chunk_size: job.stream.chunk_size,
-        iv: job.stream.iv,
+        counter: job.stream.counter,
         // A container's file secret (never the user's key), or a raw stream's key.
         key: Zeroizing::new(match &job.stream.keys {
             Keys::Container { opened, .. } => opened.secret().as_bytes().to_vec(),
@@ -104,7 +103,7 @@ fn root(plan: &CryptPlan, io: Option<MpiIo>, mpi: &Mpi, engine: &dyn Engine) -> 
     if let Err(JobError(message)) = worked {
         // Every rank stops here; dropping the output removes the temporary.
         drop(job);
-        bail!("{message}");
+        bail!("{}", advise(&message));
     }
     let seconds = started.elapsed().as_secs_f64();
     let committed = job.output.commit();
@@ -114,7 +113,8 @@ fn root(plan: &CryptPlan, io: Option<MpiIo>, mpi: &Mpi, engine: &dyn Engine) -> 
     Ok(Summary {
         command: plan.command(),
         bytes_in: input_len,
-        bytes_out: 0,
+        // Ranks write their own ranges: rank 0 does not count them.
+        bytes_out: None,
         seconds,
         engine: engine.name(),
         workers: mpi.size(),
@@ -170,12 +170,22 @@ fn rank_engine(plan: &CryptPlan, mpi: &Mpi) -> Result<Box<dyn Engine>> {
     }
 }
 
+/// A rank's failure (text, as it travelled over MPI) with what to do about it in this tool's
+/// options: the library names no command-line flags.
+fn advise(message: &str) -> String {
+    if message.contains("scatter I/O does not") {
+        format!("{message}: use --mpi-io scatter")
+    } else {
+        message.to_owned()
+    }
+}
+
 /// A job outcome as this rank's result: rank 0 reports the message, the others exit non-zero
 /// without repeating it.
 fn outcome(mpi: &Mpi, result: Result<(), JobError>) -> Result<()> {
     match result {
         Ok(()) => Ok(()),
-        Err(JobError(message)) if mpi.is_root() => Err(anyhow!(message)),
+        Err(JobError(message)) if mpi.is_root() => Err(anyhow!(advise(&message))),
         Err(_) => Err(Reported.into()),
     }
 }

@@ -235,6 +235,9 @@ impl Output {
             Temporary::Anonymous(file) => {
                 file.sync_all()
                     .with_context(|| format!("writing {shown} failed"))?;
+                // A signal from here on may find the output already in place: say nothing
+                // about it rather than claim that nothing was left.
+                set_pending(Pending::Nothing);
                 link_anonymous(&file, &dest, force)
             }
             Temporary::Named(named) => {
@@ -333,9 +336,13 @@ fn link_anonymous(file: &File, dest: &Path, force: bool) -> io::Result<()> {
         ));
         match link(&hidden) {
             Ok(()) => {
-                return fs::rename(&hidden, dest).inspect_err(|_| {
+                // Ours now: a signal removes it (SIGKILL can leave it).
+                set_pending(Pending::Named(hidden.clone()));
+                let renamed = fs::rename(&hidden, dest).inspect_err(|_| {
                     let _ = fs::remove_file(&hidden);
                 });
+                set_pending(Pending::Nothing);
+                return renamed;
             }
             Err(Errno::EXIST) => continue,
             Err(e) => return Err(e.into()),

@@ -148,17 +148,47 @@ impl KeyPlan {
 
     fn with_unlock(mut self, unlock: &UnlockArgs) -> Self {
         self.identities = unlock.identity.clone();
-        self.max_kdf_mib = unlock.max_kdf_mib;
+        if let Some(cap) = unlock.max_kdf_mib {
+            self.max_kdf_mib = cap;
+        }
         self
     }
 
-    /// How many of the sources read standard input.
+    /// How many of the sources read standard input: `-`, `--key-fd 0`, or a path that is
+    /// standard input under another name (`/dev/stdin`, `/proc/self/fd/0`, the same pipe).
     fn stdin_readers(&self) -> usize {
+        let stdin = fd_id(0);
+        let by_path = |path: &Path| stdin.is_some() && path_id(path) == stdin;
         self.keys
             .iter()
-            .filter(|k| matches!(k, KeySource::Stdin))
+            .filter(|k| match k {
+                KeySource::Stdin | KeySource::Fd(0) => true,
+                KeySource::File(path) => by_path(path),
+                _ => false,
+            })
             .count()
-            + usize::from(matches!(self.passphrase, Some(PassphraseSource::Stdin)))
+            + usize::from(match &self.passphrase {
+                Some(PassphraseSource::Stdin) => true,
+                Some(PassphraseSource::File(path)) => by_path(path),
+                _ => false,
+            })
+    }
+
+    /// The open descriptors these sources read (`-` is 0, `--key-fd N` is N).
+    fn descriptors(&self) -> Vec<(&'static str, u32)> {
+        let mut fds: Vec<(&'static str, u32)> = self
+            .keys
+            .iter()
+            .filter_map(|k| match k {
+                KeySource::Stdin => Some(("the key on standard input", 0)),
+                KeySource::Fd(fd) => Some(("the key on that file descriptor", *fd)),
+                _ => None,
+            })
+            .collect();
+        if let Some(PassphraseSource::Stdin) = self.passphrase {
+            fds.push(("the passphrase on standard input", 0));
+        }
+        fds
     }
 
     /// Every file these sources read, and what it is (to keep the output off them).
@@ -413,6 +443,12 @@ fn dec(args: &DecArgs) -> Result<CryptPlan> {
     let format = match args.raw {
         Some(mode) => {
             raw_rules(C, &keys)?;
+            if args.unlock.max_kdf_mib.is_some() {
+                usage!(
+                    C,
+                    "--max-kdf-mib applies to passphrase containers, not to --raw"
+                );
+            }
             if args.show_data_key {
                 usage!(
                     C,
@@ -518,6 +554,12 @@ fn finish(parts: CryptInputs<'_>) -> Result<CryptPlan> {
         .input
         .filter(|p| *p != Path::new("-"))
         .map(Path::to_path_buf);
+    if parts.ui.size.is_some() && input.is_some() {
+        usage!(
+            command,
+            "--size is for input from a pipe; a file's size is known: drop --size"
+        );
+    }
     let stdin_readers = parts.keys.stdin_readers() + usize::from(input.is_none());
     if stdin_readers > 1 {
         usage!(command, "standard input can feed only one thing: the data comes from standard input, so give the key or passphrase another way (-k FILE, --key-fd N, --key-env VAR, --passphrase-file FILE), or give the data as a file");
@@ -558,6 +600,10 @@ fn engine_and_runner(command: &'static str, args: &EngineArgs) -> Result<(Engine
                 command,
                 "--rank-engine applies only to --backend mpi: drop it, or add --backend mpi"
             )
+        }
+        // GPU options ask for the GPU: auto must not drop them silently for the CPU.
+        (BackendArg::Auto, None) if args.gpu_ctr.is_some() || args.gpu_device.is_some() => {
+            EngineKind::Gpu
         }
         (BackendArg::Auto, None) => EngineKind::Auto,
         (BackendArg::Cpu, None) => EngineKind::Cpu,
@@ -615,11 +661,14 @@ fn output_target(
     force: bool,
 ) -> Result<OutputTarget> {
     if let Some(out) = output {
-        return Ok(if out == Path::new("-") {
+        // `-o -`, or a name of standard output itself (`-o /dev/stdout`).
+        let is_stdout = out == Path::new("-")
+            || (path_id(out).is_some() && path_id(out) == fd_id(1) && is_fd_path(out));
+        return Ok(if is_stdout {
             OutputTarget::Stdout
         } else {
             OutputTarget::Path {
-                path: out.to_path_buf(),
+                path: through_links(out)?,
                 force,
             }
         });
@@ -656,6 +705,40 @@ fn output_target(
     Ok(OutputTarget::Path { path, force })
 }
 
+/// Whether `path` names an open descriptor (`/dev/stdout`, `/dev/fd/N`, `/proc/.../fd/N`)
+/// rather than a file that merely is the same one.
+fn is_fd_path(path: &Path) -> bool {
+    let text = path.as_os_str().as_bytes();
+    text.starts_with(b"/dev/std") || text.starts_with(b"/dev/fd/") || text.starts_with(b"/proc/")
+}
+
+/// An output path with its symbolic links resolved, so that the file is written where the link
+/// points (as `cp` and `tee` do) and the link itself is never replaced: `-o /dev/stdout`
+/// writes to whatever standard output is. A name must be a file name (not `dir/`).
+fn through_links(path: &Path) -> Result<PathBuf> {
+    if path.as_os_str().as_bytes().ends_with(b"/") || path.file_name().is_none() {
+        bail!(
+            "-o {} names a directory, not a file: give a file name",
+            path.display()
+        );
+    }
+    let Ok(meta) = fs::symlink_metadata(path) else {
+        return Ok(path.to_path_buf());
+    };
+    if !meta.file_type().is_symlink() {
+        return Ok(path.to_path_buf());
+    }
+    match fs::canonicalize(path) {
+        Ok(target) => Ok(target),
+        // A link to a pipe or terminal (/dev/stdout on a pipe): written in place, as a stream.
+        Err(_) if fs::metadata(path).is_ok() => Ok(path.to_path_buf()),
+        Err(_) => bail!(
+            "-o {} is a symbolic link to nothing: give the path it should point to",
+            path.display()
+        ),
+    }
+}
+
 /// The identity of a file (through links), when it exists.
 fn file_id(meta: &fs::Metadata) -> (u64, u64) {
     (meta.dev(), meta.ino())
@@ -667,38 +750,45 @@ fn file_id(meta: &fs::Metadata) -> (u64, u64) {
 fn check_not_read(output: &OutputTarget, input: Option<&Path>, keys: &KeyPlan) -> Result<()> {
     let out_meta = match output {
         OutputTarget::Path { path, .. } => fs::metadata(path).ok(),
-        OutputTarget::Stdout => stdout_metadata(),
+        OutputTarget::Stdout => fs::metadata("/proc/self/fd/1").ok(),
     };
     let Some(out_meta) = out_meta.filter(|m| m.is_file()) else {
         // Nothing there yet, or a pipe, terminal or device: nothing to overwrite.
         return Ok(());
     };
-    let out_id = file_id(&out_meta);
+    let out_id = Some(file_id(&out_meta));
     let out_name = match output {
         OutputTarget::Path { path, .. } => path.display().to_string(),
         OutputTarget::Stdout => "standard output".to_owned(),
     };
-    let read = input
-        .map(|p| ("the input", p))
-        .into_iter()
-        .chain(keys.paths());
-    for (what, path) in read {
-        if fs::metadata(path).is_ok_and(|m| file_id(&m) == out_id) {
-            let what = match what {
-                "the input" => "the input".to_owned(),
-                _ => format!("{what} {}", path.display()),
-            };
+    let mut read: Vec<(String, Option<(u64, u64)>)> = Vec::new();
+    match input {
+        Some(path) => read.push(("the input".to_owned(), path_id(path))),
+        // Data from standard input: `paraes enc < f >> f` would read what it writes.
+        None => read.push(("the input (standard input)".to_owned(), fd_id(0))),
+    }
+    for (what, path) in keys.paths() {
+        read.push((format!("{what} {}", path.display()), path_id(path)));
+    }
+    for (what, fd) in keys.descriptors() {
+        read.push((what.to_owned(), fd_id(fd)));
+    }
+    for (what, id) in read {
+        if id.is_some() && id == out_id {
             bail!("{out_name} is the same file as {what}, which this command reads: writing to it would destroy it; choose another output");
         }
     }
     Ok(())
 }
 
-/// What standard output is, when it is open.
-fn stdout_metadata() -> Option<fs::Metadata> {
-    fs::metadata("/proc/self/fd/1")
-        .ok()
-        .or_else(|| fs::metadata("/dev/stdout").ok())
+/// The identity of the file at `path` (through links), if it exists.
+fn path_id(path: &Path) -> Option<(u64, u64)> {
+    fs::metadata(path).ok().map(|m| file_id(&m))
+}
+
+/// The identity of what descriptor `fd` of this process is open on, if it is open.
+fn fd_id(fd: u32) -> Option<(u64, u64)> {
+    path_id(Path::new(&format!("/proc/self/fd/{fd}")))
 }
 
 /// Builds the plan of `rekey`.
@@ -708,23 +798,30 @@ fn rekey(args: &RekeyArgs) -> Result<RekeyPlan> {
     if open.keys.is_empty() && open.passphrase.is_none() && open.identities.is_empty() {
         usage!(C, "rekey must open the file first: give its current key (-k, --key, --key-fd, --key-env, -p, --passphrase-file or -i)");
     }
-    if open.stdin_readers() > 1 {
-        usage!(C, "standard input can feed only one key or passphrase");
-    }
+
     let new = KeyPlan {
         keys: args
             .new_key_file
             .iter()
-            .map(|p| KeySource::File(p.clone()))
+            .map(|p| match p.as_os_str().as_bytes() {
+                b"-" => KeySource::Stdin,
+                _ => KeySource::File(p.clone()),
+            })
             .collect(),
         passphrase: args
             .new_passphrase_file
             .as_ref()
-            .map(|p| PassphraseSource::File(p.clone())),
+            .map(|p| match p.as_os_str().as_bytes() {
+                b"-" => PassphraseSource::Stdin,
+                _ => PassphraseSource::File(p.clone()),
+            }),
         recipients: args.new_recipient.clone(),
         recipients_files: args.new_recipients_file.clone(),
         ..KeyPlan::default()
     };
+    if open.stdin_readers() + new.stdin_readers() > 1 {
+        usage!(C, "standard input can feed only one key or passphrase");
+    }
     for (_, path) in open.paths().into_iter().chain(new.paths()) {
         if fs::metadata(path)
             .ok()

@@ -89,8 +89,8 @@ pub struct Summary {
     pub command: &'static str,
     /// Bytes read (after a container's header).
     pub bytes_in: u64,
-    /// Bytes written (with a container's header).
-    pub bytes_out: u64,
+    /// Bytes written (with a container's header), when this process saw them all.
+    pub bytes_out: Option<u64>,
     /// Wall time of the data's pass.
     pub seconds: f64,
     /// The engine's name.
@@ -109,7 +109,7 @@ impl Summary {
                 "paraes: {}: {} in, {} out in {:.3} s ({}) on {} ({} runner)",
                 self.command,
                 format_bytes(self.bytes_in),
-                format_bytes(self.bytes_out),
+                self.bytes_out.map_or("-".to_owned(), format_bytes),
                 self.seconds,
                 format_rate(self.bytes_in, self.seconds),
                 self.engine,

@@ -16,12 +16,14 @@ static SAVED: Mutex<Option<(File, Termios)>> = Mutex::new(None);
 /// Puts the terminal back as it was, if a prompt turned echo off (called by the signal
 /// handler before it exits).
 pub fn restore_terminal() {
-    let saved = SAVED.lock().unwrap_or_else(|e| e.into_inner()).take();
-    if let Some((tty, settings)) = saved {
+    let mut saved = SAVED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((tty, settings)) = saved.take() {
         let _ = termios::tcsetattr(&tty, OptionalActions::Now, &settings);
         // The user's Enter never came: end the prompt's line.
         let _ = (&tty).write_all(b"\n");
     }
+    // Kept locked until the process exits, so that no prompt can turn echo off after this.
+    std::mem::forget(saved);
 }
 
 /// Asks for a passphrase on the terminal; `confirm` asks twice.
@@ -47,9 +49,15 @@ fn ask(prompt: &str) -> Result<Zeroizing<Vec<u8>>> {
     let mut quiet = settings.clone();
     quiet.local_modes.remove(LocalModes::ECHO);
     quiet.local_modes.insert(LocalModes::ECHONL);
-    *SAVED.lock().unwrap_or_else(|e| e.into_inner()) =
-        Some((tty.try_clone().context("/dev/tty")?, settings));
-    let answer = termios::tcsetattr(&tty, OptionalActions::Flush, &quiet)
+    let saved_tty = tty.try_clone().context("/dev/tty")?;
+    let echo_off = {
+        // Held while echo goes off, so that a signal thread restoring the terminal runs
+        // either before (and finds nothing to restore, echo still on) or after.
+        let mut saved = SAVED.lock().unwrap_or_else(|e| e.into_inner());
+        *saved = Some((saved_tty, settings));
+        termios::tcsetattr(&tty, OptionalActions::Flush, &quiet)
+    };
+    let answer = echo_off
         .map_err(std::io::Error::from)
         .and_then(|()| (&tty).write_all(prompt.as_bytes()))
         .and_then(|()| read_line(&tty));

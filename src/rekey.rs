@@ -11,6 +11,7 @@ use anyhow::{bail, Context, Result};
 use paraes_core::container::{Rekey, UnverifiedHeader};
 
 use crate::plan::RekeyPlan;
+use crate::signals::{set_pending, Pending};
 
 /// `rekey`: new stanzas for the same file key; in place when they fit, else a rewritten file
 /// renamed over the old one. The body bytes never change.
@@ -57,6 +58,8 @@ pub fn run(args: &RekeyPlan) -> Result<()> {
                 .prefix(".paraes-rekey.")
                 .tempfile_in(dir)
                 .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+            // A signal removes it (SIGKILL can leave this hidden, clearly named file).
+            set_pending(Pending::Named(temp.path().to_path_buf()));
             let mode = file.metadata()?.permissions().mode();
             use std::io::{Seek, SeekFrom};
             let copied = temp
@@ -69,7 +72,9 @@ pub fn run(args: &RekeyPlan) -> Result<()> {
             copied.with_context(|| {
                 format!("writing the rekeyed copy of {shown} failed ({shown} is unchanged)")
             })?;
-            temp.persist(&args.file)
+            let persisted = temp.persist(&args.file);
+            set_pending(Pending::Nothing);
+            persisted
                 .map_err(|e| e.error)
                 .with_context(|| format!("replacing {shown} failed ({shown} is unchanged)"))?;
             if !args.quiet {

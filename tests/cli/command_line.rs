@@ -89,6 +89,58 @@ fn standard_output_appended_to_the_input_is_refused() {
 }
 
 #[test]
+fn keys_and_data_on_descriptors_are_kept_off_the_output_too() {
+    let s = prepared();
+    let key = s.read("key");
+    let plain = s.read("f");
+    for script in [
+        "\"$PARAES\" enc -k - f -o key --force < key",
+        "\"$PARAES\" enc --key-fd 3 f -o key --force 3<key",
+        "\"$PARAES\" enc -k key -q < f >> f",
+        "\"$PARAES\" enc -k key -o f --force < f",
+    ] {
+        let message = assert_error(&s.bash(script), script);
+        assert!(
+            message.contains("which this command reads"),
+            "{script}: {message}"
+        );
+        assert_eq!(s.read("key"), key, "{script}: the key changed");
+        assert_eq!(s.read("f"), plain, "{script}: the input changed");
+    }
+    // Standard input under another name still counts as standard input.
+    let script =
+        "(echo a-long-passphrase; cat f) | \"$PARAES\" enc --passphrase-file /dev/stdin -o x";
+    let message = assert_usage_error(&s.bash(script), script);
+    assert!(message.contains("standard input"), "{message}");
+}
+
+#[test]
+fn links_as_outputs_are_written_through_never_replaced() {
+    let s = prepared();
+    s.write("target", b"old");
+    std::os::unix::fs::symlink("target", s.path("link")).expect("symlink");
+    assert_success(
+        &s.run(&["enc", "-q", "-k", "key", "f", "-o", "link", "--force"]),
+        "-o link",
+    );
+    assert!(fs::symlink_metadata(s.path("link"))
+        .expect("link")
+        .file_type()
+        .is_symlink());
+    assert_ne!(
+        s.read("target"),
+        b"old",
+        "the link's target was not written"
+    );
+    // /dev/stdout is standard output, wherever it points.
+    let out = s.bash("\"$PARAES\" enc -q -k key f -o /dev/stdout > via-stdout");
+    assert_success(&out, "-o /dev/stdout");
+    assert!(s.read("via-stdout").starts_with(b"\x89PARAES\n"));
+    let out = s.bash("\"$PARAES\" completions bash | head -1");
+    assert_success(&out, "completions | head");
+}
+
+#[test]
 fn no_hidden_subcommand_deletes_files() {
     let s = prepared();
     s.write("precious.txt", b"do not delete");

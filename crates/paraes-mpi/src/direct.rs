@@ -65,8 +65,8 @@ fn open_files(plan: &Plan) -> Result<(File, File), String> {
     let (Some(input), Some(output)) = (&plan.input, &plan.output) else {
         return Err("direct I/O needs an input file and an output file".into());
     };
-    let shared = "direct I/O needs the same files on every rank (a shared file system): \
-                  use --mpi-io scatter";
+    let shared = "direct I/O needs the same files on every rank (a shared file system); \
+                  scatter I/O does not";
     let opened = |path: &Path, file: io::Result<File>| {
         file.map_err(|e| format!("cannot open {}: {e} ({shared})", path.display()))
     };
