@@ -3,6 +3,7 @@
 #![deny(missing_docs)]
 
 pub mod aes;
+mod chunk_tag;
 pub mod container;
 pub mod cpu;
 pub mod engine;

@@ -8,7 +8,7 @@
 use std::io::{self, Read, Write};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
-use crate::container::{Authenticator, TAG_LEN};
+use crate::chunk_tag::{Authenticator, TAG_LEN};
 use crate::engine::{Direction, Engine, EngineError, Job, Mode};
 use crate::key::ExpandedKey;
 

@@ -6,12 +6,10 @@ use std::fmt;
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 use super::ContainerError;
-use crate::aes::AesImpl;
 use crate::key::{ExpandedKey, Key, KeySize};
 use crate::polyval::Polyval;
 
-/// Bytes in a chunk tag.
-pub const TAG_LEN: usize = 16;
+pub use crate::chunk_tag::{Authenticator, TAG_LEN};
 /// Bytes in a file (data) key: always 256 bits, whatever the body's AES key size.
 pub const FILE_KEY_LEN: usize = 32;
 
@@ -190,11 +188,7 @@ impl StreamKeys {
         StreamKeys {
             expanded: body.expand(),
             body,
-            auth: Authenticator {
-                polyval: Polyval::new(h),
-                tag_key,
-                implementation: AesImpl::detect(),
-            },
+            auth: Authenticator::new(Polyval::new(h), tag_key),
         }
     }
 }
@@ -208,46 +202,4 @@ pub(crate) fn derive(context: &str, parts: &[&[u8]], out: &mut [u8]) {
     }
     kdf.finalize_xof().fill(out);
     kdf.zeroize();
-}
-
-/// Computes and checks chunk tags: `AES-256(K_tag, POLYVAL(H, ciphertext, length) xor N)` with
-/// `N = index || last flag`, the tag construction of AES-GCM-SIV (RFC 8452) over the ciphertext.
-/// Reordering, duplication, truncation and appending all change `N` or the hashed data.
-#[derive(Clone)]
-pub struct Authenticator {
-    polyval: Polyval,
-    tag_key: ExpandedKey,
-    implementation: AesImpl,
-}
-
-impl Authenticator {
-    /// The tag of chunk `index` with `ciphertext`.
-    pub fn tag(&self, index: u64, last: bool, ciphertext: &[u8]) -> [u8; TAG_LEN] {
-        let mut trailer = [0u8; 16];
-        trailer[..8].copy_from_slice(&(ciphertext.len() as u64 * 8).to_le_bytes());
-        let mut block = self.polyval.hash(ciphertext, &trailer);
-        for (b, n) in block.iter_mut().zip(index.to_le_bytes()) {
-            *b ^= n;
-        }
-        block[8] ^= u8::from(last);
-        self.implementation
-            .encrypt_blocks(&self.tag_key, &mut block);
-        block
-    }
-
-    /// Whether `tag` is the tag of chunk `index` with `ciphertext` (constant-time comparison).
-    pub fn verify(&self, index: u64, last: bool, ciphertext: &[u8], tag: &[u8]) -> bool {
-        let expected = self.tag(index, last, ciphertext);
-        let difference = expected
-            .iter()
-            .zip(tag)
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
-        tag.len() == TAG_LEN && std::hint::black_box(difference) == 0
-    }
-}
-
-impl fmt::Debug for Authenticator {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Authenticator { keys: <redacted> }")
-    }
 }
