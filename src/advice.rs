@@ -22,13 +22,8 @@ pub fn advice(error: &anyhow::Error) -> Option<String> {
                 _ => {}
             }
         }
-        if let Some(e) = cause.downcast_ref::<PipelineError>() {
-            match e {
-                PipelineError::BadPadding => {
-                    return Some("if the stream was made with --no-pad, add --no-pad".to_owned())
-                }
-                _ => {}
-            }
+        if let Some(PipelineError::BadPadding) = cause.downcast_ref::<PipelineError>() {
+            return Some("if the stream was made with --no-pad, add --no-pad".to_owned());
         }
         if let Some(e) = cause.downcast_ref::<GpuError>() {
             return match e {
