@@ -355,6 +355,9 @@ fn link_anonymous(file: &File, dest: &Path, force: bool) -> io::Result<()> {
 fn cannot_create(dest: &Path, dir: &Path, e: io::Error) -> anyhow::Error {
     // tempfile's message ends with the random name: say what it means instead.
     let why = match e.kind() {
+        io::ErrorKind::NotFound if dir.is_dir() => {
+            "the file system there cannot hold new files".to_owned()
+        }
         io::ErrorKind::NotFound => "that directory does not exist".to_owned(),
         io::ErrorKind::PermissionDenied => "that directory is not writable".to_owned(),
         kind => io::Error::from(kind).to_string(),

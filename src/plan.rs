@@ -696,7 +696,11 @@ fn output_target(
             Some(stem) if !stem.is_empty() && !stem.ends_with(b"/") => {
                 PathBuf::from(OsStr::from_bytes(stem))
             }
-            _ => bail!(
+            Some(_) => bail!(
+                "cannot name the output: {} without .paraes leaves no file name; give -o PATH (or -o - for standard output)",
+                input.display()
+            ),
+            None => bail!(
                 "cannot name the output: {} does not end in .paraes; give -o PATH (or -o - for standard output)",
                 input.display()
             ),
