@@ -82,6 +82,17 @@ pub enum KeySource {
     Hex(Zeroizing<String>),
 }
 
+impl KeySource {
+    /// A key file given on the command line: `-` is standard input.
+    fn from_path(path: &Path) -> Self {
+        if path == Path::new("-") {
+            KeySource::Stdin
+        } else {
+            KeySource::File(path.to_path_buf())
+        }
+    }
+}
+
 /// Where a passphrase comes from.
 pub enum PassphraseSource {
     /// Asked on the terminal.
@@ -90,6 +101,17 @@ pub enum PassphraseSource {
     File(PathBuf),
     /// The first line of standard input.
     Stdin,
+}
+
+impl PassphraseSource {
+    /// A passphrase file given on the command line: `-` is standard input.
+    fn from_path(path: &Path) -> Self {
+        if path == Path::new("-") {
+            PassphraseSource::Stdin
+        } else {
+            PassphraseSource::File(path.to_path_buf())
+        }
+    }
 }
 
 /// Every key option of one command.
@@ -115,13 +137,8 @@ impl KeyPlan {
             max_kdf_mib: paraes_core::container::DEFAULT_MAX_KDF_MIB,
             ..KeyPlan::default()
         };
-        for path in &keys.key_file {
-            plan.keys.push(if path == Path::new("-") {
-                KeySource::Stdin
-            } else {
-                KeySource::File(path.clone())
-            });
-        }
+        plan.keys
+            .extend(keys.key_file.iter().map(|p| KeySource::from_path(p)));
         if let Some(fd) = keys.key_fd {
             plan.keys.push(KeySource::Fd(fd));
         }
@@ -132,8 +149,7 @@ impl KeyPlan {
             plan.keys.push(KeySource::Hex(Zeroizing::new(hex.clone())));
         }
         plan.passphrase = match &keys.passphrase_file {
-            Some(path) if path == Path::new("-") => Some(PassphraseSource::Stdin),
-            Some(path) => Some(PassphraseSource::File(path.clone())),
+            Some(path) => Some(PassphraseSource::from_path(path)),
             None if keys.passphrase => Some(PassphraseSource::Prompt),
             None => None,
         };
@@ -807,18 +823,12 @@ fn rekey(args: &RekeyArgs) -> Result<RekeyPlan> {
         keys: args
             .new_key_file
             .iter()
-            .map(|p| match p.as_os_str().as_bytes() {
-                b"-" => KeySource::Stdin,
-                _ => KeySource::File(p.clone()),
-            })
+            .map(|p| KeySource::from_path(p))
             .collect(),
         passphrase: args
             .new_passphrase_file
-            .as_ref()
-            .map(|p| match p.as_os_str().as_bytes() {
-                b"-" => PassphraseSource::Stdin,
-                _ => PassphraseSource::File(p.clone()),
-            }),
+            .as_deref()
+            .map(PassphraseSource::from_path),
         recipients: args.new_recipient.clone(),
         recipients_files: args.new_recipients_file.clone(),
         ..KeyPlan::default()
@@ -826,12 +836,9 @@ fn rekey(args: &RekeyArgs) -> Result<RekeyPlan> {
     if open.stdin_readers() + new.stdin_readers() > 1 {
         usage!(C, "standard input can feed only one key or passphrase");
     }
+    let container = path_id(&args.file);
     for (_, path) in open.paths().into_iter().chain(new.paths()) {
-        if fs::metadata(path)
-            .ok()
-            .zip(fs::metadata(&args.file).ok())
-            .is_some_and(|(a, b)| file_id(&a) == file_id(&b))
-        {
+        if container.is_some() && path_id(path) == container {
             bail!(
                 "{} is the container being rekeyed, not a key: give its keys in other files",
                 path.display()

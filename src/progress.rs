@@ -12,7 +12,7 @@ use rustix::fs::FlockOperation;
 use rustix::io::Errno;
 
 use crate::plan::Ui;
-use crate::units::{format_bytes, format_rate};
+use crate::units::format_bytes;
 
 /// Inputs at least this large get a progress display (when stderr is a terminal).
 const PROGRESS_MIN: u64 = 64 << 20;
@@ -102,6 +102,11 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// Input bytes per second, when the time is measurable.
+    fn bytes_per_second(&self) -> Option<f64> {
+        (self.seconds > 0.0).then(|| self.bytes_in as f64 / self.seconds)
+    }
+
     /// Prints the summary as `ui` asks: a line for `-v`, a JSON object for `--stats json`.
     pub fn report(&self, ui: &Ui) {
         if ui.verbose {
@@ -111,23 +116,22 @@ impl Summary {
                 format_bytes(self.bytes_in),
                 self.bytes_out.map_or("-".to_owned(), format_bytes),
                 self.seconds,
-                format_rate(self.bytes_in, self.seconds),
+                self.bytes_per_second()
+                    .map_or("-".to_owned(), |rate| format!(
+                        "{}/s",
+                        format_bytes(rate as u64)
+                    )),
                 self.engine,
                 self.runner
             );
         }
         if ui.stats_json {
-            let rate = if self.seconds > 0.0 {
-                self.bytes_in as f64 / self.seconds
-            } else {
-                0.0
-            };
             let json = serde_json::json!({
                 "command": self.command,
                 "bytes_in": self.bytes_in,
                 "bytes_out": self.bytes_out,
                 "seconds": self.seconds,
-                "bytes_per_second": rate,
+                "bytes_per_second": self.bytes_per_second(),
                 "engine": self.engine,
                 "workers": self.workers,
                 "runner": self.runner,

@@ -1,5 +1,5 @@
 //! Sizes as people write them (`4MiB` = 4 x 2^20, `4MB` = 4 x 10^6, `1.5GiB`, `65536`), parsed
-//! and printed with the `bytesize` crate, and durations and rates for summaries.
+//! and printed with the `bytesize` crate.
 
 use bytesize::ByteSize;
 
@@ -26,14 +26,6 @@ pub fn format_bytes(bytes: u64) -> String {
     ByteSize(bytes).display().iec().to_string()
 }
 
-/// A rate for people: `1.9 GiB/s`.
-pub fn format_rate(bytes: u64, seconds: f64) -> String {
-    if seconds <= 0.0 {
-        return "-".to_owned();
-    }
-    format!("{}/s", format_bytes((bytes as f64 / seconds) as u64))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,6 +48,5 @@ mod tests {
     #[test]
     fn sizes_print_in_binary_units() {
         assert_eq!(format_bytes(3 << 29), "1.5 GiB");
-        assert_eq!(format_rate(1 << 30, 2.0), "512.0 MiB/s");
     }
 }
