@@ -2,9 +2,7 @@
 //! body's length is one the chunk layout allows (else the file was truncated or extended).
 
 use anyhow::{bail, Result};
-use paraes_core::container::{
-    self, Access, ContainerError, StanzaKind, UnverifiedHeader, V1KeySource,
-};
+use paraes_core::container::{Access, ContainerError, StanzaKind, UnverifiedHeader, V1KeySource};
 use paraes_core::Mode;
 
 use crate::cli::InfoArgs;
@@ -63,10 +61,11 @@ pub fn run(args: &InfoArgs) -> Result<()> {
     let mut broken = None;
     if let Some(len) = input.len() {
         let body = len.saturating_sub(info.header_len as u64);
-        match chunk_layout(body, info.params.chunk_size as u64, info.params.mode) {
-            Ok((chunks, payload)) => {
-                println!("chunks:       {chunks} ({payload} bytes of ciphertext)")
-            }
+        match info.params.layout(body) {
+            Ok(layout) => println!(
+                "chunks:       {} ({} bytes of ciphertext)",
+                layout.chunks, layout.ciphertext_len
+            ),
             Err(why) => {
                 println!("chunks:       INVALID: {why}");
                 broken = Some(why);
@@ -81,64 +80,4 @@ pub fn run(args: &InfoArgs) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// The number of chunks and ciphertext bytes of a body of `body` bytes, if the layout of
-/// docs/FORMAT.md allows that length: chunks of `chunk` bytes each followed by a tag, the last
-/// one 1..=chunk bytes (CTR; 0 only when it is the only chunk) or 16..=chunk bytes in whole
-/// blocks (ECB, which always pads).
-fn chunk_layout(body: u64, chunk: u64, mode: Mode) -> Result<(u64, u64), String> {
-    let tag = container::TAG_LEN as u64;
-    let record = chunk + tag;
-    if body < tag {
-        return Err(format!(
-            "the body has {body} bytes, fewer than one {tag}-byte tag"
-        ));
-    }
-    let chunks = body.div_ceil(record);
-    let last = body - (chunks - 1) * record;
-    if last < tag {
-        return Err(format!(
-            "the last chunk has {last} bytes, fewer than its {tag}-byte tag"
-        ));
-    }
-    let last_payload = last - tag;
-    match mode {
-        Mode::Ctr if last_payload == 0 && chunks > 1 => {
-            return Err("the body ends in an empty chunk after full ones".to_owned())
-        }
-        Mode::Ecb if last_payload == 0 || !last_payload.is_multiple_of(16) => {
-            return Err(format!(
-                "the last ECB chunk has {last_payload} bytes of ciphertext, not a positive multiple of 16"
-            ))
-        }
-        _ => {}
-    }
-    Ok((chunks, body - chunks * tag))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn layouts_that_a_writer_makes_are_valid() {
-        let c = 4096;
-        assert_eq!(chunk_layout(16, c, Mode::Ctr), Ok((1, 0)));
-        assert_eq!(chunk_layout(17, c, Mode::Ctr), Ok((1, 1)));
-        assert_eq!(chunk_layout(c + 16, c, Mode::Ctr), Ok((1, c)));
-        assert_eq!(chunk_layout(c + 16 + 17, c, Mode::Ctr), Ok((2, c + 1)));
-        assert_eq!(chunk_layout(32, c, Mode::Ecb), Ok((1, 16)));
-        assert_eq!(chunk_layout(c + 16 + 32, c, Mode::Ecb), Ok((2, c + 16)));
-    }
-
-    #[test]
-    fn cut_or_extended_layouts_are_not() {
-        let c = 4096;
-        assert!(chunk_layout(15, c, Mode::Ctr).is_err());
-        assert!(chunk_layout(c + 16 + 5, c, Mode::Ctr).is_err());
-        assert!(chunk_layout(c + 16 + 16, c, Mode::Ctr).is_err());
-        assert!(chunk_layout(16, c, Mode::Ecb).is_err());
-        assert!(chunk_layout(16 + 20, c, Mode::Ecb).is_err());
-    }
 }

@@ -6,6 +6,7 @@
 //! derived from D in their own domains. Format v1 is still read. docs/FORMAT.md has the layout
 //! and the security argument.
 
+mod body;
 mod identity;
 mod keys;
 mod rekey;
@@ -15,6 +16,7 @@ mod v2;
 
 use std::io::Read;
 
+pub use body::{verify, BodyLayout, LayoutError, RangeError, SeekableReader};
 pub use identity::{
     parse_identities, parse_recipients, HybridIdentity, HybridRecipient, PublicRecipient,
     SecretIdentity, X25519Identity, X25519Recipient,

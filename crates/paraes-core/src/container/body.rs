@@ -1,0 +1,354 @@
+//! A container's body read without the pipeline: its chunk layout from its length, checking
+//! every chunk tag without decrypting ([`verify`]), and a seekable plaintext reader that
+//! authenticates and decrypts only the chunks a read touches ([`SeekableReader`], as age's
+//! `DecryptReaderAt` and rage's `StreamReader` do).
+
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::sync::mpsc::sync_channel;
+
+use crate::engine::{Direction, Engine, Mode};
+use crate::pipeline::{self, Chunk, ChunkReader, PipelineError, StreamSpec};
+
+use super::{BodyParams, Opened, TAG_LEN};
+
+/// Where a body's chunks lie, from its length alone (docs/FORMAT.md): `chunks` records of
+/// `chunk_size` ciphertext bytes plus a tag, the last one shorter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BodyLayout {
+    /// Number of chunks (at least 1).
+    pub chunks: u64,
+    /// Ciphertext bytes of all chunks (tags excluded).
+    pub ciphertext_len: u64,
+    /// Ciphertext bytes of the last chunk.
+    pub last_chunk_len: u64,
+    /// Bytes of one full record (chunk + tag).
+    pub record_len: u64,
+}
+
+/// A body length that no writer makes: the file was truncated or extended.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct LayoutError(String);
+
+impl BodyParams {
+    /// The layout of a body of `body_len` bytes, if docs/FORMAT.md allows that length: the
+    /// last chunk holds 1..=chunk bytes (CTR; 0 only when it is the only chunk), or 16..=chunk
+    /// bytes in whole blocks (ECB, which always pads).
+    pub fn layout(&self, body_len: u64) -> Result<BodyLayout, LayoutError> {
+        let tag = TAG_LEN as u64;
+        let record_len = self.chunk_size as u64 + tag;
+        if body_len < tag {
+            return Err(LayoutError(format!(
+                "the body has {body_len} bytes, fewer than one {tag}-byte tag"
+            )));
+        }
+        let chunks = body_len.div_ceil(record_len);
+        let last = body_len - (chunks - 1) * record_len;
+        if last < tag {
+            return Err(LayoutError(format!(
+                "the last chunk has {last} bytes, fewer than its {tag}-byte tag"
+            )));
+        }
+        let last_chunk_len = last - tag;
+        match self.mode {
+            Mode::Ctr if last_chunk_len == 0 && chunks > 1 => {
+                return Err(LayoutError(
+                    "the body ends in an empty chunk after full ones".to_owned(),
+                ))
+            }
+            Mode::Ecb if last_chunk_len == 0 || !last_chunk_len.is_multiple_of(16) => {
+                return Err(LayoutError(format!(
+                    "the last ECB chunk has {last_chunk_len} bytes of ciphertext, not a positive multiple of 16"
+                )))
+            }
+            _ => {}
+        }
+        Ok(BodyLayout {
+            chunks,
+            ciphertext_len: body_len - chunks * tag,
+            last_chunk_len,
+            record_len,
+        })
+    }
+}
+
+/// Records read ahead of the tag check in [`verify`]: reading overlaps the MAC.
+const VERIFY_BUFFERS: usize = 3;
+
+/// Checks every chunk tag and the last-chunk flag of the body that `input` holds (positioned
+/// right after the header) without decrypting it, except the last chunk, whose ECB padding is
+/// checked too (at most one chunk of AES on `engine`). Writes nothing. Returns the plaintext
+/// length; any error means the file is not authentic as a whole.
+pub fn verify(
+    opened: &Opened,
+    engine: &dyn Engine,
+    input: &mut (impl Read + Send),
+) -> Result<u64, PipelineError> {
+    let spec = opened.stream_spec(engine, Direction::Decrypt);
+    let auth = opened.authenticator();
+    let (full_tx, full_rx) = sync_channel::<io::Result<Chunk>>(VERIFY_BUFFERS - 2);
+    let (free_tx, free_rx) = sync_channel::<Vec<u8>>(VERIFY_BUFFERS);
+    for _ in 0..VERIFY_BUFFERS - 1 {
+        free_tx
+            .send(spec.new_buffer())
+            .expect("room for every buffer");
+    }
+    let spec = &spec;
+    std::thread::scope(|scope| {
+        // Owned by this closure, so both drop before the scope waits for the reader: an early
+        // error return then stops it (its sends and receives fail).
+        let (full_rx, free_tx) = (full_rx, free_tx);
+        scope.spawn(move || {
+            let mut reader = ChunkReader::new(spec, input);
+            while let Ok(buf) = free_rx.recv() {
+                let next = reader.next_chunk(buf).transpose();
+                let stop = !matches!(next, Some(Ok(ref chunk)) if !chunk.last);
+                if let Some(next) = next {
+                    if full_tx.send(next).is_err() {
+                        return;
+                    }
+                }
+                if stop {
+                    return;
+                }
+            }
+        });
+        let mut plaintext = 0u64;
+        let mut next_index = 0;
+        for chunk in full_rx.iter() {
+            let mut chunk = chunk.map_err(PipelineError::Read)?;
+            next_index = chunk.index + 1;
+            if chunk.last {
+                // The last chunk's shape and padding need its plaintext: decrypt this one only.
+                pipeline::open(spec, &mut chunk)?;
+                return Ok(plaintext + chunk.data.len() as u64);
+            }
+            let (body, tag) = chunk.data.split_at(spec.chunk_size);
+            if !auth.verify(chunk.index, false, body, tag) {
+                return Err(PipelineError::Tampered(chunk.index));
+            }
+            plaintext += spec.chunk_size as u64;
+            // The reader stops on its own once it has sent the last chunk.
+            let _ = free_tx.send(chunk.data);
+        }
+        Err(PipelineError::Truncated(next_index))
+    })
+}
+
+/// The plaintext of a container as a `Read + Seek` over the container's `Read + Seek`: a read
+/// authenticates and decrypts only the chunks it touches (one chunk is cached). The last chunk
+/// is authenticated when the reader is made, so the plaintext length it reports is authentic.
+/// Read errors are `io::ErrorKind::InvalidData` errors wrapping a [`PipelineError`] for
+/// damaged or tampered chunks; [`SeekableReader::copy_range`] returns them typed.
+pub struct SeekableReader<'a, R> {
+    spec: StreamSpec<'a>,
+    input: R,
+    body_start: u64,
+    layout: BodyLayout,
+    plaintext_len: u64,
+    position: u64,
+    /// The decrypted chunk in `cached` (its index), if any.
+    cached_index: Option<u64>,
+    cached: Vec<u8>,
+    bytes_read: u64,
+}
+
+impl<'a, R: Read + Seek> SeekableReader<'a, R> {
+    /// A reader of the container `input` (the whole file, header included), opened as
+    /// `opened`, decrypting on `engine`. Reads and authenticates the last chunk.
+    pub fn new(
+        opened: &'a Opened,
+        engine: &'a dyn Engine,
+        mut input: R,
+    ) -> Result<Self, PipelineError> {
+        let info = opened.info();
+        let file_len = input.seek(SeekFrom::End(0)).map_err(PipelineError::Read)?;
+        let body_start = info.header_len as u64;
+        let body_len = file_len.saturating_sub(body_start);
+        let layout = info.params.layout(body_len).map_err(|_| {
+            PipelineError::Truncated(
+                body_len
+                    .div_ceil(info.params.chunk_size as u64 + TAG_LEN as u64)
+                    .saturating_sub(1),
+            )
+        })?;
+        let mut reader = SeekableReader {
+            spec: opened.stream_spec(engine, Direction::Decrypt),
+            input,
+            body_start,
+            layout,
+            plaintext_len: 0,
+            position: 0,
+            cached_index: None,
+            cached: Vec::new(),
+            bytes_read: 0,
+        };
+        let last = layout.chunks - 1;
+        reader.load(last)?;
+        reader.plaintext_len = last * reader.spec.chunk_size as u64 + reader.cached.len() as u64;
+        Ok(reader)
+    }
+
+    /// The authentic plaintext length.
+    pub fn plaintext_len(&self) -> u64 {
+        self.plaintext_len
+    }
+
+    /// Bytes of the container read so far (tags and the last chunk included).
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes_read
+    }
+
+    /// Writes plaintext bytes `start..end` to `output`, authenticating every chunk they touch
+    /// before any of its bytes go out. `end` past the plaintext is an error (nothing written).
+    pub fn copy_range(
+        &mut self,
+        start: u64,
+        end: u64,
+        output: &mut impl Write,
+    ) -> Result<u64, RangeError> {
+        if start > end || end > self.plaintext_len {
+            return Err(RangeError::OutOfBounds {
+                start,
+                end,
+                len: self.plaintext_len,
+            });
+        }
+        let chunk = self.spec.chunk_size as u64;
+        let mut at = start;
+        while at < end {
+            let index = at / chunk;
+            self.load(index)?;
+            let from = (at - index * chunk) as usize;
+            let to = (end.min((index + 1) * chunk) - index * chunk) as usize;
+            output
+                .write_all(&self.cached[from..to])
+                .map_err(PipelineError::Write)?;
+            at += (to - from) as u64;
+        }
+        Ok(end - start)
+    }
+
+    /// Makes chunk `index` the cached, authenticated plaintext.
+    fn load(&mut self, index: u64) -> Result<(), PipelineError> {
+        if self.cached_index == Some(index) {
+            return Ok(());
+        }
+        self.cached_index = None;
+        let last = index + 1 == self.layout.chunks;
+        let len = if last {
+            self.layout.last_chunk_len
+        } else {
+            self.spec.chunk_size as u64
+        } + TAG_LEN as u64;
+        let mut data = std::mem::take(&mut self.cached);
+        data.resize(len as usize, 0);
+        self.input
+            .seek(SeekFrom::Start(
+                self.body_start + index * self.layout.record_len,
+            ))
+            .and_then(|_| self.input.read_exact(&mut data))
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::UnexpectedEof => PipelineError::Truncated(index),
+                _ => PipelineError::Read(e),
+            })?;
+        self.bytes_read += len;
+        let mut chunk = Chunk { index, last, data };
+        let opened = pipeline::open(&self.spec, &mut chunk);
+        self.cached = chunk.data;
+        opened?;
+        self.cached_index = Some(index);
+        Ok(())
+    }
+}
+
+/// Why a range could not be copied.
+#[derive(Debug, thiserror::Error)]
+pub enum RangeError {
+    /// The range is not within the plaintext.
+    #[error("the range {start}..{end} is not within the plaintext, which has {len} bytes")]
+    OutOfBounds {
+        /// First byte asked for.
+        start: u64,
+        /// One past the last byte asked for.
+        end: u64,
+        /// The plaintext's length.
+        len: u64,
+    },
+    /// Reading, authenticating or writing a chunk failed.
+    #[error(transparent)]
+    Stream(#[from] PipelineError),
+}
+
+impl<R: Read + Seek> Read for SeekableReader<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.position >= self.plaintext_len || buf.is_empty() {
+            return Ok(0);
+        }
+        let chunk = self.spec.chunk_size as u64;
+        let index = self.position / chunk;
+        self.load(index).map_err(|e| match e {
+            PipelineError::Read(io) => io,
+            other => io::Error::new(io::ErrorKind::InvalidData, other),
+        })?;
+        let from = (self.position - index * chunk) as usize;
+        let n = (self.cached.len() - from).min(buf.len());
+        buf[..n].copy_from_slice(&self.cached[from..from + n]);
+        self.position += n as u64;
+        Ok(n)
+    }
+}
+
+impl<R: Read + Seek> Seek for SeekableReader<'_, R> {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        let target = match to {
+            SeekFrom::Start(at) => Some(at),
+            SeekFrom::End(delta) => self.plaintext_len.checked_add_signed(delta),
+            SeekFrom::Current(delta) => self.position.checked_add_signed(delta),
+        };
+        let target = target.ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "seek to a negative or overflowing position",
+            )
+        })?;
+        self.position = target;
+        Ok(target)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::KeySize;
+
+    fn layout(body: u64, mode: Mode) -> Result<(u64, u64), LayoutError> {
+        let params = BodyParams {
+            mode,
+            key_size: KeySize::Aes128,
+            chunk_size: 4096,
+        };
+        params.layout(body).map(|l| (l.chunks, l.ciphertext_len))
+    }
+
+    #[test]
+    fn layouts_that_a_writer_makes_are_valid() {
+        let c = 4096;
+        assert_eq!(layout(16, Mode::Ctr), Ok((1, 0)));
+        assert_eq!(layout(17, Mode::Ctr), Ok((1, 1)));
+        assert_eq!(layout(c + 16, Mode::Ctr), Ok((1, c)));
+        assert_eq!(layout(c + 16 + 17, Mode::Ctr), Ok((2, c + 1)));
+        assert_eq!(layout(32, Mode::Ecb), Ok((1, 16)));
+        assert_eq!(layout(c + 16 + 32, Mode::Ecb), Ok((2, c + 16)));
+    }
+
+    #[test]
+    fn cut_or_extended_layouts_are_not() {
+        let c = 4096;
+        assert!(layout(15, Mode::Ctr).is_err());
+        assert!(layout(c + 16 + 5, Mode::Ctr).is_err());
+        assert!(layout(c + 16 + 16, Mode::Ctr).is_err());
+        assert!(layout(16, Mode::Ecb).is_err());
+        assert!(layout(16 + 20, Mode::Ecb).is_err());
+    }
+}
