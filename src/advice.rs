@@ -37,3 +37,26 @@ pub fn advice(error: &anyhow::Error) -> Option<String> {
     }
     None
 }
+
+/// The one line that reports `error`: its chain, then the recommendation if there is one.
+pub fn error_line(error: &anyhow::Error) -> String {
+    let mut message = format!("{error:#}");
+    if let Some(advice) = advice(error) {
+        message = format!("{message}: {advice}");
+    }
+    one_line(&message)
+}
+
+/// `text` with control characters escaped (`\n`, `\t`, ...), so that a file name holding a
+/// newline cannot split an error into several lines.
+pub fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}

@@ -46,6 +46,8 @@ pub enum Command {
     Enc(EncArgs),
     /// Decrypt a container (or, with --raw, a raw stream).
     Dec(DecArgs),
+    /// Check that containers are whole and authentic (every chunk tag), writing nothing.
+    Verify(VerifyArgs),
     /// Write a random key as hex text (to standard output, or a new file with mode 0600).
     Keygen(KeygenArgs),
     /// Print the header fields of a container and check its length (no key needed).
@@ -67,10 +69,15 @@ pub enum Command {
 /// `-o` and `--force`, shared by `enc` and `dec`.
 #[derive(Args, Debug)]
 pub struct OutputArgs {
-    /// Output file; "-" is standard output. Default: INPUT + ".paraes" for enc, INPUT minus
-    /// ".paraes" for dec, standard output when reading standard input.
+    /// Output file (one input only); "-" is standard output. Default: INPUT + ".paraes" for
+    /// enc, INPUT minus ".paraes" for dec, standard output when reading standard input.
     #[arg(short, long, value_name = "PATH")]
     pub output: Option<PathBuf>,
+
+    /// Write each output into DIR (created if missing) under its default name; with
+    /// --recursive, below the directory's own name, as `cp -r` does.
+    #[arg(long, value_name = "DIR", conflicts_with = "output")]
+    pub output_dir: Option<PathBuf>,
 
     /// Overwrite an existing output file.
     #[arg(short, long)]
@@ -134,6 +141,24 @@ pub struct UnlockArgs {
     pub max_kdf_mib: Option<u64>,
 }
 
+/// Where the names of many inputs come from, shared by `enc`, `dec` and `verify`.
+#[derive(Args, Debug, Default)]
+pub struct FileListArgs {
+    /// Also take input names from LIST, one per line ("-": standard input), for lists too
+    /// long for a command line.
+    #[arg(long, value_name = "LIST")]
+    pub files_from: Option<PathBuf>,
+
+    /// --files-from names end with NUL, not newline (as `find -print0` writes them).
+    #[arg(long = "null", short = '0', requires = "files_from")]
+    pub null: bool,
+
+    /// Take the regular files inside directory inputs, at any depth. Symbolic links inside
+    /// them are not followed and FIFOs, sockets and devices are skipped (each said once).
+    #[arg(long)]
+    pub recursive: bool,
+}
+
 /// The options of `enc`.
 #[derive(Args, Debug)]
 #[command(group(
@@ -143,8 +168,11 @@ pub struct UnlockArgs {
         .args(["key_file", "key", "key_fd", "key_env", "passphrase", "passphrase_file", "recipient", "recipients_file"])
 ))]
 pub struct EncArgs {
-    /// Input file; absent or "-" reads standard input.
-    pub input: Option<PathBuf>,
+    /// Input files; none or "-" reads standard input. Several run concurrently in one process.
+    pub input: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub list: FileListArgs,
 
     #[command(flatten)]
     pub output: OutputArgs,
@@ -198,8 +226,17 @@ pub struct EncArgs {
         .args(["key_file", "key", "key_fd", "key_env", "passphrase", "passphrase_file", "identity"])
 ))]
 pub struct DecArgs {
-    /// Input file; absent or "-" reads standard input.
-    pub input: Option<PathBuf>,
+    /// Input files; none or "-" reads standard input. Several run concurrently in one process.
+    pub input: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub list: FileListArgs,
+
+    /// Decrypt only plaintext bytes START..END (END exclusive; sizes with units such as 4MiB;
+    /// either end may be left open: 1GiB.., ..4KiB). Reads and authenticates only the chunks
+    /// that hold them, plus the last chunk (so the length is authentic).
+    #[arg(long, value_name = "START..END")]
+    pub range: Option<String>,
 
     #[command(flatten)]
     pub output: OutputArgs,
@@ -237,6 +274,32 @@ pub struct DecArgs {
 
     #[command(flatten)]
     pub ui: UiArgs,
+}
+
+/// The options of `verify`.
+#[derive(Args, Debug)]
+#[command(group(
+    clap::ArgGroup::new("key_source")
+        .required(true)
+        .multiple(true)
+        .args(["key_file", "key", "key_fd", "key_env", "passphrase", "passphrase_file", "identity"])
+))]
+pub struct VerifyArgs {
+    /// Containers to check.
+    pub input: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub list: FileListArgs,
+
+    #[command(flatten)]
+    pub keys: KeyArgs,
+
+    #[command(flatten)]
+    pub unlock: UnlockArgs,
+
+    /// Print nothing for authentic files (errors still go to standard error).
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 /// Engine and runner choice, shared by `enc` and `dec`. Every option is optional so that

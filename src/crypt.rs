@@ -1,18 +1,37 @@
-//! `enc` and `dec`: hands a validated plan to its runner (local pipeline or MPI ranks) and
-//! reports the summary.
+//! `enc` and `dec`: hands a validated plan to its runner (local pipeline, many files in one
+//! process, a range of one container, or MPI ranks) and reports the summary.
 
 use anyhow::Result;
 
-use crate::plan::{CryptPlan, Runner};
+use crate::plan::{CryptPlan, Files, Runner};
 
 /// Runs an `enc` or `dec` plan.
 pub fn run(plan: &CryptPlan) -> Result<()> {
-    let summary = match plan.runner {
-        Runner::Local => Some(crate::local::run(plan)?),
-        Runner::Mpi { io } => crate::mpi::run(plan, io)?,
+    let summary = match (&plan.files, plan.runner) {
+        (Files::One(file), Runner::Local) => match plan.range {
+            Some(range) => Some(crate::range::run(plan, file, range)?),
+            None => Some(crate::local::run(plan, file)?),
+        },
+        (Files::One(file), Runner::Mpi { io }) => crate::mpi::run(plan, file, io)?,
+        (
+            Files::Many {
+                jobs,
+                output_dir,
+                refused,
+            },
+            Runner::Local,
+        ) => Some(crate::batch::run(
+            plan,
+            jobs,
+            output_dir.as_deref(),
+            refused,
+        )?),
+        (Files::Many { jobs, refused, .. }, Runner::Mpi { io }) => {
+            crate::mpi::run_many(plan, jobs, refused, io)?
+        }
     };
-    if let Some(summary) = summary {
+    if let Some(summary) = &summary {
         summary.report(&plan.ui);
     }
-    Ok(())
+    crate::batch::outcome(summary.and_then(|s| s.files))
 }

@@ -3,15 +3,18 @@
 //! runner starts from a [`Prepared`] job.
 
 use std::io::Read;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{bail, Result};
-use paraes_core::container::{self, BodyParams, ContainerError, Opened, UnverifiedHeader};
+use paraes_core::container::{
+    self, Argon2Params, BodyParams, ContainerError, Opened, Recipient, Unlock, UnverifiedHeader,
+};
 use paraes_core::pipeline::StreamSpec;
 use paraes_core::{Direction, Engine, ExpandedKey, Key, Mode};
 
 use crate::keys::Warn;
 use crate::output::{Input, Output, Reach};
-use crate::plan::{CryptPlan, Format, OutputTarget};
+use crate::plan::{CryptPlan, FileJob, Format, OutputTarget};
 
 /// A job of `enc` or `dec`, ready to run on any runner: the stream and both ends, opened.
 pub struct Prepared {
@@ -83,14 +86,14 @@ impl Stream {
     }
 }
 
-/// A failure that has already been reported to the user by another process of the same job
-/// (MPI rank 0 speaks for all ranks).
+/// A failure that has already been reported to the user: by another process of the same job
+/// (MPI rank 0 speaks for all ranks), or on the line of the one file of a run that failed.
 #[derive(Debug)]
 pub struct Reported;
 
 impl std::fmt::Display for Reported {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the job failed (reported by rank 0)")
+        f.write_str("the job failed (reported above)")
     }
 }
 
@@ -105,30 +108,109 @@ pub fn warner(quiet: bool) -> impl Fn(&str) {
     }
 }
 
-/// Opens the input, reads the keys, seals or opens the container and prepares the output,
-/// which `reach` says who must be able to open.
-pub fn prepare(plan: &CryptPlan, reach: Reach) -> Result<Prepared> {
+/// The secrets a run needs, each read once whatever the number of files (a passphrase is
+/// asked for once) and on first use, so that `dec` says a file is not a container before it
+/// asks for a passphrase: a raw stream's key, enc's recipients, or what dec tries the stanzas
+/// with.
+pub struct Credentials<'a> {
+    plan: &'a CryptPlan,
+    raw_key: Mutex<Option<Key>>,
+    recipients: Mutex<Option<Arc<Vec<Recipient>>>>,
+    unlock: Mutex<Option<Arc<Unlock>>>,
+}
+
+impl<'a> Credentials<'a> {
+    /// Credentials read when a file first needs them.
+    pub fn on_first_use(plan: &'a CryptPlan) -> Self {
+        Credentials {
+            plan,
+            raw_key: Mutex::new(None),
+            recipients: Mutex::new(None),
+            unlock: Mutex::new(None),
+        }
+    }
+
+    /// Credentials read now (many files: a key that cannot be read ends the run at once).
+    pub fn read_now(plan: &'a CryptPlan) -> Result<Self> {
+        let credentials = Self::on_first_use(plan);
+        match (&plan.format, plan.direction) {
+            (Format::Raw { .. }, _) => drop(credentials.raw_key()?),
+            (Format::Container(_), Direction::Encrypt) => drop(credentials.recipients()?),
+            (Format::Container(_), Direction::Decrypt) => drop(credentials.unlock()?),
+        }
+        Ok(credentials)
+    }
+
+    /// The one key of a raw stream.
+    fn raw_key(&self) -> Result<Key> {
+        let key_size = match &self.plan.format {
+            Format::Raw { key_size, .. } => *key_size,
+            Format::Container(_) => None,
+        };
+        cached(&self.raw_key, || {
+            self.plan
+                .keys
+                .raw_key(key_size, &warner(self.plan.ui.quiet))
+        })
+    }
+
+    /// enc's recipients.
+    fn recipients(&self) -> Result<Arc<Vec<Recipient>>> {
+        cached(&self.recipients, || {
+            Ok(Arc::new(
+                self.plan.keys.recipients(&warner(self.plan.ui.quiet))?,
+            ))
+        })
+    }
+
+    /// dec's keys, passphrase and identities.
+    fn unlock(&self) -> Result<Arc<Unlock>> {
+        cached(&self.unlock, || {
+            Ok(Arc::new(
+                self.plan.keys.unlock(&warner(self.plan.ui.quiet))?,
+            ))
+        })
+    }
+}
+
+/// The value in `slot`, read by `read` on first use (the lock keeps two files of a run from
+/// prompting at once; a failed read is tried again by the next file).
+fn cached<T: Clone>(slot: &Mutex<Option<T>>, read: impl FnOnce() -> Result<T>) -> Result<T> {
+    let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(value) = slot.as_ref() {
+        return Ok(value.clone());
+    }
+    let value = read()?;
+    *slot = Some(value.clone());
+    Ok(value)
+}
+
+/// Opens the input, seals or opens the container and prepares the output of one file of
+/// `plan`, which `reach` says who must be able to open.
+pub fn prepare(
+    plan: &CryptPlan,
+    credentials: &Credentials<'_>,
+    file: &FileJob,
+    reach: Reach,
+) -> Result<Prepared> {
     let warn = warner(plan.ui.quiet);
-    let mut input = Input::open(plan.input.as_deref())?;
-    let dest = match &plan.output {
+    let mut input = Input::open(file.input.as_deref())?;
+    let dest = match &file.output {
         OutputTarget::Stdout => None,
         OutputTarget::Path { path, .. } => Some(path.as_path()),
     };
-    let force = matches!(plan.output, OutputTarget::Path { force: true, .. });
+    let force = matches!(file.output, OutputTarget::Path { force: true, .. });
     let binary_output = plan.direction == Direction::Encrypt;
 
     let (mode, key_size, chunk_size) = match &plan.format {
         Format::Raw {
-            mode,
-            iv,
-            padding,
-            key_size,
+            mode, iv, padding, ..
         } => {
             let mode = *mode;
             if plan.direction == Direction::Decrypt && !plan.force_raw {
                 refuse_container_as_raw(&mut input)?;
             }
-            let key = plan.keys.raw_key(*key_size, &warn)?;
+            let key = credentials.raw_key()?;
             if mode == Mode::Ecb && plan.direction == Direction::Encrypt {
                 warn_ecb(&warn);
             }
@@ -168,13 +250,13 @@ pub fn prepare(plan: &CryptPlan, reach: Reach) -> Result<Prepared> {
             if mode == Mode::Ecb {
                 warn_ecb(&warn);
             }
-            let recipients = plan.keys.recipients(&warn)?;
+            let recipients = credentials.recipients()?;
             let params = BodyParams {
                 mode,
                 key_size,
                 chunk_size,
             };
-            container::seal(params, &recipients)?
+            container::seal(params, &fresh_salts(&recipients)?)?
         }
         Direction::Decrypt => {
             let mut tee = Tee {
@@ -183,8 +265,7 @@ pub fn prepare(plan: &CryptPlan, reach: Reach) -> Result<Prepared> {
             };
             let unverified = read_header(&mut tee)?;
             let header_bytes = tee.seen;
-            let unlock = plan.keys.unlock(&warn)?;
-            let opened = unverified.open(&unlock)?;
+            let opened = unverified.open(&*credentials.unlock()?)?;
             if plan.show_data_key {
                 show_data_key(&opened);
             }
@@ -207,6 +288,25 @@ pub fn prepare(plan: &CryptPlan, reach: Reach) -> Result<Prepared> {
         input,
         output,
     })
+}
+
+/// The recipients of one more file: a passphrase gets a fresh Argon2id salt, so that no two
+/// files share a wrap key (docs/FORMAT.md); the other recipients draw fresh randomness of
+/// their own when sealed.
+fn fresh_salts(recipients: &[Recipient]) -> Result<Vec<Recipient>> {
+    recipients
+        .iter()
+        .map(|r| match r {
+            Recipient::Passphrase(passphrase, params) => Ok(Recipient::Passphrase(
+                passphrase.clone(),
+                Argon2Params {
+                    salt: Argon2Params::recommended()?.salt,
+                    ..*params
+                },
+            )),
+            other => Ok(other.clone()),
+        })
+        .collect()
 }
 
 /// `dec --raw` of a file that starts with the container magic is almost surely a mistake

@@ -1,50 +1,27 @@
-//! The local runner: one process streams the job through the threaded pipeline on its engine,
-//! with the progress display, and commits the output.
+//! The local runner: one process streams a file through the threaded pipeline on its engine
+//! (or, for the small files of a many-file run, through the same chunk steps on the calling
+//! thread), with the progress display, and commits the output.
 
-use std::io::Read;
+use std::io::{Read, Write};
 
 use anyhow::{Context, Result};
-use paraes_core::pipeline::{self, PipelineError};
-use paraes_core::Direction;
+use paraes_core::pipeline::{self, ChunkReader, PipelineError};
+use paraes_core::{Direction, Engine};
 
-use crate::job::{self, Prepared};
+use crate::job::{self, Credentials, Prepared};
 use crate::output::Reach;
-use crate::plan::CryptPlan;
+use crate::plan::{CryptPlan, FileJob};
 use crate::progress::{Progress, Summary};
 
-/// Runs `plan` in this process.
-pub fn run(plan: &CryptPlan) -> Result<Summary> {
+/// Runs the one file of `plan` in this process.
+pub fn run(plan: &CryptPlan, file: &FileJob) -> Result<Summary> {
     let engine = crate::engines::select(&plan.engine)?;
-    let mut job = job::prepare(plan, Reach::ThisMachine)?;
-    let mut written = 0u64;
-    if let (Some(header), Direction::Encrypt) = (job.stream.header(), plan.direction) {
-        job.output
-            .writer()
-            .write_all(header)
-            .with_context(|| format!("writing {} failed", job.output.name()))?;
-        written += header.len() as u64;
-    }
+    let credentials = Credentials::on_first_use(plan);
+    let job = job::prepare(plan, &credentials, file, Reach::ThisMachine)?;
+    // After the preparation, which may have asked for a passphrase on the terminal.
     let progress = Progress::start(&plan.ui, job.input.len());
-    let read = {
-        let Prepared {
-            stream,
-            input,
-            output,
-        } = &mut job;
-        let spec = stream.spec(engine.as_ref(), plan.direction);
-        let (input_name, output_name) = (input.name(), output.name());
-        let mut counted = CountedReader {
-            inner: input,
-            bytes: 0,
-        };
-        let result = pipeline::run(&spec, &mut counted, &mut output.writer(), &|n| {
-            progress.set(n)
-        });
-        written += name_failure(result, input_name, output_name)?;
-        counted.bytes
-    };
+    let done = crypt_prepared(plan, job, engine.as_ref(), Threads::Pipeline, &progress)?;
     let seconds = progress.finish();
-    job.output.commit()?;
     if let (Some(modelled), false) = (engine.modelled(), plan.ui.quiet) {
         eprintln!(
             "paraes: {}: {} bytes in {:.6} s simulated ({:.2} Gbps); {:.3} s on this host",
@@ -57,17 +34,114 @@ pub fn run(plan: &CryptPlan) -> Result<Summary> {
     }
     Ok(Summary {
         command: plan.command(),
-        bytes_in: read,
-        bytes_out: Some(written),
+        bytes_in: done.read,
+        bytes_out: Some(done.written),
         seconds,
         engine: engine.name(),
         workers: engine.workers(),
         runner: "local",
+        files: None,
     })
 }
 
+/// How a file's chunks are run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Threads {
+    /// The threaded pipeline: reading, AES, MAC and writing overlap (large files).
+    Pipeline,
+    /// One chunk after another on the calling thread, with its own two buffers (the small
+    /// files of a many-file run, many of which run at once).
+    ThisThread,
+}
+
+/// What one file's run read and wrote.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Done {
+    /// Bytes read (after a container's header).
+    pub read: u64,
+    /// Bytes written (with a container's header).
+    pub written: u64,
+}
+
+/// Runs and commits one prepared file of `plan`. A pipelined run moves `progress` on from
+/// where it stands; a run on this thread leaves it to the caller.
+pub fn crypt_prepared(
+    plan: &CryptPlan,
+    mut job: Prepared,
+    engine: &dyn Engine,
+    threads: Threads,
+    progress: &Progress,
+) -> Result<Done> {
+    let mut written = 0u64;
+    if let (Some(header), Direction::Encrypt) = (job.stream.header(), plan.direction) {
+        job.output
+            .writer()
+            .write_all(header)
+            .with_context(|| format!("writing {} failed", job.output.name()))?;
+        written += header.len() as u64;
+    }
+    let read = {
+        let Prepared {
+            stream,
+            input,
+            output,
+        } = &mut job;
+        let spec = stream.spec(engine, plan.direction);
+        let (input_name, output_name) = (input.name(), output.name());
+        let mut counted = CountedReader {
+            inner: input,
+            bytes: 0,
+        };
+        let result = match threads {
+            Threads::Pipeline => {
+                let start = progress.position();
+                pipeline::run(&spec, &mut counted, &mut output.writer(), &|n| {
+                    progress.set(start + n)
+                })
+            }
+            Threads::ThisThread => on_this_thread(&spec, &mut counted, output.writer()),
+        };
+        written += name_failure(result, input_name, output_name)?;
+        counted.bytes
+    };
+    job.output.commit()?;
+    Ok(Done { read, written })
+}
+
+/// The pipeline's steps for each chunk in turn on the calling thread (no reader or writer
+/// thread, two buffers): for small files, many of which run at once.
+fn on_this_thread(
+    spec: &pipeline::StreamSpec<'_>,
+    input: &mut impl Read,
+    output: &mut dyn Write,
+) -> Result<u64, PipelineError> {
+    let mut reader = ChunkReader::new(spec, input);
+    let mut spare = spec.new_buffer();
+    let mut written = 0u64;
+    while let Some(mut chunk) = reader.next_chunk(spare).map_err(PipelineError::Read)? {
+        match spec.direction {
+            Direction::Encrypt => pipeline::seal(spec, &mut chunk)?,
+            Direction::Decrypt => pipeline::open(spec, &mut chunk)?,
+        }
+        output
+            .write_all(&chunk.data)
+            .map_err(PipelineError::Write)?;
+        written += chunk.data.len() as u64;
+        if chunk.last {
+            output.flush().map_err(PipelineError::Write)?;
+            return Ok(written);
+        }
+        spare = chunk.data;
+    }
+    Err(PipelineError::Truncated(0))
+}
+
 /// Names the file that failed (the pipeline only knows "the input" and "the output").
-fn name_failure(result: Result<u64, PipelineError>, input: String, output: String) -> Result<u64> {
+pub fn name_failure(
+    result: Result<u64, PipelineError>,
+    input: String,
+    output: String,
+) -> Result<u64> {
     result.map_err(|e| match e {
         PipelineError::Read(io) => {
             anyhow::Error::new(io).context(format!("reading {input} failed"))

@@ -4,10 +4,12 @@
 //! are glue.
 
 mod advice;
+mod batch;
 mod bench;
 mod cli;
 mod crypt;
 mod engines;
+mod files;
 mod info;
 mod job;
 mod keygen;
@@ -22,9 +24,11 @@ mod output;
 mod plan;
 mod progress;
 mod prompt;
+mod range;
 mod rekey;
 mod signals;
 mod units;
+mod verify;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -56,17 +60,13 @@ fn main() -> ExitCode {
             Some(usage) => {
                 eprintln!(
                     "paraes: error: {} (see paraes {} --help)",
-                    one_line(&usage.message),
+                    advice::one_line(&usage.message),
                     usage.command
                 );
                 ExitCode::from(2)
             }
             None => {
-                let mut message = format!("{e:#}");
-                if let Some(advice) = advice::advice(&e) {
-                    message = format!("{message}: {advice}");
-                }
-                eprintln!("paraes: error: {}", one_line(&message));
+                eprintln!("paraes: error: {}", advice::error_line(&e));
                 ExitCode::FAILURE
             }
         },
@@ -77,6 +77,7 @@ fn main() -> ExitCode {
 fn run(plan: Plan) -> Result<()> {
     match plan {
         Plan::Crypt(plan) => crypt::run(&plan),
+        Plan::Verify(plan) => verify::run(&plan),
         Plan::Rekey(plan) => rekey::run(&plan),
         Plan::Keygen(args) => keygen::run(&args),
         Plan::Info(args) => info::run(&args),
@@ -95,20 +96,6 @@ fn run(plan: Plan) -> Result<()> {
             Ok(())
         }
     }
-}
-
-/// `text` with control characters escaped (`\n`, `\t`, ...), so that a file name holding a
-/// newline cannot split an error into several lines.
-fn one_line(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
 }
 
 /// Names other tools use for our backends.
@@ -173,7 +160,7 @@ fn clap_error(e: &clap::Error) -> ExitCode {
     }
     eprintln!(
         "paraes: error: {} (see {} --help)",
-        one_line(&line),
+        advice::one_line(&line),
         help_target()
     );
     ExitCode::from(2)

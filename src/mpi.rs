@@ -2,6 +2,7 @@
 //! broadcasts the plan; every rank runs its share on its own engine (paraes-mpi); rank 0
 //! commits the output. Built with `--features mpi`; see `mpi_stub.rs` otherwise.
 
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -9,38 +10,118 @@ use paraes_core::{CpuEngine, Direction, Engine};
 use paraes_mpi::{execute, IoStrategy, JobError, Mpi, Plan, RootIo};
 use zeroize::Zeroizing;
 
-use crate::job::{self, Keys, Prepared, Reported};
+use crate::advice::{error_line, one_line};
+use crate::job::{self, Credentials, Keys, Prepared, Reported};
 use crate::output::Reach;
-use crate::plan::{CryptPlan, EngineKind, MpiIo};
-use crate::progress::Summary;
+use crate::plan::{CryptPlan, EngineKind, FileJob, MpiIo};
+use crate::progress::{FileCount, Summary};
 
-/// Runs `plan` on every rank; rank 0 returns the summary.
-pub fn run(plan: &CryptPlan, io: Option<MpiIo>) -> Result<Option<Summary>> {
+/// Runs the one file of `plan` on every rank; rank 0 returns the summary.
+pub fn run(plan: &CryptPlan, file: &FileJob, io: Option<MpiIo>) -> Result<Option<Summary>> {
     let mpi = Mpi::init().map_err(|e| anyhow!(e))?;
-    let engine = rank_engine(plan, &mpi);
+    let engine = ready_engine(plan, &mpi)?;
+    let credentials = Credentials::on_first_use(plan);
+    if mpi.is_root() {
+        root(plan, &credentials, file, io, &mpi, engine.as_ref()).map(Some)
+    } else {
+        other_rank(&mpi, engine.as_ref()).map(|()| None)
+    }
+}
+
+/// Runs every file of a many-file `plan` in turn on every rank (all ranks share the list: each
+/// file is one job of all ranks, as [`run`] runs one); a file that fails is reported by rank 0
+/// and the others go on. Rank 0 returns the summary.
+pub fn run_many(
+    plan: &CryptPlan,
+    jobs: &[FileJob],
+    refused: &[(PathBuf, String)],
+    io: Option<MpiIo>,
+) -> Result<Option<Summary>> {
+    let mpi = Mpi::init().map_err(|e| anyhow!(e))?;
+    let engine = ready_engine(plan, &mpi)?;
+    let credentials = Credentials::on_first_use(plan);
+    let mut count = FileCount {
+        done: 0,
+        failed: refused.len(),
+    };
+    let (mut bytes_in, mut seconds) = (0, 0.0);
+    for (path, why) in refused.iter().filter(|_| mpi.is_root()) {
+        eprintln!(
+            "paraes: error: {}: {}",
+            one_line(&path.display().to_string()),
+            one_line(why)
+        );
+    }
+    for file in jobs {
+        let worked = if mpi.is_root() {
+            root(plan, &credentials, file, io, &mpi, engine.as_ref()).map(|summary| {
+                bytes_in += summary.bytes_in;
+                seconds += summary.seconds;
+            })
+        } else {
+            other_rank(&mpi, engine.as_ref())
+        };
+        match worked {
+            Ok(()) => count.done += 1,
+            Err(e) => {
+                count.failed += 1;
+                if mpi.is_root() && !e.is::<Reported>() {
+                    let name = file.input.as_deref().unwrap_or(Path::new("-"));
+                    eprintln!(
+                        "paraes: error: {}: {}",
+                        one_line(&name.display().to_string()),
+                        error_line(&e)
+                    );
+                }
+            }
+        }
+    }
+    Ok(mpi.is_root().then(|| Summary {
+        command: plan.command(),
+        bytes_in,
+        bytes_out: None,
+        seconds,
+        engine: engine.name(),
+        workers: mpi.size(),
+        runner: "mpi",
+        files: Some(count),
+    }))
+}
+
+/// This rank's engine, once every rank has one (else the job ends on every rank).
+fn ready_engine(plan: &CryptPlan, mpi: &Mpi) -> Result<Box<dyn Engine>> {
+    let engine = rank_engine(plan, mpi);
     let engine_ready = engine
         .as_ref()
         .map(|_| ())
         .map_err(|e| mpi.tag(&format!("{e:#}")));
-    outcome(&mpi, mpi.agree(engine_ready))?;
-    let engine = engine.expect("agreed above");
-    if mpi.is_root() {
-        root(plan, io, &mpi, engine.as_ref()).map(Some)
-    } else {
-        match Plan::broadcast(&mpi, None)? {
-            None => Err(Reported.into()),
-            Some(job) => {
-                let worked = execute(&mpi, &job, engine.as_ref(), RootIo::default());
-                outcome(&mpi, worked.map(|_| ()))?;
-                // Rank 0 commits the output; its outcome is everyone's.
-                outcome(&mpi, mpi.agree(Ok(()))).map(|()| None)
-            }
+    outcome(mpi, mpi.agree(engine_ready))?;
+    Ok(engine.expect("agreed above"))
+}
+
+/// A rank other than 0: one job as rank 0 plans it (`Err(Reported)` when it failed: rank 0
+/// tells the user).
+fn other_rank(mpi: &Mpi, engine: &dyn Engine) -> Result<()> {
+    match Plan::broadcast(mpi, None)? {
+        None => Err(Reported.into()),
+        Some(job) => {
+            let worked = execute(mpi, &job, engine, RootIo::default());
+            outcome(mpi, worked.map(|_| ()))?;
+            // Rank 0 commits the output; its outcome is everyone's.
+            outcome(mpi, mpi.agree(Ok(())))
         }
     }
 }
 
 /// Rank 0: prepare, broadcast the plan, run, commit.
-fn root(plan: &CryptPlan, io: Option<MpiIo>, mpi: &Mpi, engine: &dyn Engine) -> Result<Summary> {
+fn root(
+    plan: &CryptPlan,
+    credentials: &Credentials<'_>,
+    file: &FileJob,
+    io: Option<MpiIo>,
+    mpi: &Mpi,
+    engine: &dyn Engine,
+) -> Result<Summary> {
     // Ranks on other nodes open the unfinished output by name; on one node an unnamed
     // temporary serves, reached through /proc.
     let reach = if mpi.local_size() == mpi.size() {
@@ -48,7 +129,7 @@ fn root(plan: &CryptPlan, io: Option<MpiIo>, mpi: &Mpi, engine: &dyn Engine) -> 
     } else {
         Reach::OtherMachines
     };
-    let prepared = job::prepare(plan, reach).and_then(|job| {
+    let prepared = job::prepare(plan, credentials, file, reach).and_then(|job| {
         let strategy = strategy(io, &job)?;
         Ok((job, strategy))
     });
@@ -119,6 +200,7 @@ fn root(plan: &CryptPlan, io: Option<MpiIo>, mpi: &Mpi, engine: &dyn Engine) -> 
         engine: engine.name(),
         workers: mpi.size(),
         runner: "mpi",
+        files: None,
     })
 }
 

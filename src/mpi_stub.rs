@@ -1,11 +1,27 @@
 //! The MPI runner in a build without MPI support: one clear error.
 
+use std::path::PathBuf;
+
 use anyhow::{bail, Result};
 
-use crate::plan::{CryptPlan, MpiIo};
+use crate::plan::{CryptPlan, FileJob, MpiIo};
 use crate::progress::Summary;
 
 /// Refuses: this binary was built without the `mpi` feature.
-pub fn run(_plan: &CryptPlan, _io: Option<MpiIo>) -> Result<Option<Summary>> {
+pub fn run(_plan: &CryptPlan, _file: &FileJob, _io: Option<MpiIo>) -> Result<Option<Summary>> {
+    refuse()
+}
+
+/// Refuses, as [`run`] does.
+pub fn run_many(
+    _plan: &CryptPlan,
+    _jobs: &[FileJob],
+    _refused: &[(PathBuf, String)],
+    _io: Option<MpiIo>,
+) -> Result<Option<Summary>> {
+    refuse()
+}
+
+fn refuse() -> Result<Option<Summary>> {
     bail!("not built with MPI support: cargo build --features mpi (needs an MPI library, e.g. Debian's mpich libmpich-dev libclang-dev)")
 }

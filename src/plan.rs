@@ -4,6 +4,7 @@
 //! A rule broken by the options alone is a [`UsageError`] (exit status 2); a rule that needs the
 //! file system (an output that is a file this command reads) is an ordinary error (status 1).
 
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
@@ -19,9 +20,11 @@ use paraes_sunway_sim::SimConfig;
 use zeroize::Zeroizing;
 
 use crate::cli::{
-    BackendArg, BenchArgs, Command, DecArgs, EncArgs, EngineArgs, InfoArgs, KeyArgs, KeygenArgs,
-    MpiIoArg, RankEngineArg, RecipientArgs, RekeyArgs, StatsFormat, UiArgs, UnlockArgs,
+    BackendArg, BenchArgs, Command, DecArgs, EncArgs, EngineArgs, FileListArgs, InfoArgs, KeyArgs,
+    KeygenArgs, MpiIoArg, RankEngineArg, RecipientArgs, RekeyArgs, StatsFormat, UiArgs, UnlockArgs,
+    VerifyArgs,
 };
+use crate::files::{self, Found, Skipped};
 
 /// An option rule broken by the command line itself: exit status 2, like clap's own errors.
 #[derive(Debug)]
@@ -54,6 +57,8 @@ macro_rules! usage {
 pub enum Plan {
     /// `enc` or `dec`.
     Crypt(Box<CryptPlan>),
+    /// `verify`.
+    Verify(VerifyPlan),
     /// `rekey`.
     Rekey(RekeyPlan),
     /// `keygen` (its options are independent of each other beyond clap's conflicts).
@@ -331,14 +336,58 @@ pub struct Ui {
     pub size_hint: Option<u64>,
 }
 
-/// A validated `enc` or `dec`.
-pub struct CryptPlan {
-    /// enc or dec.
-    pub direction: Direction,
+/// One input and where its output goes.
+pub struct FileJob {
     /// The input file; `None` is standard input.
     pub input: Option<PathBuf>,
     /// The output.
     pub output: OutputTarget,
+}
+
+/// The files of an `enc` or `dec`.
+pub enum Files {
+    /// One input (a file or standard input), run by itself.
+    One(FileJob),
+    /// Many input files (or --output-dir, --files-from, --recursive): run concurrently in one
+    /// process; a file that fails is reported and the others go on.
+    Many {
+        /// Every input file and its output file.
+        jobs: Vec<FileJob>,
+        /// The directory the outputs go to (created when missing), if any.
+        output_dir: Option<PathBuf>,
+        /// Inputs refused while planning (no output name), with the reason: reported as
+        /// failures of the run.
+        refused: Vec<(PathBuf, String)>,
+    },
+}
+
+/// `dec --range START..END`: plaintext bytes, END exclusive; open ends allowed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ByteRange {
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte; `None`: to the end.
+    pub end: Option<u64>,
+}
+
+/// A validated `verify`.
+pub struct VerifyPlan {
+    /// The containers.
+    pub files: Vec<PathBuf>,
+    /// How to open them.
+    pub keys: KeyPlan,
+    /// Nothing printed for authentic files.
+    pub quiet: bool,
+}
+
+/// A validated `enc` or `dec`.
+pub struct CryptPlan {
+    /// enc or dec.
+    pub direction: Direction,
+    /// The inputs and their outputs.
+    pub files: Files,
+    /// dec --range: the plaintext bytes to decrypt (one container file).
+    pub range: Option<ByteRange>,
     /// Keys.
     pub keys: KeyPlan,
     /// Container or raw.
@@ -384,6 +433,7 @@ pub fn build(command: Command) -> Result<Plan> {
     Ok(match command {
         Command::Enc(args) => Plan::Crypt(Box::new(enc(&args)?)),
         Command::Dec(args) => Plan::Crypt(Box::new(dec(&args)?)),
+        Command::Verify(args) => Plan::Verify(verify(&args)?),
         Command::Rekey(args) => Plan::Rekey(rekey(&args)?),
         Command::Keygen(args) => Plan::Keygen(args),
         Command::Info(args) => Plan::Info(args),
@@ -440,9 +490,12 @@ fn enc(args: &EncArgs) -> Result<CryptPlan> {
     finish(CryptInputs {
         command: C,
         direction: Direction::Encrypt,
-        input: args.input.as_deref(),
+        inputs: &args.input,
+        list: &args.list,
         output: args.output.output.as_deref(),
+        output_dir: args.output.output_dir.as_deref(),
         force: args.output.force,
+        range: None,
         keys,
         format,
         chunk_size,
@@ -503,12 +556,23 @@ fn dec(args: &DecArgs) -> Result<CryptPlan> {
             Format::Container(None)
         }
     };
+    let range = args
+        .range
+        .as_deref()
+        .map(|text| parse_range(C, text))
+        .transpose()?;
+    if range.is_some() && args.raw.is_some() {
+        usage!(C, "--range needs a container (its chunk tags say which bytes are authentic); a raw stream has none: drop --raw or --range");
+    }
     finish(CryptInputs {
         command: C,
         direction: Direction::Decrypt,
-        input: args.input.as_deref(),
+        inputs: &args.input,
+        list: &args.list,
         output: args.output.output.as_deref(),
+        output_dir: args.output.output_dir.as_deref(),
         force: args.output.force,
+        range,
         keys,
         format,
         chunk_size: DEFAULT_CHUNK_SIZE,
@@ -550,9 +614,12 @@ fn parse_iv(command: &'static str, text: &str) -> Result<[u8; 16]> {
 struct CryptInputs<'a> {
     command: &'static str,
     direction: Direction,
-    input: Option<&'a Path>,
+    inputs: &'a [PathBuf],
+    list: &'a FileListArgs,
     output: Option<&'a Path>,
+    output_dir: Option<&'a Path>,
     force: bool,
+    range: Option<ByteRange>,
     keys: KeyPlan,
     format: Format,
     chunk_size: usize,
@@ -563,30 +630,46 @@ struct CryptInputs<'a> {
 }
 
 /// The rules shared by `enc` and `dec`: standard input used once, engine options that apply,
-/// and an output that is none of the files this command reads.
+/// and outputs that are none of the files this command reads.
 fn finish(parts: CryptInputs<'_>) -> Result<CryptPlan> {
     let command = parts.command;
-    let input = parts
-        .input
-        .filter(|p| *p != Path::new("-"))
-        .map(Path::to_path_buf);
-    if parts.ui.size.is_some() && input.is_some() {
-        usage!(
-            command,
-            "--size is for input from a pipe; a file's size is known: drop --size"
-        );
-    }
-    let stdin_readers = parts.keys.stdin_readers() + usize::from(input.is_none());
+    let many = parts.inputs.len() > 1
+        || parts.list.files_from.is_some()
+        || parts.list.recursive
+        || parts.output_dir.is_some();
+    let list_on_stdin = parts.list.files_from.as_deref() == Some(Path::new("-"));
+    let data_on_stdin = !many && parts.inputs.first().is_none_or(|p| p == Path::new("-"));
+    let stdin_readers =
+        parts.keys.stdin_readers() + usize::from(data_on_stdin) + usize::from(list_on_stdin);
     if stdin_readers > 1 {
-        usage!(command, "standard input can feed only one thing: the data comes from standard input, so give the key or passphrase another way (-k FILE, --key-fd N, --key-env VAR, --passphrase-file FILE), or give the data as a file");
+        usage!(command, "standard input can feed only one thing: the data (or the file list) comes from standard input, so give the key or passphrase another way (-k FILE, --key-fd N, --key-env VAR, --passphrase-file FILE), or give the data as a file");
     }
     let (engine, runner) = engine_and_runner(command, parts.engine)?;
-    let output = output_target(parts.direction, input.as_deref(), parts.output, parts.force)?;
-    check_not_read(&output, input.as_deref(), &parts.keys)?;
+    let files = if many {
+        many_files(&parts, runner)?
+    } else {
+        let input = parts
+            .inputs
+            .first()
+            .filter(|p| *p != Path::new("-"))
+            .cloned();
+        if parts.ui.size.is_some() && input.is_some() {
+            usage!(
+                command,
+                "--size is for input from a pipe; a file's size is known: drop --size"
+            );
+        }
+        if parts.range.is_some() && (input.is_none() || runner != Runner::Local) {
+            usage!(command, "--range reads a container file at the chunks it needs: give the file (not standard input), without --backend mpi");
+        }
+        let output = output_target(parts.direction, input.as_deref(), parts.output, parts.force)?;
+        check_not_read(&output, input.as_deref(), &parts.keys)?;
+        Files::One(FileJob { input, output })
+    };
     Ok(CryptPlan {
         direction: parts.direction,
-        input,
-        output,
+        files,
+        range: parts.range,
         keys: parts.keys,
         format: parts.format,
         chunk_size: parts.chunk_size,
@@ -600,6 +683,203 @@ fn finish(parts: CryptInputs<'_>) -> Result<CryptPlan> {
             stats_json: parts.ui.stats == Some(StatsFormat::Json),
             size_hint: parts.ui.size,
         },
+    })
+}
+
+/// The files of a many-file run: every input with its output, checked as a whole (no two
+/// inputs write one output, no output is a file the run reads).
+fn many_files(parts: &CryptInputs<'_>, runner: Runner) -> Result<Files> {
+    let command = parts.command;
+    if parts.output.is_some() {
+        usage!(command, "-o names one output, but this run has several inputs: drop -o (each output is named after its input), or use --output-dir DIR");
+    }
+    if matches!(parts.format, Format::Raw { .. }) {
+        usage!(command, "--raw takes one input at a time (each raw stream needs its own counter block, and its IV is printed for it): run one paraes per file, or drop --raw for containers");
+    }
+    if parts.range.is_some() {
+        usage!(command, "--range applies to one container file");
+    }
+    if parts.ui.size.is_some() {
+        usage!(command, "--size is for input from a pipe: drop it");
+    }
+    if parts.show_data_key {
+        usage!(command, "--show-data-key applies to one file at a time");
+    }
+    if parts.inputs.iter().any(|p| p == Path::new("-")) {
+        usage!(
+            command,
+            "standard input cannot be one of several inputs: give files only (or one input alone)"
+        );
+    }
+    if runner != Runner::Local && parts.list.files_from.as_deref() == Some(Path::new("-")) {
+        usage!(
+            command,
+            "with --backend mpi, --files-from needs a file every rank can read, not standard input"
+        );
+    }
+    let mut names = parts.inputs.to_vec();
+    if let Some(list) = &parts.list.files_from {
+        names.extend(files::read_list(list, parts.list.null)?);
+    }
+    let direction = parts.direction;
+    let wanted = move |path: &Path| {
+        let container = path.as_os_str().as_bytes().ends_with(b".paraes");
+        match direction {
+            Direction::Encrypt => !container,
+            Direction::Decrypt => container,
+        }
+    };
+    let mut skipped = Skipped::default();
+    let found = files::gather(names, parts.list.recursive, wanted, &mut skipped)?;
+    say_skipped(&skipped, direction, parts.ui.quiet);
+    if found.is_empty() {
+        bail!("no input files: nothing to do");
+    }
+    let mut jobs = Vec::with_capacity(found.len());
+    let mut refused = Vec::new();
+    let mut outputs: HashMap<PathBuf, PathBuf> = HashMap::new();
+    let input_ids: HashMap<(u64, u64), &Path> = found
+        .iter()
+        .filter_map(|f| path_id(&f.path).map(|id| (id, f.path.as_path())))
+        .collect();
+    for Found { path, relative } in &found {
+        let named = match parts.output_dir {
+            Some(dir) => default_name(direction, relative).map(|name| dir.join(name)),
+            None => default_name(direction, path),
+        };
+        let out = match named {
+            Ok(out) => out,
+            Err(e) => {
+                refused.push((path.clone(), format!("{e:#}")));
+                continue;
+            }
+        };
+        let key = std::path::absolute(&out).unwrap_or_else(|_| out.clone());
+        if let Some(first) = outputs.insert(key, path.clone()) {
+            bail!(
+                "{} and {} would both be written to {}: rename one, or run them separately",
+                first.display(),
+                path.display(),
+                out.display()
+            );
+        }
+        if let Some(input) = path_id(&out).and_then(|id| input_ids.get(&id)) {
+            bail!(
+                "{} (the output of {}) is the input {} of this run: writing it would destroy it; run them separately or use --output-dir",
+                out.display(),
+                path.display(),
+                input.display()
+            );
+        }
+        let output = OutputTarget::Path {
+            path: out,
+            force: parts.force,
+        };
+        check_not_read(&output, Some(path), &parts.keys)?;
+        jobs.push(FileJob {
+            input: Some(path.clone()),
+            output,
+        });
+    }
+    Ok(Files::Many {
+        jobs,
+        output_dir: parts.output_dir.map(Path::to_path_buf),
+        refused,
+    })
+}
+
+/// Says once what a --recursive walk left out.
+fn say_skipped(skipped: &Skipped, direction: Direction, quiet: bool) {
+    if quiet {
+        return;
+    }
+    if skipped.links > 0 {
+        eprintln!(
+            "paraes: note: skipped {} symbolic link(s) inside directories (not followed; name them as inputs to include them)",
+            skipped.links
+        );
+    }
+    if skipped.special > 0 {
+        eprintln!(
+            "paraes: note: skipped {} FIFO(s), socket(s) or device(s) inside directories",
+            skipped.special
+        );
+    }
+    if skipped.wrong_suffix > 0 {
+        let what = match direction {
+            Direction::Encrypt => "already ending in .paraes (not encrypted twice)",
+            Direction::Decrypt => "not ending in .paraes",
+        };
+        eprintln!(
+            "paraes: note: skipped {} file(s) inside directories {what}",
+            skipped.wrong_suffix
+        );
+    }
+}
+
+/// Parses `START..END` (either end may be empty; sizes with units).
+fn parse_range(command: &'static str, text: &str) -> Result<ByteRange> {
+    let Some((start, end)) = text.split_once("..") else {
+        usage!(command, "--range takes START..END (END exclusive, e.g. 1MiB..2MiB, 4096.., ..1KiB), not '{text}'");
+    };
+    let bound = |part: &str| -> Result<Option<u64>> {
+        let part = part.trim();
+        if part.is_empty() {
+            return Ok(None);
+        }
+        match crate::units::parse_size(part) {
+            Ok(n) => Ok(Some(n)),
+            Err(e) => usage!(command, "--range: {e}"),
+        }
+    };
+    let range = ByteRange {
+        start: bound(start)?.unwrap_or(0),
+        end: bound(end)?,
+    };
+    if let Some(end) = range.end {
+        if end < range.start {
+            usage!(
+                command,
+                "--range {text} ends before it starts: END is exclusive and must be at least START"
+            );
+        }
+    }
+    Ok(range)
+}
+
+/// Builds the plan of `verify`.
+fn verify(args: &VerifyArgs) -> Result<VerifyPlan> {
+    const C: &str = "verify";
+    let keys = KeyPlan::new(&args.keys).with_unlock(&args.unlock);
+    let list_on_stdin = args.list.files_from.as_deref() == Some(Path::new("-"));
+    if keys.stdin_readers() + usize::from(list_on_stdin) > 1 {
+        usage!(C, "standard input can feed only one thing: give the key or passphrase another way (-k FILE, --key-fd N, --key-env VAR, --passphrase-file FILE)");
+    }
+    if args.input.iter().any(|p| p == Path::new("-")) {
+        usage!(C, "verify reads files, not standard input: give the container's path (dec -o /dev/null checks a stream)");
+    }
+    let mut names = args.input.clone();
+    if let Some(list) = &args.list.files_from {
+        names.extend(files::read_list(list, args.list.null)?);
+    }
+    if names.is_empty() {
+        usage!(
+            C,
+            "give the containers to check (FILE..., or --files-from LIST)"
+        );
+    }
+    let mut skipped = Skipped::default();
+    let found = files::gather(
+        names,
+        args.list.recursive,
+        |p| p.as_os_str().as_bytes().ends_with(b".paraes"),
+        &mut skipped,
+    )?;
+    say_skipped(&skipped, Direction::Decrypt, args.quiet);
+    Ok(VerifyPlan {
+        files: found.into_iter().map(|f| f.path).collect(),
+        keys,
+        quiet: args.quiet,
     })
 }
 
@@ -692,6 +972,14 @@ fn output_target(
     let Some(input) = input else {
         return Ok(OutputTarget::Stdout);
     };
+    Ok(OutputTarget::Path {
+        path: default_name(direction, input)?,
+        force,
+    })
+}
+
+/// The output named after `input`: `+ .paraes` for enc, `- .paraes` for dec.
+fn default_name(direction: Direction, input: &Path) -> Result<PathBuf> {
     // `enc /dev/zero` must not create /dev/zero.paraes (and fill /dev with it).
     if fs::metadata(input)
         .is_ok_and(|m| m.file_type().is_char_device() || m.file_type().is_block_device())
@@ -701,7 +989,7 @@ fn output_target(
             input.display()
         );
     }
-    let path = match direction {
+    Ok(match direction {
         Direction::Encrypt => {
             let mut name = input.as_os_str().to_owned();
             name.push(".paraes");
@@ -721,8 +1009,7 @@ fn output_target(
                 input.display()
             ),
         },
-    };
-    Ok(OutputTarget::Path { path, force })
+    })
 }
 
 /// Whether `path` names an open descriptor (`/dev/stdout`, `/dev/fd/N`, `/proc/.../fd/N`)

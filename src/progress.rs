@@ -56,9 +56,59 @@ impl Progress {
         }
     }
 
+    /// The display of a many-file run: one bar for all `files` (of `size` bytes in all),
+    /// with the files done beside the bytes.
+    pub fn start_many(ui: &Ui, size: u64, files: usize) -> Progress {
+        let draw = !ui.quiet && std::io::stderr().is_terminal() && own_terminal();
+        let bar = if draw {
+            let bar = ProgressBar::new(size);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{msg} files {bytes}/{total_bytes} {binary_bytes_per_sec} {wide_bar} {eta}",
+                )
+                .expect("a valid template"),
+            );
+            bar.set_message(format!("0/{files}"));
+            bar.enable_steady_tick(Duration::from_millis(200));
+            bar
+        } else {
+            ProgressBar::hidden()
+        };
+        bar.set_length(size);
+        Progress {
+            bar,
+            started: Instant::now(),
+        }
+    }
+
     /// Bytes of input done so far.
     pub fn set(&self, done: u64) {
         self.bar.set_position(done);
+    }
+
+    /// Bytes of input done so far.
+    pub fn position(&self) -> u64 {
+        self.bar.position()
+    }
+
+    /// `bytes` more of input done.
+    pub fn add(&self, bytes: u64) {
+        self.bar.inc(bytes);
+    }
+
+    /// Says how many of the `total` files are done.
+    pub fn files_done(&self, done: usize, total: usize) {
+        self.bar.set_message(format!("{done}/{total}"));
+    }
+
+    /// Prints `line` on standard output without tearing the display.
+    pub fn println_out(&self, line: &str) {
+        self.bar.suspend(|| println!("{line}"));
+    }
+
+    /// Prints `line` on standard error without tearing the display.
+    pub fn println(&self, line: &str) {
+        self.bar.suspend(|| eprintln!("{line}"));
     }
 
     /// Clears the display; returns the seconds since the start.
@@ -99,6 +149,17 @@ pub struct Summary {
     pub workers: usize,
     /// The runner: `local` or `mpi`.
     pub runner: &'static str,
+    /// A many-file run: files done and failed.
+    pub files: Option<FileCount>,
+}
+
+/// The files of a many-file run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FileCount {
+    /// Files that succeeded.
+    pub done: usize,
+    /// Files that failed.
+    pub failed: usize,
 }
 
 impl Summary {
@@ -124,6 +185,12 @@ impl Summary {
                 self.engine,
                 self.runner
             );
+            if let Some(files) = self.files {
+                eprintln!(
+                    "paraes: {}: {} file(s) done, {} failed",
+                    self.command, files.done, files.failed
+                );
+            }
         }
         if ui.stats_json {
             let json = serde_json::json!({
@@ -135,6 +202,8 @@ impl Summary {
                 "engine": self.engine,
                 "workers": self.workers,
                 "runner": self.runner,
+                "files": self.files.map(|f| f.done + f.failed),
+                "files_failed": self.files.map(|f| f.failed),
             });
             eprintln!("{json}");
         }

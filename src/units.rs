@@ -26,6 +26,19 @@ pub fn format_bytes(bytes: u64) -> String {
     ByteSize(bytes).display().iec().to_string()
 }
 
+/// A count with thousands separators: `1,000`.
+pub fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -43,6 +56,14 @@ mod tests {
             assert!(parse_size(bad).is_err(), "{bad}");
         }
         assert!(parse_size("99999999999999EiB").is_err());
+    }
+
+    #[test]
+    fn counts_get_thousands_separators() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1234567), "1,234,567");
     }
 
     #[test]

@@ -35,7 +35,7 @@ fn unknown_and_malformed_flags_are_usage_errors() {
         &["enc", "-k", "key", "x", "--forc"],
         &["enc", "-k", "key", "x", "-o"],
         &["enc", "-k", "key", "x", "--raw=yes"],
-        &["enc", "-k", "key", "x", "y", "z"],
+        &["enc", "-k", "key", "x", "y", "z", "-o", "out"],
         &["enc", "-k", "key", "x", "--threads", "many"],
         &[
             "enc",

@@ -1,0 +1,191 @@
+//! Many files in one process (`enc`/`dec` with several inputs, `--files-from`, `--recursive`
+//! or `--output-dir`, and `verify`). Small files run concurrently, one per worker thread, each
+//! on the worker's own two chunk buffers; large files run one after another through the
+//! threaded pipeline at full single-file speed. So file data takes a fixed budget (workers x 2
+//! chunks, or the pipeline's 8) whatever the number and size of the files. A file that fails
+//! is reported on one line naming it, leaves nothing behind, and the others go on; the run
+//! then fails with a count.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use anyhow::{bail, Result};
+
+use crate::job::{self, Credentials, Reported};
+use crate::local::{self, Threads};
+use crate::output::Reach;
+use crate::plan::{CryptPlan, FileJob, OutputTarget};
+use crate::progress::{FileCount, Progress, Summary};
+use crate::units::thousands;
+
+/// Files up to this size run concurrently, each on one thread; larger ones through the
+/// pipeline, one at a time (each chunk of those is already spread over every core).
+pub const SMALL_FILE: u64 = 1 << 20;
+
+/// How one file of a run is worked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Size {
+    /// At most [`SMALL_FILE`]: on a worker thread, beside other small files.
+    Small,
+    /// Larger: alone, through the threaded pipeline.
+    Large,
+}
+
+/// Runs `work` on every file of `files`: the small ones concurrently on `workers` threads,
+/// then the large ones in turn on this thread. `work` returns the input bytes done (for the
+/// display; a pipelined `work` moves the display itself and returns 0). A failure is printed
+/// as one line naming the file. Returns how many succeeded and failed.
+pub fn for_each_file(
+    files: &[PathBuf],
+    workers: usize,
+    progress: &Progress,
+    work: impl Fn(usize, Size) -> Result<u64> + Sync,
+) -> FileCount {
+    let sizes: Vec<Option<u64>> = files
+        .iter()
+        .map(|path| fs::metadata(path).ok().map(|m| m.len()))
+        .collect();
+    let is_small = |i: usize| sizes[i].is_none_or(|len| len <= SMALL_FILE);
+    let small: Vec<usize> = (0..files.len()).filter(|&i| is_small(i)).collect();
+    let large: Vec<usize> = (0..files.len()).filter(|&i| !is_small(i)).collect();
+    let count = Mutex::new(FileCount::default());
+    let total = files.len();
+    let finish = |i: usize, outcome: Result<u64>| {
+        let mut count = count.lock().unwrap_or_else(|e| e.into_inner());
+        match outcome {
+            Ok(bytes) => {
+                count.done += 1;
+                progress.add(bytes);
+            }
+            Err(e) => {
+                count.failed += 1;
+                progress.println(&format!(
+                    "paraes: error: {}: {}",
+                    crate::advice::one_line(&files[i].display().to_string()),
+                    crate::advice::error_line(&e)
+                ));
+            }
+        }
+        progress.files_done(count.done + count.failed, total);
+    };
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..workers.clamp(1, small.len().max(1)) {
+            scope.spawn(|| loop {
+                let at = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&i) = small.get(at) else { return };
+                finish(i, work(i, Size::Small));
+            });
+        }
+    });
+    for &i in &large {
+        finish(i, work(i, Size::Large));
+    }
+    count.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The total size of `files` that exist (for the display).
+pub fn total_size(files: &[PathBuf]) -> u64 {
+    files
+        .iter()
+        .filter_map(|path| fs::metadata(path).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// Worker threads for small files: `--threads`, else one per core.
+pub fn workers(threads: Option<usize>) -> usize {
+    threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+}
+
+/// Fails the run when any file failed: "3 of 1,000 files failed".
+pub fn outcome(count: Option<FileCount>) -> Result<()> {
+    let Some(count) = count else {
+        return Ok(());
+    };
+    if count.failed > 0 && count.done + count.failed == 1 {
+        // Its one line said it all.
+        return Err(Reported.into());
+    }
+    if count.failed > 0 {
+        bail!(
+            "{} of {} files failed (each said why above)",
+            thousands(count.failed),
+            thousands(count.done + count.failed)
+        );
+    }
+    Ok(())
+}
+
+/// `enc`/`dec` of many files in this process.
+pub fn run(
+    plan: &CryptPlan,
+    jobs: &[FileJob],
+    output_dir: Option<&Path>,
+    refused: &[(PathBuf, String)],
+) -> Result<Summary> {
+    let engine = crate::engines::select(&plan.engine)?;
+    let credentials = Credentials::read_now(plan)?;
+    for (path, why) in refused {
+        eprintln!(
+            "paraes: error: {}: {}",
+            crate::advice::one_line(&path.display().to_string()),
+            crate::advice::one_line(why)
+        );
+    }
+    let inputs: Vec<PathBuf> = jobs
+        .iter()
+        .map(|job| job.input.clone().unwrap_or_default())
+        .collect();
+    let progress = Progress::start_many(&plan.ui, total_size(&inputs), jobs.len());
+    let written = AtomicUsize::new(0);
+    let mut count = for_each_file(
+        &inputs,
+        workers(plan.engine.threads),
+        &progress,
+        |i, size| {
+            let file = &jobs[i];
+            if let (Some(dir), OutputTarget::Path { path, .. }) = (output_dir, &file.output) {
+                make_parents(dir, path)?;
+            }
+            let job = job::prepare(plan, &credentials, file, Reach::ThisMachine)?;
+            let threads = match size {
+                Size::Small => Threads::ThisThread,
+                Size::Large => Threads::Pipeline,
+            };
+            let done = local::crypt_prepared(plan, job, engine.as_ref(), threads, &progress)?;
+            written.fetch_add(done.written as usize, Ordering::Relaxed);
+            Ok(match size {
+                Size::Small => done.read,
+                // The pipeline moved the display itself.
+                Size::Large => 0,
+            })
+        },
+    );
+    count.failed += refused.len();
+    let seconds = progress.finish();
+    let summary = Summary {
+        command: plan.command(),
+        bytes_in: total_size(&inputs),
+        bytes_out: Some(written.into_inner() as u64),
+        seconds,
+        engine: engine.name(),
+        workers: engine.workers(),
+        runner: "local",
+        files: Some(count),
+    };
+    Ok(summary)
+}
+
+/// Creates the directories between `dir` and the output `path` (an --output-dir tree).
+fn make_parents(dir: &Path, path: &Path) -> Result<()> {
+    let parent = path.parent().unwrap_or(dir);
+    fs::create_dir_all(parent).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot create the output directory {}: {e}",
+            parent.display()
+        )
+    })
+}

@@ -1,0 +1,177 @@
+//! The inputs of a many-file run: names from the command line and from a `--files-from` list
+//! (newline- or NUL-separated, any bytes), and with `--recursive` the regular files below
+//! directory inputs (in name order; symbolic links inside them are not followed; FIFOs,
+//! sockets and devices are skipped). Each input keeps the name its output takes below an
+//! `--output-dir`.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+/// One input found, and the relative name of its output below an `--output-dir` (before the
+/// `.paraes` suffix is added or removed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// The input's path.
+    pub path: PathBuf,
+    /// Its name below an output directory: the file's own name, or for a file found inside a
+    /// directory input, the directory's name and the path below it (as `cp -r` does).
+    pub relative: PathBuf,
+}
+
+/// What the walk left out, said once at the end of planning.
+#[derive(Debug, Default)]
+pub struct Skipped {
+    /// Symbolic links inside directories.
+    pub links: usize,
+    /// FIFOs, sockets and devices inside directories.
+    pub special: usize,
+    /// Files whose names say they are the wrong kind (`.paraes` for enc, not `.paraes` for dec).
+    pub wrong_suffix: usize,
+}
+
+/// Reads a `--files-from` list: names separated by newlines, or by NUL with `null`; empty
+/// names are ignored. `-` is standard input.
+pub fn read_list(list: &Path, null: bool) -> Result<Vec<PathBuf>> {
+    let mut bytes = Vec::new();
+    if list == Path::new("-") {
+        std::io::stdin()
+            .lock()
+            .read_to_end(&mut bytes)
+            .context("reading the file list from standard input failed")?;
+    } else {
+        fs::File::open(list)
+            .and_then(|mut f| f.read_to_end(&mut bytes))
+            .with_context(|| format!("cannot read the file list {}", list.display()))?;
+    }
+    let separator = if null { b'\0' } else { b'\n' };
+    Ok(bytes
+        .split(|&b| b == separator)
+        .filter(|name| !name.is_empty())
+        .map(|name| PathBuf::from(OsStr::from_bytes(name)))
+        .collect())
+}
+
+/// The inputs of `names`, with the files below directories when `recursive` (a directory
+/// without it stays an input, and fails as one). `wanted` says whether a file found inside a
+/// directory is taken, by its name (enc skips `.paraes` files, dec takes only them).
+pub fn gather(
+    names: Vec<PathBuf>,
+    recursive: bool,
+    wanted: impl Fn(&Path) -> bool,
+    skipped: &mut Skipped,
+) -> Result<Vec<Found>> {
+    let mut found = Vec::new();
+    for path in names {
+        if recursive && path.is_dir() {
+            let top = match path.file_name() {
+                Some(name) => PathBuf::from(name),
+                None => PathBuf::new(),
+            };
+            walk(&path, &top, &wanted, skipped, &mut found)?;
+        } else {
+            let relative = PathBuf::from(path.file_name().unwrap_or(path.as_os_str()));
+            found.push(Found { path, relative });
+        }
+    }
+    Ok(found)
+}
+
+/// Adds the files below `dir` (whose output name is `relative`) to `found`, in name order.
+fn walk(
+    dir: &Path,
+    relative: &Path,
+    wanted: &impl Fn(&Path) -> bool,
+    skipped: &mut Skipped,
+    found: &mut Vec<Found>,
+) -> Result<()> {
+    let mut entries = fs::read_dir(dir)
+        .with_context(|| format!("cannot list the directory {}", dir.display()))?
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("cannot list the directory {}", dir.display()))?;
+    entries.sort_by_key(|entry| entry.file_name());
+    for entry in entries {
+        let path = entry.path();
+        let name = relative.join(entry.file_name());
+        let kind = entry
+            .file_type()
+            .with_context(|| format!("cannot read the type of {}", path.display()))?;
+        if kind.is_symlink() {
+            skipped.links += 1;
+        } else if kind.is_dir() {
+            walk(&path, &name, wanted, skipped, found)?;
+        } else if !kind.is_file() {
+            skipped.special += 1;
+        } else if !wanted(&path) {
+            skipped.wrong_suffix += 1;
+        } else {
+            found.push(Found {
+                path,
+                relative: name,
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_walk_takes_regular_files_in_name_order_and_counts_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path().join("top");
+        fs::create_dir_all(top.join("b/c")).unwrap();
+        fs::write(top.join("z"), b"z").unwrap();
+        fs::write(top.join("b/c/y"), b"y").unwrap();
+        fs::write(top.join("a.paraes"), b"a").unwrap();
+        std::os::unix::fs::symlink(top.join("z"), top.join("link")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            top.join("fifo").as_path(),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let mut skipped = Skipped::default();
+        let found = gather(
+            vec![top.clone()],
+            true,
+            |p| !p.as_os_str().as_bytes().ends_with(b".paraes"),
+            &mut skipped,
+        )
+        .unwrap();
+        let names: Vec<_> = found.iter().map(|f| f.relative.clone()).collect();
+        assert_eq!(names, [PathBuf::from("top/b/c/y"), PathBuf::from("top/z")]);
+        assert_eq!(found[1].path, top.join("z"));
+        assert_eq!(
+            (skipped.links, skipped.special, skipped.wrong_suffix),
+            (1, 1, 1)
+        );
+    }
+
+    #[test]
+    fn lists_split_on_newline_or_nul_and_keep_any_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let list = dir.path().join("list");
+        fs::write(&list, b"a b\n\nc\xff\n").unwrap();
+        assert_eq!(
+            read_list(&list, false).unwrap(),
+            [
+                PathBuf::from("a b"),
+                PathBuf::from(OsStr::from_bytes(b"c\xff"))
+            ]
+        );
+        fs::write(&list, b"new\nline\0x\0").unwrap();
+        assert_eq!(
+            read_list(&list, true).unwrap(),
+            [PathBuf::from("new\nline"), PathBuf::from("x")]
+        );
+    }
+}

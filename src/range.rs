@@ -1,0 +1,67 @@
+//! `dec --range START..END`: decrypts only the plaintext bytes asked for, reading and
+//! authenticating only the chunks that hold them plus the last chunk (so the plaintext length
+//! it checks the range against is authentic), through paraes-core's seekable reader.
+
+use anyhow::{bail, Context, Result};
+use paraes_core::container::{RangeError, SeekableReader};
+use paraes_core::pipeline::PipelineError;
+
+use crate::job::{self, Credentials, Keys, Prepared};
+use crate::output::{Input, Reach};
+use crate::plan::{ByteRange, CryptPlan, FileJob};
+use crate::progress::{Progress, Summary};
+
+/// Runs `dec --range` on the one container of `plan`.
+pub fn run(plan: &CryptPlan, file: &FileJob, range: ByteRange) -> Result<Summary> {
+    let engine = crate::engines::select(&plan.engine)?;
+    let credentials = Credentials::on_first_use(plan);
+    let mut job = job::prepare(plan, &credentials, file, Reach::ThisMachine)?;
+    let progress = Progress::start(&plan.ui, None);
+    let Prepared {
+        stream,
+        input,
+        output,
+    } = &mut job;
+    let (Keys::Container { opened, .. }, Input::File(container, path)) = (&stream.keys, input)
+    else {
+        bail!("--range needs a container file");
+    };
+    let name = path.display().to_string();
+    let mut reader = SeekableReader::new(opened, engine.as_ref(), container)
+        .map_err(|e| named(e, &name, &output.name()))?;
+    let len = reader.plaintext_len();
+    let end = range.end.unwrap_or(len);
+    if range.start > len || end > len {
+        bail!(
+            "--range {}..{end} reaches past the end of {name}, whose plaintext has {len} bytes: ask for at most ..{len}",
+            range.start
+        );
+    }
+    let copied = reader
+        .copy_range(range.start, end, output.writer())
+        .map_err(|e| match e {
+            RangeError::Stream(e) => named(e, &name, &output.name()),
+            other => other.into(),
+        });
+    let bytes_read = reader.bytes_read();
+    let written = copied?;
+    let seconds = progress.finish();
+    job.output
+        .commit()
+        .with_context(|| format!("the range of {name} was not written"))?;
+    Ok(Summary {
+        command: plan.command(),
+        bytes_in: bytes_read,
+        bytes_out: Some(written),
+        seconds,
+        engine: engine.name(),
+        workers: engine.workers(),
+        runner: "local",
+        files: None,
+    })
+}
+
+/// Names the files in a stream error.
+fn named(e: PipelineError, input: &str, output: &str) -> anyhow::Error {
+    crate::local::name_failure(Err(e), input.to_owned(), output.to_owned()).unwrap_err()
+}

@@ -1,0 +1,281 @@
+//! Many files in one run (issue 14): several inputs, `--files-from` (newline or NUL, odd
+//! names, standard input), `--recursive` with `--output-dir`, and mixed failures: the other
+//! files still succeed, nothing partial is left, the exit status is 1 with a count; the rules
+//! that keep a run from writing over its own inputs.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::process::Command;
+
+use crate::common::{
+    assert_success, assert_usage_error, bin, running_as_root, seeded_bytes, stderr, Scratch,
+};
+
+/// A scratch directory with a key file `k`.
+fn with_key() -> Scratch {
+    let s = Scratch::new();
+    s.key_file("k", 256, 1, true);
+    s
+}
+
+#[test]
+fn several_inputs_each_get_their_own_container_and_come_back() {
+    let s = with_key();
+    let names = ["a", "b c", "empty", "big"];
+    let sizes = [1, 5000, 0, 3 << 20];
+    for (i, (name, size)) in names.iter().zip(sizes).enumerate() {
+        s.write(name, &seeded_bytes(i as u64, size));
+    }
+    let mut enc = vec!["enc", "-q", "-k", "k"];
+    enc.extend(names);
+    assert_success(&s.run(&enc), "enc of four files");
+    for name in names {
+        s.remove(name);
+    }
+    let mut dec = vec!["dec", "-q", "-k", "k"];
+    let containers: Vec<String> = names.iter().map(|n| format!("{n}.paraes")).collect();
+    dec.extend(containers.iter().map(String::as_str));
+    assert_success(&s.run(&dec), "dec of four files");
+    for (i, (name, size)) in names.iter().zip(sizes).enumerate() {
+        assert_eq!(s.read(name), seeded_bytes(i as u64, size), "{name}");
+    }
+}
+
+#[test]
+fn one_failing_file_does_not_stop_the_others() {
+    let s = with_key();
+    for i in 0..6 {
+        s.write(&format!("f{i}"), &seeded_bytes(i, 10_000 * i as usize));
+    }
+    // f2 already has an output (no --force), f4 does not exist, f5 cannot be read.
+    s.write("f2.paraes", b"keep me");
+    s.remove("f4");
+    s.set_mode("f5", 0o000);
+    let out = s.run(&["enc", "-q", "-k", "k", "f0", "f1", "f2", "f3", "f4", "f5"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("paraes: error: f2: output f2.paraes already exists"),
+        "{err}"
+    );
+    assert!(err.contains("paraes: error: f4: cannot open f4"), "{err}");
+    let failed = if running_as_root() { 2 } else { 3 };
+    assert!(
+        err.contains(&format!("paraes: error: {failed} of 6 files failed")),
+        "{err}"
+    );
+    assert_eq!(
+        err.lines().count(),
+        failed + 1,
+        "one line per failure and a count: {err}"
+    );
+    assert_eq!(s.read("f2.paraes"), b"keep me");
+    assert!(!s.exists("f4.paraes"));
+    assert_eq!(s.exists("f5.paraes"), running_as_root());
+    s.assert_no_temporary("mixed failures");
+    s.set_mode("f5", 0o600);
+    for i in [0, 1, 3] {
+        let back = s.run(&["dec", "-q", "-k", "k", &format!("f{i}.paraes"), "-o", "-"]);
+        assert_success(&back, "dec");
+        assert_eq!(back.stdout, seeded_bytes(i, 10_000 * i as usize));
+    }
+    // dec: a container under another key, a non-container, and a good one.
+    s.key_file("other", 256, 2, true);
+    s.write("x", b"x");
+    assert_success(&s.run(&["enc", "-q", "-k", "other", "x"]), "enc x");
+    s.write("junk.paraes", b"not a container at all");
+    s.remove("f0");
+    let out = s.run(&[
+        "dec",
+        "-q",
+        "-k",
+        "k",
+        "x.paraes",
+        "junk.paraes",
+        "f0.paraes",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("2 of 3 files failed"), "{err}");
+    assert!(!s.exists("junk") && s.exists("f0"), "{err}");
+    assert_eq!(s.read("x"), b"x", "the existing x is untouched");
+}
+
+#[test]
+fn names_come_from_a_list_with_any_bytes() {
+    let s = with_key();
+    let odd: [&[u8]; 4] = [b"with space", b"new\nline", b"bad\xffutf8", b"-dash"];
+    for (i, name) in odd.iter().enumerate() {
+        std::fs::write(
+            s.path("x").with_file_name(OsStr::from_bytes(name)),
+            seeded_bytes(i as u64, 100),
+        )
+        .unwrap();
+    }
+    let mut list = Vec::new();
+    for name in odd {
+        list.extend_from_slice(name);
+        list.push(0);
+    }
+    s.write("list0", &list);
+    let out = s.run(&["enc", "-q", "-k", "k", "--files-from", "list0", "--null"]);
+    assert_success(&out, "--files-from --null");
+    for name in odd {
+        let mut container = name.to_vec();
+        container.extend_from_slice(b".paraes");
+        assert!(
+            s.path("x")
+                .with_file_name(OsStr::from_bytes(&container))
+                .exists(),
+            "{}",
+            String::from_utf8_lossy(name)
+        );
+    }
+    // Newline-separated from standard input (without the newline name; empty lines ignored).
+    let out = s.run_with_stdin(
+        &[
+            "dec",
+            "-q",
+            "-k",
+            "k",
+            "--output-dir",
+            "back",
+            "--files-from",
+            "-",
+        ],
+        &[&b"with space.paraes\nbad\xffutf8.paraes\n\n-dash.paraes\n"[..]].concat(),
+    );
+    assert_success(&out, "--files-from -");
+    assert_eq!(s.read("back/with space"), seeded_bytes(0, 100));
+    assert_eq!(s.read("back/-dash"), seeded_bytes(3, 100));
+    // The list on standard input cannot share it with the key.
+    let out = s.run_with_stdin(&["enc", "-k", "-", "--files-from", "-"], b"");
+    assert_usage_error(&out, "list and key on stdin");
+}
+
+#[test]
+fn recursive_runs_mirror_the_tree_and_skip_links_and_special_files() {
+    let s = with_key();
+    std::fs::create_dir_all(s.path("tree/sub/deeper")).unwrap();
+    s.write("tree/top", &seeded_bytes(1, 10));
+    s.write("tree/sub/deeper/leaf", &seeded_bytes(2, 70_000));
+    s.write("tree/sub/old.paraes", b"already a container");
+    std::os::unix::fs::symlink("/etc/passwd", s.path("tree/link")).unwrap();
+    let fifo = Command::new("mkfifo")
+        .arg(s.path("tree/fifo"))
+        .status()
+        .unwrap();
+    assert!(fifo.success());
+    let out = s.run(&[
+        "enc",
+        "-k",
+        "k",
+        "--recursive",
+        "tree",
+        "--output-dir",
+        "enc",
+    ]);
+    let err = assert_success(&out, "enc --recursive");
+    assert!(err.contains("skipped 1 symbolic link"), "{err}");
+    assert!(err.contains("skipped 1 FIFO"), "{err}");
+    assert!(
+        err.contains("skipped 1 file(s) inside directories already ending in .paraes"),
+        "{err}"
+    );
+    assert!(s.exists("enc/tree/top.paraes") && s.exists("enc/tree/sub/deeper/leaf.paraes"));
+    assert!(!s.exists("enc/tree/link.paraes") && !s.exists("enc/tree/fifo.paraes"));
+    let out = s.run(&[
+        "dec",
+        "-q",
+        "-k",
+        "k",
+        "--recursive",
+        "enc",
+        "--output-dir",
+        "dec",
+    ]);
+    assert_success(&out, "dec --recursive");
+    assert_eq!(
+        s.read("dec/enc/tree/sub/deeper/leaf"),
+        seeded_bytes(2, 70_000)
+    );
+    // Without --recursive a directory is one failed input.
+    let out = s.run(&["enc", "-q", "-k", "k", "tree", "tree/top", "--force"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("tree is a directory"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_run_never_writes_over_its_own_inputs() {
+    let s = with_key();
+    s.write("a", b"a");
+    s.write("a.paraes", b"precious");
+    std::fs::create_dir(s.path("d")).unwrap();
+    s.write("d/a", b"other a");
+    // a -> a.paraes, which is also an input.
+    let out = s.run(&["enc", "-q", "-k", "k", "--force", "a", "a.paraes"]);
+    let err = crate::common::assert_error(&out, "output is an input");
+    assert!(err.contains("is the input a.paraes of this run"), "{err}");
+    assert_eq!(s.read("a.paraes"), b"precious");
+    // Two inputs, one output name.
+    let out = s.run(&["enc", "-q", "-k", "k", "a", "d/a", "--output-dir", "o"]);
+    let err = crate::common::assert_error(&out, "two inputs, one output");
+    assert!(err.contains("would both be written to o/a.paraes"), "{err}");
+    assert!(!s.exists("o"));
+    for (args, what) in [
+        (
+            vec!["enc", "-k", "k", "a", "d/a", "-o", "x"],
+            "-o with two inputs",
+        ),
+        (
+            vec!["enc", "-k", "k", "--raw", "ctr", "a", "d/a"],
+            "--raw with two inputs",
+        ),
+        (vec!["enc", "-k", "k", "a", "-"], "stdin among inputs"),
+        (
+            vec!["dec", "-k", "k", "a.paraes", "b.paraes", "--range", "0..1"],
+            "--range with two inputs",
+        ),
+    ] {
+        assert_usage_error(&s.run(&args), what);
+    }
+}
+
+#[test]
+fn hundreds_of_small_files_run_in_one_process() {
+    let s = with_key();
+    std::fs::create_dir(s.path("many")).unwrap();
+    for i in 0..300 {
+        s.write(
+            &format!("many/{i:03}"),
+            &seeded_bytes(i, (i as usize * 37) % 9000),
+        );
+    }
+    let out = Command::new(bin())
+        .args([
+            "enc",
+            "-k",
+            "k",
+            "--recursive",
+            "many",
+            "--output-dir",
+            "c",
+            "--stats",
+            "json",
+            "-q",
+        ])
+        .current_dir(s.path(""))
+        .output()
+        .unwrap();
+    let err = assert_success(&out, "300 files");
+    let stats: serde_json::Value = serde_json::from_str(err.trim()).expect(&err);
+    assert_eq!(stats["files"], 300);
+    assert_eq!(stats["files_failed"], 0);
+    let out = s.run(&["verify", "-q", "-k", "k", "--recursive", "c"]);
+    assert_success(&out, "verify 300");
+    assert!(out.stdout.is_empty());
+}
