@@ -15,7 +15,7 @@ use rustix::fs::{AtFlags, Mode, OFlags, CWD};
 use rustix::io::Errno;
 use tempfile::NamedTempFile;
 
-use crate::signals::{set_pending, Pending};
+use crate::signals::{named_done, set_pending, Pending};
 
 /// Where the data comes from.
 pub enum Input {
@@ -245,11 +245,13 @@ impl Output {
                     .as_file()
                     .sync_all()
                     .with_context(|| format!("writing {shown} failed"))?;
+                let temp_path = named.path().to_path_buf();
                 let persisted = if force {
                     named.persist(&dest)
                 } else {
                     named.persist_noclobber(&dest)
                 };
+                named_done(&temp_path);
                 persisted.map(|_| ()).map_err(|e| e.error)
             }
         };
@@ -341,6 +343,7 @@ fn link_anonymous(file: &File, dest: &Path, force: bool) -> io::Result<()> {
                 let renamed = fs::rename(&hidden, dest).inspect_err(|_| {
                     let _ = fs::remove_file(&hidden);
                 });
+                named_done(&hidden);
                 set_pending(Pending::Nothing);
                 return renamed;
             }

@@ -11,7 +11,7 @@ use anyhow::{bail, Context, Result};
 use paraes_core::container::{Rekey, UnverifiedHeader};
 
 use crate::plan::RekeyPlan;
-use crate::signals::{set_pending, Pending};
+use crate::signals::{named_done, set_pending, Pending};
 
 /// `rekey`: new stanzas for the same file key; in place when they fit, else a rewritten file
 /// renamed over the old one. The body bytes never change.
@@ -72,7 +72,9 @@ pub fn run(args: &RekeyPlan) -> Result<()> {
             copied.with_context(|| {
                 format!("writing the rekeyed copy of {shown} failed ({shown} is unchanged)")
             })?;
+            let temp_path = temp.path().to_path_buf();
             let persisted = temp.persist(&args.file);
+            named_done(&temp_path);
             set_pending(Pending::Nothing);
             persisted
                 .map_err(|e| e.error)

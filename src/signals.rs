@@ -1,7 +1,7 @@
 //! Ctrl-C, SIGTERM and SIGHUP: one thread waits for them, puts the terminal back if a
-//! passphrase prompt had turned echo off, removes a named temporary output (the fallback when
-//! the file system has no O_TMPFILE), says what was left, and exits with 128 + the signal's
-//! number (130, 143, 129), as shells expect.
+//! passphrase prompt had turned echo off, removes the named temporary outputs (the fallback
+//! when the file system has no O_TMPFILE; a many-file run may have several at once), says what
+//! was left, and exits with 128 + the signal's number (130, 143, 129), as shells expect.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -20,15 +20,32 @@ pub enum Pending {
     Stream,
     /// An unnamed temporary file: it vanishes with the process.
     Anonymous,
-    /// A named temporary file, to remove.
+    /// A named temporary file, to remove (kept in the list of them until [`named_done`]).
     Named(PathBuf),
 }
 
 static PENDING: Mutex<Pending> = Mutex::new(Pending::Nothing);
 
+/// Every named temporary written now (several in a many-file run).
+static NAMED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
 /// Records what an interruption would leave behind now.
 pub fn set_pending(pending: Pending) {
+    if let Pending::Named(path) = &pending {
+        NAMED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(path.clone());
+    }
     *PENDING.lock().unwrap_or_else(|e| e.into_inner()) = pending;
+}
+
+/// The named temporary `path` is gone (renamed into place or removed): a signal leaves it be.
+pub fn named_done(path: &std::path::Path) {
+    NAMED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|p| p != path);
 }
 
 /// Starts the thread that handles the signals.
@@ -49,6 +66,10 @@ pub fn install() -> Result<()> {
 fn interrupted(signal: i32) -> ! {
     crate::prompt::restore_terminal();
     let pending = std::mem::take(&mut *PENDING.lock().unwrap_or_else(|e| e.into_inner()));
+    let named = std::mem::take(&mut *NAMED.lock().unwrap_or_else(|e| e.into_inner()));
+    for path in &named {
+        let _ = std::fs::remove_file(path);
+    }
     let name = match signal {
         SIGINT => "interrupted",
         SIGTERM => "terminated",
@@ -57,10 +78,7 @@ fn interrupted(signal: i32) -> ! {
     match pending {
         Pending::Nothing => eprintln!("paraes: {name}"),
         Pending::Anonymous => eprintln!("paraes: {name}: no output file was left behind"),
-        Pending::Named(path) => {
-            let _ = std::fs::remove_file(path);
-            eprintln!("paraes: {name}: no output file was left behind");
-        }
+        Pending::Named(_) => eprintln!("paraes: {name}: no output file was left behind"),
         Pending::Stream => {
             eprintln!("paraes: {name}: anything already written to the output stream is incomplete")
         }
