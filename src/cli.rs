@@ -27,6 +27,11 @@ Examples:
                                                   new keys, body untouched
   paraes enc --raw ctr -k my.key f -o f.ctr       bare CTR stream (random IV, printed), as openssl enc
   paraes info big.dat.paraes                      show a container's header
+  paraes enc -k my.key --recursive dir --output-dir /backup
+                                                  many files in one run
+  paraes verify -k my.key /backup/dir/*.paraes    check every tag, write nothing
+  paraes dec -k my.key big.dat.paraes --range 1GiB..1025MiB -o part
+                                                  decrypt 1 MiB, reading only its chunks
   paraes bench --quick                            engine throughput on this machine, in a minute
   paraes completions bash > ~/.local/share/bash-completion/completions/paraes";
 
