@@ -188,7 +188,7 @@ fn from_json(args: &BenchArgs, path: &Path) -> Result<()> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("--from-json: cannot read {}", path.display()))?;
     let doc = Document::from_json(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
-    print!("{}", summary::markdown(&doc, 3));
+    print!("{}", summary::markdown(&doc, 4));
     if let Some(out) = &args.csv {
         write_file(out, &doc.csv())?;
     }
