@@ -32,11 +32,13 @@ fn line_name((engine, implementation, threads): &Line, simulated: bool) -> Strin
     }
 }
 
-/// Median GB/s and its spread in one cell: `18.4 (17.9-18.6)`; simulated rows give the
-/// simulated GB/s, marked `sim`.
+/// Median GB/s and its spread in one cell: `18.4 (17.9-18.6)` (just `18.4` for a single
+/// figure); simulated rows give the simulated GB/s, marked `sim`.
 fn cell(row: &Row) -> String {
     match row.sim_gbps {
         Some(gbps) => format!("{} sim", sig3(gbps / 8.0)),
+        // One figure (openssl): no spread to show.
+        None if row.seconds_min == row.seconds_max => sig3(row.gb_per_s),
         None => {
             let bytes = row.bytes as f64;
             format!(
@@ -240,7 +242,11 @@ mod tests {
                 128,
                 1024,
                 1,
-                s(2e-7),
+                Stats {
+                    median: 2e-7,
+                    min: 2e-7,
+                    max: 2e-7,
+                },
             ),
         ];
         let mut sim = Row::new(
@@ -269,7 +275,7 @@ mod tests {
         assert!(text.contains("| paraes | 0.1.0, commit abc |"), "{text}");
         assert!(text.contains("| size | cpu aesni x1 | cpu aesni x2 | openssl-3.0.20 x1 | sunway-sim/simd (simulated) |"), "{text}");
         assert!(
-            text.contains("| 1 KiB | 10.2 (9.31-11.4) | 20.5 (18.6-22.8) | 5.12 (4.65-5.69) | - |"),
+            text.contains("| 1 KiB | 10.2 (9.31-11.4) | 20.5 (18.6-22.8) | 5.12 | - |"),
             "{text}"
         );
         assert!(text.contains("| 4 KiB | - | - | - | 10.0 sim |"), "{text}");
