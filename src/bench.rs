@@ -1,15 +1,23 @@
-//! `paraes bench`: checks the options, lists the engines, runs the measurements of paraes-bench
-//! with a progress bar, and writes the table, JSON, CSV and plot.
+//! `paraes bench`: checks the options and the output paths, lists the engines, runs the
+//! measurements of paraes-bench and the openssl reference with a progress bar, and writes the
+//! table, JSON, CSV and plot, each saying what measured on what machine; or, with --from-json,
+//! summarises a earlier run.
 
+use std::fs::OpenOptions;
 use std::io::IsTerminal;
 use std::path::Path;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
+use paraes_bench::machine::{load_average, utc_now};
+use paraes_bench::openssl::{self, OpensslError};
 use paraes_bench::report::{self, format_size, Row};
-use paraes_bench::{fill_speedups, measure_e2e, measure_engine, openssl, plot, Timing};
+use paraes_bench::{
+    fill_speedups, measure_e2e, measure_engine, plot, summary, Document, Machine, Paraes, Stats,
+    Timing,
+};
 use paraes_core::pipeline::DEFAULT_CHUNK_SIZE;
-use paraes_core::{Engine, Key, Mode};
+use paraes_core::{AesImpl, Engine, Key, Mode};
 
 use crate::cli::BenchArgs;
 use crate::engines::{self, BenchEngine};
@@ -21,8 +29,11 @@ const DEFAULT_SIZES: &str = "1KiB..256MiB";
 const QUICK_SIZES: &str = "1KiB..1MiB";
 /// Smallest file the --e2e rows use.
 const E2E_MIN: usize = 1 << 20;
-/// Buffer size of the --baseline openssl comparison (`openssl speed -bytes`).
-const OPENSSL_BYTES: usize = 16 << 10;
+/// Seconds of each `openssl speed` measurement (`-seconds`; one per size, cipher and thread
+/// count).
+const OPENSSL_SECONDS: u32 = 1;
+/// The commit the binary was built from (build.rs).
+const COMMIT: &str = env!("PARAES_GIT_COMMIT");
 
 /// A usage error of `bench` (exit status 2).
 fn usage(message: String) -> anyhow::Error {
@@ -67,8 +78,133 @@ fn bench_key(bits: u32) -> Key {
     Key::new(&bytes[..bits as usize / 8]).expect("16, 24 or 32 bytes")
 }
 
+/// Whether and how the openssl reference is taken.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Baseline {
+    /// `--baseline openssl`: fail without openssl.
+    Required,
+    /// The default of a full run: take it when openssl is installed.
+    IfInstalled,
+    /// `--baseline none`, or the default of `--quick`.
+    Off,
+}
+
+/// The `--impl` list: the CPU AES implementations to measure (empty: the default). Refused when
+/// `--backend` has no cpu engine, or where this CPU lacks one.
+fn parse_impls(list: &[String], backends: &[&str], backend_arg: &str) -> Result<Vec<AesImpl>> {
+    if list.is_empty() {
+        return Ok(Vec::new());
+    }
+    if !backends.contains(&"cpu") {
+        return Err(usage(format!(
+            "--impl picks the CPU's AES implementation, but --backend {backend_arg} measures no \
+             cpu engine: add cpu to --backend or drop --impl"
+        )));
+    }
+    let available: Vec<&str> = AesImpl::available().iter().map(|i| i.name()).collect();
+    let mut impls = Vec::new();
+    for item in list.iter().map(|i| i.trim()) {
+        let chosen = if item.eq_ignore_ascii_case("all") {
+            AesImpl::available()
+        } else {
+            let imp = AesImpl::from_name(item).ok_or_else(|| {
+                usage(format!(
+                    "--impl: unknown AES implementation '{item}': choose aesni, vaes256, \
+                     vaes512, portable or all"
+                ))
+            })?;
+            if !imp.is_available() {
+                let lacks = if cfg!(target_arch = "x86_64") {
+                    format!("lacks {}", imp.missing_features().join(", "))
+                } else {
+                    "is not an x86-64 CPU".to_string()
+                };
+                return Err(usage(format!(
+                    "--impl {imp}: this CPU {lacks}: use {}",
+                    available.join(", ")
+                )));
+            }
+            vec![imp]
+        };
+        for imp in chosen {
+            if !impls.contains(&imp) {
+                impls.push(imp);
+            }
+        }
+    }
+    Ok(impls)
+}
+
+/// Fails unless `path` (of option `flag`) can be written, before anything is measured: an
+/// existing file is opened for writing without truncating it, a new one is created and removed
+/// again, so a failed check leaves nothing behind.
+fn check_output(flag: &str, path: &Path) -> Result<()> {
+    let existed = path.symlink_metadata().is_ok();
+    let opened = if existed {
+        OpenOptions::new().write(true).open(path)
+    } else {
+        OpenOptions::new().write(true).create_new(true).open(path)
+    };
+    match opened {
+        Ok(file) => {
+            drop(file);
+            if !existed {
+                std::fs::remove_file(path).with_context(|| {
+                    format!("{flag}: could not remove the test file {}", path.display())
+                })?;
+            }
+            Ok(())
+        }
+        Err(e) => bail!(
+            "{flag}: cannot write {} ({e}): choose a path in a writable folder; nothing was \
+             measured",
+            path.display()
+        ),
+    }
+}
+
+/// The command line of this run, for the documents (arguments with spaces quoted).
+fn command_line() -> String {
+    let mut words = vec!["paraes".to_string()];
+    for arg in std::env::args_os().skip(1) {
+        let arg = arg.to_string_lossy().into_owned();
+        if arg.is_empty() || arg.contains(char::is_whitespace) {
+            words.push(format!("'{arg}'"));
+        } else {
+            words.push(arg);
+        }
+    }
+    words.join(" ")
+}
+
+/// `paraes bench --from-json FILE`: the markdown summary of an earlier run; --plot and --csv
+/// redraw and rewrite it.
+fn from_json(args: &BenchArgs, path: &Path) -> Result<()> {
+    for (flag, out) in [("--plot", &args.plot), ("--csv", &args.csv)] {
+        if let Some(out) = out {
+            check_output(flag, out)?;
+        }
+    }
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--from-json: cannot read {}", path.display()))?;
+    let doc = Document::from_json(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    print!("{}", summary::markdown(&doc, 4));
+    if let Some(out) = &args.csv {
+        write_file(out, &doc.csv())?;
+    }
+    if let Some(out) = &args.plot {
+        plot::svg(&doc.rows, out).map_err(|e| anyhow!(e))?;
+    }
+    Ok(())
+}
+
 /// `paraes bench`.
 pub fn run(args: &BenchArgs) -> Result<()> {
+    if let Some(path) = &args.from_json {
+        return from_json(args, path);
+    }
+    let date = utc_now();
+    let mut machine = Machine::detect();
     let modes = parse_modes(&args.mode)?;
     let bits = parse_bits(&args.bits)?;
     let default_sizes = if args.quick {
@@ -85,8 +221,15 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             return Err(usage(format!("ECB works on whole 16-byte blocks, but --sizes has {bad} bytes: use multiples of 16")));
         }
     }
-    // clap accepts only "openssl".
-    let openssl_baseline = args.baseline.is_some();
+    let names = engines::bench_engine_names(&args.backend)?;
+    let impls = parse_impls(&args.aes_impl, &names, &args.backend)?;
+    // clap accepts only "openssl" and "none".
+    let baseline = match args.baseline.as_deref() {
+        Some("openssl") => Baseline::Required,
+        Some(_) => Baseline::Off,
+        None if args.quick => Baseline::Off,
+        None => Baseline::IfInstalled,
+    };
     let mut timing = if args.quick {
         Timing::QUICK
     } else {
@@ -95,15 +238,48 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     if let Some(repeat) = args.repeat {
         timing.repeats = repeat as usize;
     }
+    let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
+    for (flag, path) in [
+        ("--json", &args.json),
+        ("--csv", &args.csv),
+        ("--plot", &args.plot),
+    ] {
+        match path {
+            Some(path) if !(flag == "--json" && json_to_stdout) => check_output(flag, path)?,
+            _ => {}
+        }
+    }
+    let openssl_version = match baseline {
+        Baseline::Off => None,
+        _ => match openssl::version() {
+            Ok(version) => Some(version),
+            Err(e) if baseline == Baseline::Required => {
+                bail!("--baseline openssl: {e}, or leave out --baseline")
+            }
+            Err(OpensslError::Missing) => {
+                eprintln!("paraes: bench: openssl is not installed: no baseline rows");
+                None
+            }
+            Err(e) => {
+                eprintln!("paraes: bench: no baseline rows: {e}");
+                None
+            }
+        },
+    };
     let engines = engines::bench_engines(
         &args.backend,
         args.threads.map(|t| t as usize),
+        &impls,
         &args.engine,
     )?;
-    let present: Vec<(&str, &dyn Engine)> = engines
+    let present: Vec<(&str, &str, &dyn Engine)> = engines
         .iter()
         .filter_map(|e| match e {
-            BenchEngine::Present { label, engine } => Some((*label, engine.as_ref())),
+            BenchEngine::Present {
+                label,
+                implementation,
+                engine,
+            } => Some((*label, implementation.as_str(), engine.as_ref())),
             BenchEngine::Absent { .. } => None,
         })
         .collect();
@@ -117,6 +293,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     for (label, reason) in &absent {
         eprintln!("paraes: bench: {label}: absent: {reason}");
     }
+    if let Some((_, _, gpu)) = present.iter().find(|(label, ..)| *label == "gpu") {
+        machine.gpu = Some(gpu.name());
+    }
     let e2e_sizes: Vec<usize> = if args.e2e {
         sizes.iter().copied().filter(|&s| s >= E2E_MIN).collect()
     } else {
@@ -125,8 +304,26 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     if args.e2e && e2e_sizes.is_empty() {
         eprintln!("paraes: bench: --e2e: no size of at least 1 MiB, so no whole-pipeline rows");
     }
+    // openssl runs as many processes as each CPU engine has threads.
+    let mut openssl_threads: Vec<usize> = present
+        .iter()
+        .filter(|(label, ..)| *label == report::BASELINE_ENGINE)
+        .map(|(.., engine)| engine.workers())
+        .collect();
+    openssl_threads.sort_unstable();
+    openssl_threads.dedup();
+    if openssl_threads.is_empty() {
+        openssl_threads.push(1);
+    }
+    let openssl_steps = if openssl_version.is_some() {
+        sizes.len() * openssl_threads.len()
+    } else {
+        0
+    };
 
-    let steps = modes.len() * bits.len() * present.len() * (sizes.len() + e2e_sizes.len());
+    let steps = modes.len()
+        * bits.len()
+        * (present.len() * (sizes.len() + e2e_sizes.len()) + openssl_steps);
     let bar = if std::io::stderr().is_terminal() && steps > 0 {
         let bar = ProgressBar::new(steps as u64);
         bar.set_style(
@@ -148,14 +345,14 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             let cipher = format!("AES-{bits}-{mode}");
             let runs = sizes.iter().map(|&size| (size, false));
             for (size, e2e) in runs.chain(e2e_sizes.iter().map(|&size| (size, true))) {
-                for &(label, engine) in &present {
+                for &(label, implementation, engine) in &present {
                     let label = if e2e {
                         format!("{label}-e2e")
                     } else {
                         label.to_string()
                     };
                     bar.set_message(format!(
-                        "{label} x{} {cipher} {}",
+                        "{label} {implementation} x{} {cipher} {}",
                         engine.workers(),
                         format_size(size as u64)
                     ));
@@ -167,8 +364,15 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                         measure_engine(engine, mode, &expanded, size, &timing)
                             .with_context(|| format!("{} on {cipher}", engine.name()))?
                     };
-                    let mut row =
-                        Row::new(&label, mode, bits, size as u64, engine.workers(), stats);
+                    let mut row = Row::new(
+                        &label,
+                        implementation,
+                        mode,
+                        bits,
+                        size as u64,
+                        engine.workers(),
+                        stats,
+                    );
                     // A simulator also reports the modelled machine's time for one buffer.
                     if let (Some(before), Some(after)) = (before, engine.modelled()) {
                         let work = after.since(&before);
@@ -181,104 +385,96 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                     bar.inc(1);
                 }
             }
+            // The reference, after the engines so that they do not share the CPU with it.
+            if let Some(version) = &openssl_version {
+                for &size in &sizes {
+                    for &processes in &openssl_threads {
+                        bar.set_message(format!(
+                            "openssl x{processes} {cipher} {}",
+                            format_size(size as u64)
+                        ));
+                        match openssl::speed(mode, bits, size, processes, OPENSSL_SECONDS) {
+                            Ok(rate) => {
+                                let seconds = size as f64 / rate;
+                                let stats = Stats {
+                                    median: seconds,
+                                    min: seconds,
+                                    max: seconds,
+                                };
+                                rows.push(Row::new(
+                                    report::OPENSSL_ENGINE,
+                                    version,
+                                    mode,
+                                    bits,
+                                    size as u64,
+                                    processes,
+                                    stats,
+                                ));
+                            }
+                            Err(e) if baseline == Baseline::Required => {
+                                bail!("--baseline openssl: {e}")
+                            }
+                            Err(e) => bar.suspend(|| eprintln!("paraes: bench: {e}")),
+                        }
+                        bar.inc(1);
+                    }
+                }
+            }
         }
     }
     bar.finish_and_clear();
     fill_speedups(&mut rows);
+    machine.load_after = load_average();
+    let doc = Document {
+        paraes: Paraes {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            commit: COMMIT.to_string(),
+            date,
+            command: command_line(),
+        },
+        machine,
+        rows,
+    };
 
     let mut text = String::new();
-    for (label, engine) in &present {
+    for (label, implementation, engine) in &present {
         text.push_str(&format!(
-            "{label} x{}: {}\n",
+            "{label} {implementation} x{}: {}\n",
             engine.workers(),
             engine.name()
+        ));
+    }
+    if let Some(version) = &openssl_version {
+        text.push_str(&format!(
+            "openssl: {version}, `openssl speed -evp` for {OPENSSL_SECONDS} s per cell, \
+             -multi N for N processes\n"
         ));
     }
     if !text.is_empty() {
         text.push('\n');
     }
-    text.push_str(&report::table(&rows, &absent));
-    if openssl_baseline {
-        text.push_str(&openssl_lines(&modes, &bits, &rows, &present, &timing)?);
+    text.push_str(&report::table(&doc.rows, &absent));
+    let beside = report::baseline_table(&doc.rows);
+    if !beside.is_empty() {
+        text.push_str(&format!("\nbaseline: paraes beside openssl\n\n{beside}"));
     }
 
-    let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
     if json_to_stdout {
-        print!("{}", report::json(&rows));
+        print!("{}", doc.json());
         eprint!("{text}");
     } else {
         print!("{text}");
         if let Some(path) = &args.json {
-            write_file(path, &report::json(&rows))?;
+            write_file(path, &doc.json())?;
         }
     }
     if let Some(path) = &args.csv {
-        write_file(path, &report::csv(&rows))?;
+        write_file(path, &doc.csv())?;
     }
     if let Some(path) = &args.plot {
-        plot::svg(&rows, path).map_err(|e| anyhow!(e))?;
+        plot::svg(&doc.rows, path).map_err(|e| anyhow!(e))?;
     }
     Ok(())
-}
-
-/// `openssl speed -evp` for each cipher at 16 KiB, beside the single-thread CPU engine at the
-/// same size (measured now if the sweep did not include 16 KiB).
-fn openssl_lines(
-    modes: &[Mode],
-    bits: &[u32],
-    rows: &[Row],
-    present: &[(&str, &dyn Engine)],
-    timing: &Timing,
-) -> Result<String> {
-    let mut text = format!(
-        "\nbaseline: openssl speed -evp, {} buffers, 1 second each, one thread\n",
-        format_size(OPENSSL_BYTES as u64)
-    );
-    let single = present
-        .iter()
-        .find(|(label, engine)| *label == report::BASELINE_ENGINE && engine.workers() == 1);
-    for &mode in modes {
-        for &b in bits {
-            let cipher = openssl::cipher_name(mode, b);
-            let theirs = match openssl::speed(mode, b, OPENSSL_BYTES, 1) {
-                Ok(gb) => gb,
-                Err(e) => {
-                    eprintln!("paraes: bench: {e}");
-                    text.push_str(&format!("| {cipher} | openssl: {e} |\n"));
-                    continue;
-                }
-            };
-            let ours = rows
-                .iter()
-                .find(|r| {
-                    r.engine == report::BASELINE_ENGINE
-                        && r.threads == 1
-                        && r.mode == report::mode_name(mode)
-                        && r.bits == b
-                        && r.bytes == OPENSSL_BYTES as u64
-                })
-                .map(|r| r.gb_per_s);
-            let ours = match (ours, single) {
-                (Some(gb), _) => Some(gb),
-                (None, Some((_, engine))) => {
-                    let key = bench_key(b).expand();
-                    let stats = measure_engine(*engine, mode, &key, OPENSSL_BYTES, timing)?;
-                    Some(OPENSSL_BYTES as f64 / stats.median / 1e9)
-                }
-                (None, None) => None,
-            };
-            match ours {
-                Some(ours) => text.push_str(&format!(
-                    "| {cipher} | openssl {theirs:.2} GB/s | paraes cpu x1 {ours:.2} GB/s | paraes / openssl {:.2}x |\n",
-                    ours / theirs
-                )),
-                None => text.push_str(&format!(
-                    "| {cipher} | openssl {theirs:.2} GB/s | (no cpu engine measured) |\n"
-                )),
-            }
-        }
-    }
-    Ok(text)
 }
 
 fn write_file(path: &Path, contents: &str) -> Result<()> {

@@ -492,9 +492,21 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub repeat: Option<u32>,
 
-    /// Also run this reference in the same run and print the ratio (only: openssl).
-    #[arg(long, value_name = "NAME", value_parser = ["openssl"])]
+    /// The reference measured in the same run (rows `openssl`, by `openssl speed` at every size
+    /// and thread count): openssl (required: fail without it) or none. Default: openssl when it
+    /// is installed, except with --quick.
+    #[arg(long, value_name = "NAME", value_parser = ["openssl", "none"])]
     pub baseline: Option<String>,
+
+    /// CPU AES implementations to measure, comma-separated or repeated: aesni, vaes256, vaes512,
+    /// portable, or all (every one this CPU has). Default: the fastest this CPU has.
+    #[arg(long = "impl", value_name = "LIST", value_delimiter = ',')]
+    pub aes_impl: Vec<String>,
+
+    /// Measure nothing: read a document written by --json and print its markdown summary (and
+    /// redraw --plot, rewrite --csv).
+    #[arg(long, value_name = "FILE")]
+    pub from_json: Option<PathBuf>,
 
     /// Write the rows as JSON to PATH ("-": standard output, and the table goes to stderr).
     #[arg(long, value_name = "PATH")]

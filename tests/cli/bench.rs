@@ -1,10 +1,17 @@
-//! `paraes bench`: the --quick JSON is complete and sane, absent engines are reported, and bad
-//! arguments fail with one clear line.
+//! `paraes bench`: the --quick JSON document is complete and sane (what measured, on what
+//! machine, with which implementation per row), absent engines are reported, --impl measures
+//! what this CPU has and refuses the rest, outputs that cannot be written fail before anything
+//! is measured, the openssl baseline gives rows, and bad arguments fail with one clear line.
 
-use crate::common::{assert_success, assert_usage_error, Scratch};
+use std::time::{Duration, Instant};
 
-const KEYS: [&str; 14] = [
+use paraes_core::AesImpl;
+
+use crate::common::{assert_error, assert_success, assert_usage_error, Scratch};
+
+const KEYS: [&str; 15] = [
     "engine",
+    "implementation",
     "mode",
     "bits",
     "bytes",
@@ -31,9 +38,41 @@ fn quick_json_is_complete_and_sane() {
     let scratch = Scratch::new();
     let output = scratch.run(&["bench", "--quick", "--json", "-"]);
     let err = assert_success(&output, "bench --quick --json -");
-    let rows: serde_json::Value =
+    let doc: serde_json::Value =
         serde_json::from_slice(&output.stdout).expect("standard output is JSON");
-    let rows = rows.as_array().expect("a JSON array");
+    assert_eq!(doc.as_object().expect("an object").len(), 3, "{doc}");
+    let commit = doc["paraes"]["commit"].as_str().expect("a commit");
+    assert!(
+        commit == "unknown" || commit.len() >= 12,
+        "commit '{commit}'"
+    );
+    assert_eq!(doc["paraes"]["version"], env!("CARGO_PKG_VERSION"));
+    assert!(doc["paraes"]["date"].as_str().unwrap().ends_with('Z'));
+    assert!(doc["paraes"]["command"]
+        .as_str()
+        .unwrap()
+        .contains("bench --quick --json -"));
+    let machine = &doc["machine"];
+    for key in [
+        "cpu",
+        "logical_cpus",
+        "cpu_flags",
+        "os",
+        "kernel",
+        "load_before",
+    ] {
+        assert!(!machine[key].is_null(), "machine.{key} missing: {machine}");
+    }
+    let fastest = AesImpl::detect().name();
+    assert_eq!(
+        machine["aes_implementations"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap(),
+        AesImpl::fastest().name()
+    );
+    let rows = doc["rows"].as_array().expect("rows: a JSON array");
     assert!(!rows.is_empty(), "no rows; stderr: {err}");
     let mut threads_seen = Vec::new();
     let mut simulated = 0;
@@ -58,8 +97,11 @@ fn quick_json_is_complete_and_sane() {
         let expected = row["bytes"].as_f64().unwrap() / median / 1e9;
         assert!((gb - expected).abs() <= 1e-9 * expected, "{row}");
         assert!((number(row, "gbps") - 8.0 * gb).abs() <= 1e-9 * gb, "{row}");
+        let implementation = row["implementation"].as_str().expect("implementation");
         match row["engine"].as_str().expect("engine") {
             "cpu" => {
+                // Without --impl: the implementation paraes picks on this CPU.
+                assert_eq!(implementation, fastest, "{row}");
                 threads_seen.push(threads);
                 let speedup = number(row, "speedup");
                 let efficiency = number(row, "efficiency");
@@ -75,6 +117,7 @@ fn quick_json_is_complete_and_sane() {
             }
             // The simulator: the modelled SW26010's time beside the host's, no host speedup.
             "sunway-sim" => {
+                assert_eq!(implementation, "sunway-sim/pipelined", "{row}");
                 simulated += 1;
                 assert_eq!(threads, 256, "4 core groups x 64 CPEs: {row}");
                 let (sim_seconds, sim_gbps) = (number(row, "sim_seconds"), number(row, "sim_gbps"));
@@ -142,11 +185,30 @@ fn csv_and_plot_files_are_written() {
     assert!(!err.contains("absent"), "only cpu was asked for: {err}");
     let table = String::from_utf8_lossy(&output.stdout);
     assert!(
-        table.contains("| cpu | ecb | 128 | 64 KiB | 1 |"),
+        table.contains(&format!(
+            "| cpu | {} | ecb | 128 | 64 KiB | 1 |",
+            AesImpl::detect()
+        )),
         "{table}"
     );
     let csv = String::from_utf8(scratch.read("rows.csv")).unwrap();
-    let lines: Vec<&str> = csv.lines().collect();
+    // The document facts first, as `# key: value` lines, then the header and the rows.
+    let facts: Vec<&str> = csv.lines().take_while(|l| l.starts_with("# ")).collect();
+    for key in [
+        "paraes_version",
+        "paraes_commit",
+        "date",
+        "command",
+        "cpu",
+        "cpu_flags",
+        "kernel",
+    ] {
+        assert!(
+            facts.iter().any(|l| l.starts_with(&format!("# {key}: "))),
+            "no {key} in {facts:?}"
+        );
+    }
+    let lines: Vec<&str> = csv.lines().skip(facts.len()).collect();
     assert_eq!(lines[0], KEYS.join(","));
     assert_eq!(lines.len(), 1 + 4, "{csv}");
     let svg = String::from_utf8(scratch.read("plot.svg")).unwrap();
@@ -167,10 +229,250 @@ fn bad_arguments_are_usage_errors_in_one_line() {
         (&["bench", "--mode", "cbc"][..], "'cbc' is not a mode"),
         (&["bench", "--bits", "512"][..], "--bits"),
         (&["bench", "--baseline", "libsodium"][..], "openssl"),
+        (
+            &["bench", "--impl", "aes-ni"][..],
+            "aesni, vaes256, vaes512, portable",
+        ),
+        (
+            &["bench", "--backend", "sunway-sim", "--impl", "portable"][..],
+            "no cpu engine",
+        ),
         (&["bench", "--mode", "ecb", "--sizes", "100"][..], "16"),
     ] {
         let what = args.join(" ");
         let message = assert_usage_error(&scratch.run(args), &what);
         assert!(message.contains(needle), "{what}: {message}");
     }
+}
+
+/// The JSON document of a short CPU-only run (4 KiB, one sample, no openssl unless `extra`
+/// asks) with `extra` arguments; and its standard error.
+fn cpu_run(scratch: &Scratch, extra: &[&str]) -> (serde_json::Value, String) {
+    let mut args = vec!["bench", "--backend", "cpu", "--repeat", "1", "--json", "-"];
+    if !extra.contains(&"--sizes") {
+        args.extend(["--sizes", "4KiB"]);
+    }
+    if !extra.contains(&"--baseline") {
+        args.extend(["--baseline", "none"]);
+    }
+    args.extend_from_slice(extra);
+    let output = scratch.run(&args);
+    let err = assert_success(&output, &args.join(" "));
+    let doc = serde_json::from_slice(&output.stdout).expect("standard output is JSON");
+    (doc, err)
+}
+
+#[test]
+fn impl_measures_each_implementation_this_cpu_has_and_refuses_the_others() {
+    let scratch = Scratch::new();
+    for imp in AesImpl::ALL {
+        let name = imp.name();
+        let args = [
+            "bench",
+            "--backend",
+            "cpu",
+            "--sizes",
+            "4KiB",
+            "--repeat",
+            "1",
+        ];
+        if imp.is_available() {
+            let (doc, _) = cpu_run(&scratch, &["--impl", name, "--threads", "1"]);
+            let rows = doc["rows"].as_array().unwrap();
+            assert_eq!(rows.len(), 1, "{doc}");
+            assert_eq!(rows[0]["implementation"], name, "{doc}");
+        } else {
+            let output = scratch.run(&[&args[..], &["--impl", name]].concat());
+            let message = assert_usage_error(&output, &format!("--impl {name}"));
+            assert!(
+                message.contains(&format!("--impl {name}: this CPU")),
+                "{message}"
+            );
+            let missing = imp.missing_features();
+            assert!(message.contains(missing[0]), "{message}");
+            assert!(message.contains("use portable"), "{message}");
+        }
+    }
+    // The whole ladder in one run, each implementation with its own one-thread speedup base.
+    let (doc, _) = cpu_run(&scratch, &["--impl", "all", "--threads", "1"]);
+    let measured: Vec<&str> = doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["implementation"].as_str().unwrap())
+        .collect();
+    let available: Vec<&str> = AesImpl::available().iter().map(|i| i.name()).collect();
+    assert_eq!(measured, available);
+}
+
+#[test]
+fn unwritable_outputs_fail_before_measuring() {
+    let scratch = Scratch::new();
+    std::fs::create_dir(scratch.path("a-folder")).unwrap();
+    for (flag, path) in [
+        ("--plot", "no-such-folder/plot.svg"),
+        ("--csv", "a-folder"),
+        ("--json", "no-such-folder/rows.json"),
+    ] {
+        // The default sweep (up to 256 MiB, every engine) would take minutes: a quick failure
+        // shows that nothing was measured.
+        let start = Instant::now();
+        let output = scratch.run(&["bench", flag, path]);
+        let message = assert_error(&output, &format!("bench {flag} {path}"));
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{flag}: took {:?}",
+            start.elapsed()
+        );
+        assert!(
+            message.contains(flag) && message.contains("nothing was measured"),
+            "{message}"
+        );
+        assert!(output.stdout.is_empty(), "{flag}: a table was printed");
+    }
+    assert!(!scratch.exists("no-such-folder"));
+    // A good path next to a bad one: the check leaves no empty file behind.
+    let output = scratch.run(&[
+        "bench",
+        "--csv",
+        "rows.csv",
+        "--plot",
+        "no-such-folder/p.svg",
+    ]);
+    assert_error(&output, "--csv good --plot bad");
+    assert!(
+        !scratch.exists("rows.csv"),
+        "the check left rows.csv behind"
+    );
+}
+
+#[test]
+fn openssl_baseline_gives_rows_at_each_size_and_thread_count() {
+    let scratch = Scratch::new();
+    let has_openssl = std::process::Command::new("openssl")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_openssl {
+        let output = scratch.run(&["bench", "--backend", "cpu", "--baseline", "openssl"]);
+        let message = assert_error(&output, "--baseline openssl without openssl");
+        assert!(message.contains("openssl is not installed"), "{message}");
+        return;
+    }
+    let (doc, err) = cpu_run(
+        &scratch,
+        &[
+            "--sizes",
+            "1KiB,16KiB",
+            "--threads",
+            "2",
+            "--baseline",
+            "openssl",
+        ],
+    );
+    let rows = doc["rows"].as_array().unwrap();
+    let openssl: Vec<&serde_json::Value> =
+        rows.iter().filter(|r| r["engine"] == "openssl").collect();
+    let cpu_threads: std::collections::BTreeSet<u64> = rows
+        .iter()
+        .filter(|r| r["engine"] == "cpu")
+        .map(|r| r["threads"].as_u64().unwrap())
+        .collect();
+    assert_eq!(openssl.len(), 2 * cpu_threads.len(), "{doc}");
+    for row in &openssl {
+        assert!(
+            row["implementation"]
+                .as_str()
+                .unwrap()
+                .starts_with("openssl-"),
+            "{row}"
+        );
+        assert!(number(row, "gb_per_s") > 0.01, "{row}");
+        assert!(row["speedup"].is_null(), "{row}");
+        assert!(
+            cpu_threads.contains(&row["threads"].as_u64().unwrap()),
+            "{row}"
+        );
+    }
+    assert!(
+        err.contains("paraes / openssl"),
+        "no comparison table: {err}"
+    );
+}
+
+#[test]
+fn without_openssl_the_default_goes_on_and_an_explicit_baseline_fails() {
+    let scratch = Scratch::new();
+    let empty = scratch.path("empty-bin");
+    std::fs::create_dir(&empty).unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "bench",
+            "--backend",
+            "cpu",
+            "--sizes",
+            "1KiB",
+            "--repeat",
+            "1",
+        ];
+        args.extend_from_slice(extra);
+        scratch.command(&args).env("PATH", &empty).output().unwrap()
+    };
+    let output = run(&["--json", "-"]);
+    let err = assert_success(&output, "bench without openssl on PATH");
+    assert!(
+        err.contains("paraes: bench: openssl is not installed"),
+        "{err}"
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["engine"] == "cpu"));
+    let message = assert_error(
+        &run(&["--baseline", "openssl"]),
+        "--baseline openssl, no openssl",
+    );
+    assert!(message.contains("openssl is not installed"), "{message}");
+}
+
+#[test]
+fn from_json_summarises_and_redraws_an_earlier_run() {
+    let scratch = Scratch::new();
+    let output = scratch.run(&[
+        "bench",
+        "--backend",
+        "cpu",
+        "--sizes",
+        "1KiB,4KiB",
+        "--repeat",
+        "2",
+        "--threads",
+        "2",
+        "--baseline",
+        "none",
+        "--json",
+        "run.json",
+    ]);
+    assert_success(&output, "bench --json run.json");
+    let output = scratch.run(&["bench", "--from-json", "run.json", "--plot", "again.svg"]);
+    assert_success(&output, "bench --from-json");
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.contains("| paraes | "), "{text}");
+    assert!(text.contains("AES-128-CTR: throughput, GB/s"), "{text}");
+    assert!(
+        text.contains(&format!("| size | cpu {} x1 |", AesImpl::detect())),
+        "{text}"
+    );
+    assert!(text.contains("| 4 KiB | "), "{text}");
+    assert!(String::from_utf8(scratch.read("again.svg"))
+        .unwrap()
+        .starts_with("<svg"));
+    scratch.write("bad.json", b"[]");
+    let message = assert_error(
+        &scratch.run(&["bench", "--from-json", "bad.json"]),
+        "bad json",
+    );
+    assert!(message.contains("paraes bench --json"), "{message}");
 }

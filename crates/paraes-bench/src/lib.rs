@@ -1,14 +1,20 @@
 //! paraes-bench: measures engines through the [`paraes_core::Engine`] seam (and, optionally, the
-//! whole file pipeline) and reports the figures as a table, CSV, JSON and an SVG plot.
+//! whole file pipeline), takes the openssl reference, and reports the figures with what measured
+//! them: a table, CSV, JSON, a markdown summary and an SVG plot.
 #![deny(missing_docs)]
 
+pub mod document;
+pub mod machine;
 pub mod measure;
 pub mod openssl;
 pub mod plot;
 pub mod report;
 pub mod sizes;
 pub mod stats;
+pub mod summary;
 
+pub use document::{Document, Paraes};
+pub use machine::Machine;
 pub use measure::{measure_e2e, measure_engine, Timing};
 pub use report::{fill_speedups, Row};
 pub use sizes::parse_sizes;

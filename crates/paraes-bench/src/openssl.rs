@@ -1,53 +1,117 @@
-//! The `--baseline openssl` reference: `openssl speed -evp` for the same cipher, in the same run.
+//! The openssl reference: `openssl speed -mr -evp aes-BITS-MODE -bytes N [-multi T]` for the same
+//! ciphers, sizes and thread counts as the sweep, in the same run, read from openssl's
+//! machine-readable (`-mr`) output.
 
 use std::process::Command;
 
 use paraes_core::Mode;
 
-/// The `openssl speed` cipher name, e.g. `aes-128-ctr`.
-pub fn cipher_name(mode: Mode, bits: u32) -> String {
-    let mode = match mode {
-        Mode::Ctr => "ctr",
-        Mode::Ecb => "ecb",
-    };
-    format!("aes-{bits}-{mode}")
+/// Why `openssl speed` gave no figure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpensslError {
+    /// No `openssl` on PATH.
+    Missing,
+    /// openssl ran but failed or printed nothing readable; the text says what.
+    Failed(String),
 }
 
-/// Runs `openssl speed -evp aes-BITS-MODE -bytes BYTES -seconds SECONDS` and returns its
-/// throughput in GB/s (1e9 bytes/s). The error is one line, e.g. when openssl is absent.
-pub fn speed(mode: Mode, bits: u32, bytes: usize, seconds: u32) -> Result<f64, String> {
-    let cipher = cipher_name(mode, bits);
+impl std::fmt::Display for OpensslError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpensslError::Missing => f.write_str(
+                "openssl is not installed (no `openssl` on PATH): install it for the baseline",
+            ),
+            OpensslError::Failed(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for OpensslError {}
+
+/// The `openssl speed` cipher name, e.g. `aes-128-ctr`.
+pub fn cipher_name(mode: Mode, bits: u32) -> String {
+    format!("aes-{bits}-{}", mode.lower())
+}
+
+fn run(args: &[&str]) -> Result<String, OpensslError> {
     let output = Command::new("openssl")
-        .args(["speed", "-evp", &cipher, "-bytes", &bytes.to_string()])
-        .args(["-seconds", &seconds.to_string()])
+        .args(args)
         .output()
         .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => {
-                "openssl is not installed (no `openssl` on PATH): no baseline".to_string()
-            }
-            _ => format!("could not run openssl: {e}"),
+            std::io::ErrorKind::NotFound => OpensslError::Missing,
+            _ => OpensslError::Failed(format!("could not run openssl: {e}")),
         })?;
     if !output.status.success() {
         let err = String::from_utf8_lossy(&output.stderr);
-        let first = err.lines().next().unwrap_or("").trim();
-        return Err(format!("openssl speed -evp {cipher} failed: {first}"));
+        let first = err.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        return Err(OpensslError::Failed(format!(
+            "openssl {} failed: {}",
+            args.join(" "),
+            first.trim()
+        )));
     }
-    parse_speed(&String::from_utf8_lossy(&output.stdout), &cipher)
-        .ok_or_else(|| format!("could not read the openssl speed output for {cipher}"))
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-/// Reads the GB/s of `cipher` from `openssl speed` output: the line that starts with the cipher
-/// name ends with the throughput in thousands of bytes per second, e.g. `9450123.45k`.
+/// The implementation name of the openssl rows: `openssl-VERSION` (e.g. `openssl-3.0.20`), from
+/// `openssl version`.
+pub fn version() -> Result<String, OpensslError> {
+    let text = run(&["version"])?;
+    let mut words = text.split_whitespace();
+    let (name, version) = (words.next(), words.next());
+    match (name, version) {
+        (Some(name), Some(version)) => Ok(format!("{}-{version}", name.to_ascii_lowercase())),
+        _ => Err(OpensslError::Failed(format!(
+            "could not read `openssl version`: '{}'",
+            text.trim()
+        ))),
+    }
+}
+
+/// Runs `openssl speed -mr -evp aes-BITS-MODE -bytes BYTES -seconds SECONDS` (with
+/// `-multi PROCESSES` when more than one) and returns the total throughput of all processes in
+/// bytes per second.
+pub fn speed(
+    mode: Mode,
+    bits: u32,
+    bytes: usize,
+    processes: usize,
+    seconds: u32,
+) -> Result<f64, OpensslError> {
+    let cipher = cipher_name(mode, bits);
+    let (bytes, seconds, multi) = (
+        bytes.to_string(),
+        seconds.max(1).to_string(),
+        processes.to_string(),
+    );
+    let mut args = vec!["speed", "-mr", "-seconds", &seconds, "-bytes", &bytes];
+    if processes > 1 {
+        args.extend(["-multi", &multi]);
+    }
+    args.extend(["-evp", &cipher]);
+    let stdout = run(&args)?;
+    parse_speed(&stdout, &cipher).ok_or_else(|| {
+        OpensslError::Failed(format!(
+            "could not read the output of `openssl {}`: no +F line for {cipher}",
+            args.join(" ")
+        ))
+    })
+}
+
+/// Reads the bytes per second of `cipher` from `openssl speed -mr` output: the last line
+/// `+F:INDEX:NAME:RATE...` whose NAME is the cipher (any case). With `-multi` the children's
+/// lines are echoed as `Got: +F:... from N` and the parent's own `+F` line (the sum) comes last;
+/// with one size there is one rate, with several the last is taken.
 pub fn parse_speed(stdout: &str, cipher: &str) -> Option<f64> {
     stdout.lines().rev().find_map(|line| {
-        let mut fields = line.split_whitespace();
-        let name = fields.next()?;
-        if !name.eq_ignore_ascii_case(cipher) {
+        let rest = line.trim().strip_prefix("+F:")?;
+        let mut fields = rest.split(':');
+        let _index = fields.next()?;
+        if !fields.next()?.trim().eq_ignore_ascii_case(cipher) {
             return None;
         }
-        let last = fields.last()?;
-        let kilo: f64 = last.strip_suffix('k')?.parse().ok()?;
-        Some(kilo * 1e3 / 1e9)
+        let rate: f64 = fields.next_back()?.trim().parse().ok()?;
+        (rate.is_finite() && rate > 0.0).then_some(rate)
     })
 }
 
@@ -56,12 +120,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_openssl_3_output() {
-        let out = "version: 3.0.19\nThe 'numbers' are in 1000s of bytes per second processed.\n\
-                   type          16384 bytes\nAES-128-CTR    9450123.45k\n";
-        let gb = parse_speed(out, "aes-128-ctr").unwrap();
-        assert!((gb - 9.45012345).abs() < 1e-9, "{gb}");
-        assert_eq!(parse_speed(out, "aes-256-ctr"), None);
+    fn parses_single_and_multi_process_output() {
+        let single = "+DT:AES-128-CTR:1:16384\n+R:412130:AES-128-CTR:0.890000\n+H:16384\n\
+                      +F:25:AES-128-CTR:7586896539.33\n";
+        assert_eq!(parse_speed(single, "aes-128-ctr"), Some(7586896539.33));
+        assert_eq!(parse_speed(single, "aes-256-ctr"), None);
+        let multi = "Forked child 0\nForked child 1\nGot: +H:1024 from 0\n\
+                     Got: +F:25:AES-128-ECB:4353863680.00 from 0\nGot: +H:1024 from 1\n\
+                     Got: +F:25:AES-128-ECB:4352602112.00 from 1\n\
+                     +F:25:AES-128-ECB:8706465792.00\n";
+        assert_eq!(parse_speed(multi, "aes-128-ecb"), Some(8706465792.0));
+        // Several sizes on one line: the last rate.
+        assert_eq!(
+            parse_speed("+F:3:aes-256-ctr:1.5:2.5\n", "AES-256-CTR"),
+            Some(2.5)
+        );
+        assert_eq!(parse_speed("+F:3:aes-256-ctr:nan\n", "aes-256-ctr"), None);
+        assert_eq!(parse_speed("garbage\n", "aes-256-ctr"), None);
         assert_eq!(cipher_name(Mode::Ecb, 256), "aes-256-ecb");
+    }
+
+    #[test]
+    fn measures_when_openssl_is_installed() {
+        match speed(Mode::Ctr, 128, 4096, 1, 1) {
+            Ok(rate) => {
+                assert!(rate > 1e6, "{rate} B/s");
+                assert!(version().unwrap().starts_with("openssl-"));
+            }
+            Err(OpensslError::Missing) => assert_eq!(version(), Err(OpensslError::Missing)),
+            Err(e) => panic!("{e}"),
+        }
     }
 }

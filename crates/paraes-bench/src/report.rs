@@ -2,18 +2,25 @@
 //! schema in docs/BENCH.md).
 
 use paraes_core::Mode;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::stats::Stats;
 
 /// The engine label of the single-thread CPU engine, the baseline of `speedup`.
 pub const BASELINE_ENGINE: &str = "cpu";
 
+/// The engine label of the `openssl speed` reference rows.
+pub const OPENSSL_ENGINE: &str = "openssl";
+
 /// One measurement: an engine on one mode, key size and buffer size.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Row {
-    /// Engine label (`cpu`, `gpu`, `mpi`, `sunway-sim`; `cpu-e2e` for the whole file pipeline).
+    /// Engine label (`cpu`, `gpu`, `sunway-sim`, `openssl`; `cpu-e2e` for the whole file
+    /// pipeline).
     pub engine: String,
+    /// What did the work: the CPU AES implementation (`vaes512`, `vaes256`, `aesni`,
+    /// `portable`), the GPU kernel variant, `sunway-sim/<variant>`, `openssl-<version>`.
+    pub implementation: String,
     /// `ctr` or `ecb`.
     pub mode: String,
     /// AES key size: 128, 192 or 256.
@@ -44,8 +51,9 @@ pub struct Row {
 }
 
 /// The column names, in order, of the CSV (and the keys of each JSON object).
-pub const COLUMNS: [&str; 14] = [
+pub const COLUMNS: [&str; 15] = [
     "engine",
+    "implementation",
     "mode",
     "bits",
     "bytes",
@@ -71,8 +79,10 @@ pub fn mode_name(mode: Mode) -> &'static str {
 
 impl Row {
     /// A row for `stats` (seconds per call of `bytes`), without speedup (see [`fill_speedups`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         engine: &str,
+        implementation: &str,
         mode: Mode,
         bits: u32,
         bytes: u64,
@@ -82,6 +92,7 @@ impl Row {
         let throughput = paraes_core::Throughput::new(bytes, stats.median);
         Row {
             engine: engine.to_string(),
+            implementation: implementation.to_string(),
             mode: mode_name(mode).to_string(),
             bits,
             bytes,
@@ -99,20 +110,38 @@ impl Row {
     }
 }
 
-/// Sets `speedup` and `efficiency` of every row that has a baseline row (engine `cpu`, one
-/// thread, same mode, bits and bytes), except simulator rows (those with `sim_seconds`).
+/// Sets `speedup` and `efficiency` of every row that has a baseline row: the one-thread `cpu`
+/// row of the same mode, bits and bytes, and of the same implementation for rows of a CPU
+/// implementation (`cpu`, `cpu-e2e`), the fastest such row for other engines. Simulator rows
+/// (those with `sim_seconds`) and `openssl` rows get none.
 pub fn fill_speedups(rows: &mut [Row]) {
-    let baselines: Vec<(String, u32, u64, f64)> = rows
+    let baselines: Vec<(String, String, u32, u64, f64)> = rows
         .iter()
         .filter(|r| r.engine == BASELINE_ENGINE && r.threads == 1)
-        .map(|r| (r.mode.clone(), r.bits, r.bytes, r.seconds))
+        .map(|r| {
+            let imp = r.implementation.clone();
+            (imp, r.mode.clone(), r.bits, r.bytes, r.seconds)
+        })
         .collect();
-    // A simulator's host time says nothing about the machine it models: no speedup for it.
-    for row in rows.iter_mut().filter(|r| r.sim_seconds.is_none()) {
-        let base = baselines
+    // A simulator's host time says nothing about the machine it models, and openssl is the
+    // reference, not a parallel engine of paraes: no speedup for them.
+    for row in rows
+        .iter_mut()
+        .filter(|r| r.sim_seconds.is_none() && r.engine != OPENSSL_ENGINE)
+    {
+        let same_cell = baselines
             .iter()
-            .find(|(m, b, n, _)| *m == row.mode && *b == row.bits && *n == row.bytes);
-        if let Some((_, _, _, base_seconds)) = base {
+            .filter(|(_, m, b, n, _)| *m == row.mode && *b == row.bits && *n == row.bytes);
+        let cpu_row = baselines.iter().any(|(imp, ..)| *imp == row.implementation);
+        let base = if cpu_row {
+            same_cell
+                .filter(|(imp, ..)| *imp == row.implementation)
+                .map(|(.., s)| *s)
+                .next()
+        } else {
+            same_cell.map(|(.., s)| *s).reduce(f64::min)
+        };
+        if let Some(base_seconds) = base {
             let speedup = base_seconds / row.seconds;
             row.speedup = Some(speedup);
             row.efficiency = Some(speedup / row.threads.max(1) as f64);
@@ -158,13 +187,14 @@ fn opt(value: Option<f64>, digits: usize) -> String {
 /// A markdown table of `rows`, then a note line for each absent engine (`label`, `reason`).
 pub fn table(rows: &[Row], absent: &[(String, String)]) -> String {
     let mut out = String::from(
-        "| engine | mode | bits | size | threads | median | min | max | GB/s | Gbps | speedup | efficiency | simulated | sim Gbps |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| engine | implementation | mode | bits | size | threads | median | min | max | GB/s | Gbps | speedup | efficiency | simulated | sim Gbps |\n\
+         |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in rows {
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.2} | {:.2} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.2} | {:.2} | {} | {} | {} | {} |\n",
             r.engine,
+            r.implementation,
             r.mode,
             r.bits,
             format_size(r.bytes),
@@ -187,6 +217,46 @@ pub fn table(rows: &[Row], absent: &[(String, String)]) -> String {
     out
 }
 
+/// A markdown table of paraes beside openssl: for each `openssl` row, the fastest `cpu` row of
+/// the same mode, bits, bytes and threads, and the ratio. Empty when there are no openssl rows.
+pub fn baseline_table(rows: &[Row]) -> String {
+    let mut out = String::new();
+    for o in rows.iter().filter(|r| r.engine == OPENSSL_ENGINE) {
+        if out.is_empty() {
+            out.push_str(
+                "| cipher | size | threads | openssl GB/s | paraes cpu GB/s | implementation | paraes / openssl |\n\
+                 |---|---:|---:|---:|---:|---|---:|\n",
+            );
+        }
+        let ours = rows
+            .iter()
+            .filter(|r| {
+                r.engine == BASELINE_ENGINE
+                    && r.mode == o.mode
+                    && r.bits == o.bits
+                    && r.bytes == o.bytes
+                    && r.threads == o.threads
+            })
+            .max_by(|a, b| a.gb_per_s.total_cmp(&b.gb_per_s));
+        let cipher = format!("AES-{}-{}", o.bits, o.mode.to_ascii_uppercase());
+        let (gb, imp, ratio) = match ours {
+            Some(r) => (
+                format!("{:.2}", r.gb_per_s),
+                r.implementation.as_str(),
+                format!("{:.2}x", r.gb_per_s / o.gb_per_s),
+            ),
+            None => ("-".into(), "-", "-".into()),
+        };
+        out.push_str(&format!(
+            "| {cipher} | {} | {} | {:.2} | {gb} | {imp} | {ratio} |\n",
+            format_size(o.bytes),
+            o.threads,
+            o.gb_per_s
+        ));
+    }
+    out
+}
+
 fn csv_field(text: &str) -> String {
     if text.contains([',', '"', '\n']) {
         format!("\"{}\"", text.replace('"', "\"\""))
@@ -199,13 +269,16 @@ fn csv_opt(value: Option<f64>) -> String {
     value.map_or_else(String::new, |v| v.to_string())
 }
 
-/// CSV with a header line of [`COLUMNS`]; absent optional values are empty fields.
+/// The rows as CSV: a header line of [`COLUMNS`], then one line per row; absent optional values
+/// are empty fields. (A whole document adds `# key: value` lines first: see
+/// [`crate::document::Document::csv`].)
 pub fn csv(rows: &[Row]) -> String {
     let mut out = COLUMNS.join(",");
     out.push('\n');
     for r in rows {
         let fields = [
             csv_field(&r.engine),
+            csv_field(&r.implementation),
             csv_field(&r.mode),
             r.bits.to_string(),
             r.bytes.to_string(),
@@ -226,13 +299,6 @@ pub fn csv(rows: &[Row]) -> String {
     out
 }
 
-/// A JSON array of row objects (keys: [`COLUMNS`]; absent optional values are `null`).
-pub fn json(rows: &[Row]) -> String {
-    let mut text = serde_json::to_string_pretty(rows).expect("rows serialize");
-    text.push('\n');
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,9 +310,9 @@ mod tests {
             max: m * 1.1,
         };
         let mut rows = vec![
-            Row::new("cpu", Mode::Ctr, 128, 1 << 20, 1, s(1e-4)),
-            Row::new("cpu", Mode::Ctr, 128, 1 << 20, 2, s(0.5e-4)),
-            Row::new("gpu", Mode::Ecb, 256, 1 << 20, 1, s(1e-4)),
+            Row::new("cpu", "vaes512", Mode::Ctr, 128, 1 << 20, 1, s(1e-4)),
+            Row::new("cpu", "vaes512", Mode::Ctr, 128, 1 << 20, 2, s(0.5e-4)),
+            Row::new("gpu", "t-tables", Mode::Ecb, 256, 1 << 20, 1, s(1e-4)),
         ];
         fill_speedups(&mut rows);
         rows
@@ -273,31 +339,54 @@ mod tests {
         for line in &lines[1..] {
             assert_eq!(line.split(',').count(), COLUMNS.len(), "{line}");
         }
-        assert!(lines[1].starts_with("cpu,ctr,128,1048576,1,"));
+        assert!(lines[1].starts_with("cpu,vaes512,ctr,128,1048576,1,"));
         assert!(lines[3].ends_with(",,,,"), "{}", lines[3]);
     }
 
     #[test]
-    fn json_objects_have_every_key() {
-        let value: serde_json::Value = serde_json::from_str(&json(&sample_rows())).unwrap();
-        let rows = value.as_array().unwrap();
-        assert_eq!(rows.len(), 3);
-        for row in rows {
-            let object = row.as_object().unwrap();
-            let keys: Vec<&str> = object.keys().map(String::as_str).collect();
-            assert_eq!(keys.len(), COLUMNS.len());
-            for column in COLUMNS {
-                assert!(object.contains_key(column), "missing {column}");
-            }
-        }
-        assert!(rows[2]["speedup"].is_null());
-        assert_eq!(rows[1]["speedup"], 2.0);
+    fn speedups_compare_like_with_like() {
+        let s = |m: f64| Stats {
+            median: m,
+            min: m,
+            max: m,
+        };
+        let mut rows = vec![
+            Row::new("cpu", "aesni", Mode::Ctr, 128, 4096, 1, s(4e-6)),
+            Row::new("cpu", "aesni", Mode::Ctr, 128, 4096, 2, s(2e-6)),
+            Row::new("cpu", "vaes512", Mode::Ctr, 128, 4096, 1, s(1e-6)),
+            Row::new("cpu", "vaes512", Mode::Ctr, 128, 4096, 2, s(1e-6)),
+            Row::new("gpu", "t-tables", Mode::Ctr, 128, 4096, 100, s(0.5e-6)),
+            Row::new(
+                OPENSSL_ENGINE,
+                "openssl-3",
+                Mode::Ctr,
+                128,
+                4096,
+                1,
+                s(2e-6),
+            ),
+        ];
+        fill_speedups(&mut rows);
+        // Each implementation against its own one-thread row; others against the fastest.
+        assert_eq!(rows[1].speedup, Some(2.0));
+        assert_eq!(rows[3].speedup, Some(1.0));
+        assert_eq!(rows[4].speedup, Some(2.0));
+        assert_eq!(rows[5].speedup, None);
+        let text = baseline_table(&rows);
+        assert!(
+            text.contains("| AES-128-CTR | 4 KiB | 1 | 2.05 | 4.10 | vaes512 | 2.00x |"),
+            "{text}"
+        );
+        assert_eq!(baseline_table(&rows[..5]), "");
     }
 
     #[test]
     fn table_lists_rows_and_absent_engines() {
         let text = table(&sample_rows(), &[("mpi".into(), "not built".into())]);
-        assert!(text.contains("| cpu | ctr | 128 | 1 MiB | 2 |"), "{text}");
+        assert!(
+            text.contains("| cpu | vaes512 | ctr | 128 | 1 MiB | 2 |"),
+            "{text}"
+        );
         assert!(text.contains("| mpi | absent: not built |"), "{text}");
     }
 

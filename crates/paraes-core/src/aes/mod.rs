@@ -85,6 +85,8 @@ impl AesImpl {
     }
 
     /// Whether this CPU supports the implementation.
+    /// (Called on every dispatch, so it tests the features directly; a test checks that it
+    /// agrees with [`AesImpl::missing_features`].)
     pub fn is_available(self) -> bool {
         match self {
             AesImpl::Portable => true,
@@ -106,6 +108,35 @@ impl AesImpl {
             #[cfg(not(target_arch = "x86_64"))]
             _ => false,
         }
+    }
+
+    /// The CPU features the implementation needs (x86 names as in /proc/cpuinfo); none for
+    /// `Portable`.
+    pub fn required_features(self) -> &'static [&'static str] {
+        match self {
+            AesImpl::Portable => &[],
+            AesImpl::AesNi => &["aes", "ssse3"],
+            AesImpl::Vaes256 => &["aes", "vaes", "avx2"],
+            AesImpl::Vaes512 => &["aes", "vaes", "avx512f", "avx512bw"],
+        }
+    }
+
+    /// The features of [`AesImpl::required_features`] this CPU lacks (all of them off x86-64),
+    /// for messages that say why an implementation cannot run.
+    pub fn missing_features(self) -> Vec<&'static str> {
+        let detected = cpu_features();
+        self.required_features()
+            .iter()
+            .copied()
+            .filter(|name| !detected.iter().any(|(n, on)| n == name && *on))
+            .collect()
+    }
+
+    /// The implementation named `name` (`portable`, `aesni`, `vaes256`, `vaes512`), any case.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|imp| imp.name().eq_ignore_ascii_case(name.trim()))
     }
 
     /// A short stable name (`portable`, `aesni`, `vaes256`, `vaes512`).
@@ -148,6 +179,26 @@ impl AesImpl {
     }
 }
 
+/// Every CPU feature paraes looks at, with whether this CPU has it (x86 names as in
+/// /proc/cpuinfo; empty off x86-64). Dispatch and reports (`paraes bench`) both read this.
+pub fn cpu_features() -> Vec<(&'static str, bool)> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        vec![
+            ("aes", is_x86_feature_detected!("aes")),
+            ("ssse3", is_x86_feature_detected!("ssse3")),
+            ("pclmulqdq", is_x86_feature_detected!("pclmulqdq")),
+            ("avx2", is_x86_feature_detected!("avx2")),
+            ("vaes", is_x86_feature_detected!("vaes")),
+            ("vpclmulqdq", is_x86_feature_detected!("vpclmulqdq")),
+            ("avx512f", is_x86_feature_detected!("avx512f")),
+            ("avx512bw", is_x86_feature_detected!("avx512bw")),
+        ]
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    Vec::new()
+}
+
 /// Whether [`FORCE_PORTABLE_ENV`] asks for the portable paths.
 fn portable_forced() -> bool {
     std::env::var(FORCE_PORTABLE_ENV).is_ok_and(|v| v == "1")
@@ -171,5 +222,20 @@ pub(crate) fn fast_polyval_available() -> bool {
 impl fmt::Display for AesImpl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn availability_agrees_with_the_feature_report() {
+        for imp in AesImpl::ALL {
+            let missing = imp.missing_features();
+            assert_eq!(imp.is_available(), missing.is_empty(), "{imp}: {missing:?}");
+            assert_eq!(AesImpl::from_name(&imp.name().to_uppercase()), Some(imp));
+        }
+        assert_eq!(AesImpl::from_name("aes-ni"), None);
     }
 }
