@@ -205,7 +205,7 @@ impl<'a, R: Read + Seek> SeekableReader<'a, R> {
         &mut self,
         start: u64,
         end: u64,
-        output: &mut impl Write,
+        output: &mut (impl Write + ?Sized),
     ) -> Result<u64, RangeError> {
         if start > end || end > self.plaintext_len {
             return Err(RangeError::OutOfBounds {
