@@ -1,11 +1,12 @@
 //! Many files in one process (`enc`/`dec` with several inputs, `--files-from`, `--recursive`
-//! or `--output-dir`, and `verify`). Small files run concurrently, one per worker thread, each
-//! on the worker's own two chunk buffers; large files run one after another through the
-//! threaded pipeline at full single-file speed. So file data takes a fixed budget (workers x 2
-//! chunks, or the pipeline's 8) whatever the number and size of the files. A file that fails
-//! is reported on one line naming it, leaves nothing behind, and the others go on; the run
-//! then fails with a count.
+//! or `--output-dir`, and `verify`). Small files run concurrently on worker threads, each on
+//! buffers no larger than its own data; large files run one after another through the
+//! threaded pipeline at full single-file speed. So file data takes a fixed budget
+//! ([`SMALL_FILE_WORKERS`] small files, or the pipeline's 8 chunks) whatever the number and
+//! size of the files. A file that fails is reported on one line naming it, leaves nothing
+//! behind, and the others go on; the run then fails with a count.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,7 +16,7 @@ use anyhow::{bail, Result};
 
 use crate::job::{self, Credentials, Reported};
 use crate::local::{self, Threads};
-use crate::output::Reach;
+use crate::output::{sync_directory, Reach};
 use crate::plan::{CryptPlan, FileJob, OutputTarget};
 use crate::progress::{FileCount, Progress, Summary};
 use crate::units::thousands;
@@ -23,6 +24,11 @@ use crate::units::thousands;
 /// Files up to this size run concurrently, each on one thread; larger ones through the
 /// pipeline, one at a time (each chunk of those is already spread over every core).
 pub const SMALL_FILE: u64 = 1 << 20;
+
+/// Small files in flight at once. Their time goes mostly to opening, syncing and linking
+/// files, not to AES, so more of them than cores keeps the storage busy; each holds at most
+/// two buffers of its file's size (so at most 32 x 2 x ~1 MiB).
+pub const SMALL_FILE_WORKERS: usize = 32;
 
 /// How one file of a run is worked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,11 +101,6 @@ pub fn total_size(files: &[PathBuf]) -> u64 {
         .sum()
 }
 
-/// Worker threads for small files: `--threads`, else one per core.
-pub fn workers(threads: Option<usize>) -> usize {
-    threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
-}
-
 /// Fails the run when any file failed: "3 of 1,000 files failed".
 pub fn outcome(count: Option<FileCount>) -> Result<()> {
     let Some(count) = count else {
@@ -141,30 +142,37 @@ pub fn run(
         .collect();
     let progress = Progress::start_many(&plan.ui, total_size(&inputs), jobs.len());
     let written = AtomicUsize::new(0);
-    let mut count = for_each_file(
-        &inputs,
-        workers(plan.engine.threads),
-        &progress,
-        |i, size| {
-            let file = &jobs[i];
-            if let (Some(dir), OutputTarget::Path { path, .. }) = (output_dir, &file.output) {
-                make_parents(dir, path)?;
-            }
-            let job = job::prepare(plan, &credentials, file, Reach::ThisMachine)?;
-            let threads = match size {
-                Size::Small => Threads::ThisThread,
-                Size::Large => Threads::Pipeline,
-            };
-            let done = local::crypt_prepared(plan, job, engine.as_ref(), threads, &progress)?;
-            written.fetch_add(done.written as usize, Ordering::Relaxed);
-            Ok(match size {
-                Size::Small => done.read,
-                // The pipeline moved the display itself.
-                Size::Large => 0,
-            })
-        },
-    );
+    let directories = Mutex::new(BTreeSet::new());
+    let mut count = for_each_file(&inputs, SMALL_FILE_WORKERS, &progress, |i, size| {
+        let file = &jobs[i];
+        if let (Some(dir), OutputTarget::Path { path, .. }) = (output_dir, &file.output) {
+            make_parents(dir, path)?;
+        }
+        let job = job::prepare(plan, &credentials, file, Reach::ThisMachine)?;
+        let threads = match size {
+            Size::Small => Threads::ThisThread,
+            Size::Large => Threads::Pipeline,
+        };
+        let done = local::crypt_prepared(
+            plan,
+            job,
+            engine.as_ref(),
+            threads,
+            &progress,
+            Some(&directories),
+        )?;
+        written.fetch_add(done.written as usize, Ordering::Relaxed);
+        Ok(match size {
+            Size::Small => done.read,
+            // The pipeline moved the display itself.
+            Size::Large => 0,
+        })
+    });
     count.failed += refused.len();
+    // The new names are durable once their directories are: each synced once, not per file.
+    for dir in directories.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        sync_directory(&dir);
+    }
     let seconds = progress.finish();
     let summary = Summary {
         command: plan.command(),

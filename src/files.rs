@@ -32,6 +32,8 @@ pub struct Skipped {
     pub special: usize,
     /// Files whose names say they are the wrong kind (`.paraes` for enc, not `.paraes` for dec).
     pub wrong_suffix: usize,
+    /// Directories that could not be listed, and why: failures of the run, which goes on.
+    pub unlisted: Vec<(PathBuf, String)>,
 }
 
 /// Reads a `--files-from` list: names separated by newlines, or by NUL with `null`; empty
@@ -64,7 +66,7 @@ pub fn gather(
     recursive: bool,
     wanted: impl Fn(&Path) -> bool,
     skipped: &mut Skipped,
-) -> Result<Vec<Found>> {
+) -> Vec<Found> {
     let mut found = Vec::new();
     for path in names {
         if recursive && path.is_dir() {
@@ -72,38 +74,49 @@ pub fn gather(
                 Some(name) => PathBuf::from(name),
                 None => PathBuf::new(),
             };
-            walk(&path, &top, &wanted, skipped, &mut found)?;
+            walk(&path, &top, &wanted, skipped, &mut found);
         } else {
             let relative = PathBuf::from(path.file_name().unwrap_or(path.as_os_str()));
             found.push(Found { path, relative });
         }
     }
-    Ok(found)
+    found
 }
 
-/// Adds the files below `dir` (whose output name is `relative`) to `found`, in name order.
+/// Adds the files below `dir` (whose output name is `relative`) to `found`, in name order; a
+/// directory that cannot be listed goes to `skipped.unlisted` and the walk goes on.
 fn walk(
     dir: &Path,
     relative: &Path,
     wanted: &impl Fn(&Path) -> bool,
     skipped: &mut Skipped,
     found: &mut Vec<Found>,
-) -> Result<()> {
-    let mut entries = fs::read_dir(dir)
-        .with_context(|| format!("cannot list the directory {}", dir.display()))?
-        .collect::<Result<Vec<_>, _>>()
-        .with_context(|| format!("cannot list the directory {}", dir.display()))?;
-    entries.sort_by_key(|entry| entry.file_name());
-    for entry in entries {
-        let path = entry.path();
-        let name = relative.join(entry.file_name());
-        let kind = entry
-            .file_type()
-            .with_context(|| format!("cannot read the type of {}", path.display()))?;
+) {
+    let listed = fs::read_dir(dir).and_then(|entries| {
+        entries
+            .map(|entry| {
+                let entry = entry?;
+                Ok((entry.file_name(), entry.path(), entry.file_type()?))
+            })
+            .collect::<std::io::Result<Vec<_>>>()
+    });
+    let mut entries = match listed {
+        Ok(entries) => entries,
+        Err(e) => {
+            skipped.unlisted.push((
+                dir.to_path_buf(),
+                format!("cannot list this directory: {e}"),
+            ));
+            return;
+        }
+    };
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    for (file_name, path, kind) in entries {
+        let name = relative.join(file_name);
         if kind.is_symlink() {
             skipped.links += 1;
         } else if kind.is_dir() {
-            walk(&path, &name, wanted, skipped, found)?;
+            walk(&path, &name, wanted, skipped, found);
         } else if !kind.is_file() {
             skipped.special += 1;
         } else if !wanted(&path) {
@@ -115,7 +128,6 @@ fn walk(
             });
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -145,8 +157,7 @@ mod tests {
             true,
             |p| !p.as_os_str().as_bytes().ends_with(b".paraes"),
             &mut skipped,
-        )
-        .unwrap();
+        );
         let names: Vec<_> = found.iter().map(|f| f.relative.clone()).collect();
         assert_eq!(names, [PathBuf::from("top/b/c/y"), PathBuf::from("top/z")]);
         assert_eq!(found[1].path, top.join("z"));

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{bail, Result};
 use paraes_core::container::{
-    self, Argon2Params, BodyParams, ContainerError, Opened, Recipient, Unlock, UnverifiedHeader,
+    self, Argon2Params, BodyParams, ContainerError, Identity, Opened, Recipient, Unlock,
+    UnverifiedHeader,
 };
 use paraes_core::pipeline::StreamSpec;
 use paraes_core::{Direction, Engine, ExpandedKey, Key, Mode};
@@ -200,6 +201,7 @@ pub fn prepare(
         OutputTarget::Path { path, .. } => Some(path.as_path()),
     };
     let force = matches!(file.output, OutputTarget::Path { force: true, .. });
+    let derived = matches!(file.output, OutputTarget::Path { derived: true, .. });
     let binary_output = plan.direction == Direction::Encrypt;
 
     let (mode, key_size, chunk_size) = match &plan.format {
@@ -225,7 +227,7 @@ pub fn prepare(
                 (None, Mode::Ctr, Direction::Encrypt) => fresh_iv()?,
                 (None, _, _) => [0; 16],
             };
-            let output = Output::create(dest, force, binary_output, reach)?;
+            let output = Output::create(dest, force, binary_output, reach, derived)?;
             return Ok(Prepared {
                 stream: Stream {
                     mode,
@@ -256,6 +258,10 @@ pub fn prepare(
                 key_size,
                 chunk_size,
             };
+            let has_passphrase = recipients
+                .iter()
+                .any(|r| matches!(r, Recipient::Passphrase(..)));
+            let _turn = has_passphrase.then(kdf_turn);
             container::seal(params, &fresh_salts(&recipients)?)?
         }
         Direction::Decrypt => {
@@ -265,14 +271,20 @@ pub fn prepare(
             };
             let unverified = read_header(&mut tee)?;
             let header_bytes = tee.seen;
-            let opened = unverified.open(&*credentials.unlock()?)?;
+            let unlock = credentials.unlock()?;
+            let has_passphrase = unlock
+                .identities
+                .iter()
+                .any(|i| matches!(i, Identity::Passphrase(..)));
+            let _turn = has_passphrase.then(kdf_turn);
+            let opened = unverified.open(&unlock)?;
             if plan.show_data_key {
                 show_data_key(&opened);
             }
             (header_bytes, opened)
         }
     };
-    let output = Output::create(dest, force, binary_output, reach)?;
+    let output = Output::create(dest, force, binary_output, reach, derived)?;
     let info = opened.info().clone();
     Ok(Prepared {
         stream: Stream {
@@ -288,6 +300,16 @@ pub fn prepare(
         input,
         output,
     })
+}
+
+/// Argon2id runs one at a time, whatever the number of files in flight: each may take up to
+/// the cap's memory (a header of a file being decrypted chooses how much), so the cap holds
+/// for the run, not per file.
+static KDF_TURN: Mutex<()> = Mutex::new(());
+
+/// Waits for the run's turn at Argon2id; the turn lasts while the guard lives.
+fn kdf_turn() -> std::sync::MutexGuard<'static, ()> {
+    KDF_TURN.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The recipients of one more file: a passphrase gets a fresh Argon2id salt, so that no two
@@ -336,8 +358,10 @@ fn fresh_iv() -> Result<[u8; 16]> {
     Ok(iv)
 }
 
+/// Warns that ECB leaks patterns, once per run (not once per file).
 fn warn_ecb(warn: Warn<'_>) {
-    warn("ECB leaks patterns (equal 16-byte blocks encrypt equally): prefer --mode ctr unless you need ECB");
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| warn("ECB leaks patterns (equal 16-byte blocks encrypt equally): prefer --mode ctr unless you need ECB"));
 }
 
 /// `--show-data-key`: the body key and counter on stderr, and how to use them.

@@ -19,7 +19,7 @@ fn write_secret(output: Option<&Path>, force: bool, text: &str) -> Result<()> {
             .write_all(text.as_bytes())
             .context("writing the key failed"),
         Some(path) => {
-            let mut file = Output::create(Some(path), force, false, Reach::ThisMachine)?;
+            let mut file = Output::create(Some(path), force, false, Reach::ThisMachine, false)?;
             file.writer()
                 .write_all(text.as_bytes())
                 .with_context(|| format!("writing {} failed", path.display()))?;

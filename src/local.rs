@@ -2,7 +2,10 @@
 //! (or, for the small files of a many-file run, through the same chunk steps on the calling
 //! thread), with the progress display, and commits the output.
 
+use std::collections::BTreeSet;
 use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::Mutex;
 
 use anyhow::{Context, Result};
 use paraes_core::pipeline::{self, ChunkReader, PipelineError};
@@ -20,7 +23,14 @@ pub fn run(plan: &CryptPlan, file: &FileJob) -> Result<Summary> {
     let job = job::prepare(plan, &credentials, file, Reach::ThisMachine)?;
     // After the preparation, which may have asked for a passphrase on the terminal.
     let progress = Progress::start(&plan.ui, job.input.len());
-    let done = crypt_prepared(plan, job, engine.as_ref(), Threads::Pipeline, &progress)?;
+    let done = crypt_prepared(
+        plan,
+        job,
+        engine.as_ref(),
+        Threads::Pipeline,
+        &progress,
+        None,
+    )?;
     let seconds = progress.finish();
     if let (Some(modelled), false) = (engine.modelled(), plan.ui.quiet) {
         eprintln!(
@@ -64,13 +74,15 @@ pub struct Done {
 }
 
 /// Runs and commits one prepared file of `plan`. A pipelined run moves `progress` on from
-/// where it stands; a run on this thread leaves it to the caller.
+/// where it stands; a run on this thread leaves it to the caller. With `directories`, the
+/// output's directory is added there to be synced later, instead of synced now.
 pub fn crypt_prepared(
     plan: &CryptPlan,
     mut job: Prepared,
     engine: &dyn Engine,
     threads: Threads,
     progress: &Progress,
+    directories: Option<&Mutex<BTreeSet<PathBuf>>>,
 ) -> Result<Done> {
     let mut written = 0u64;
     if let (Some(header), Direction::Encrypt) = (job.stream.header(), plan.direction) {
@@ -104,7 +116,17 @@ pub fn crypt_prepared(
         written += name_failure(result, input_name, output_name)?;
         counted.bytes
     };
-    job.output.commit()?;
+    match directories {
+        None => job.output.commit()?,
+        Some(directories) => {
+            if let Some(dir) = job.output.commit_leaving_directory()? {
+                directories
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(dir);
+            }
+        }
+    }
     Ok(Done { read, written })
 }
 

@@ -117,7 +117,16 @@ pub enum Output {
 
 impl Output {
     /// Prepares the output `dest` (`None`: standard output). `binary` refuses a terminal.
-    pub fn create(dest: Option<&Path>, force: bool, binary: bool, reach: Reach) -> Result<Self> {
+    /// A `derived` name (one paraes made up from an input's name, not one the user typed) is
+    /// written only when it is free or a regular file: never through a symbolic link and never
+    /// as a stream into a FIFO or device someone else put there.
+    pub fn create(
+        dest: Option<&Path>,
+        force: bool,
+        binary: bool,
+        reach: Reach,
+        derived: bool,
+    ) -> Result<Self> {
         let Some(dest) = dest else {
             let stdout = io::stdout();
             if binary && stdout.is_terminal() {
@@ -127,6 +136,13 @@ impl Output {
             return Ok(Output::Stdout(stdout));
         };
         let shown = dest.display();
+        if derived {
+            if let Ok(existing) = fs::symlink_metadata(dest) {
+                if !existing.is_file() {
+                    bail!("{shown} exists and is not a regular file (a symbolic link, directory, FIFO or device): paraes does not write through a name it derived; remove it, or name the output yourself with -o");
+                }
+            }
+        }
         if let Ok(existing) = fs::metadata(dest) {
             if existing.is_dir() {
                 bail!("output {shown} is a directory: give a file name with -o");
@@ -223,12 +239,21 @@ impl Output {
         }
     }
 
-    /// Makes the output final: flushes it to disk and gives it its name.
+    /// Makes the output final: flushes it to disk and gives it its name, durably.
     pub fn commit(self) -> Result<()> {
+        if let Some(dir) = self.commit_leaving_directory()? {
+            sync_directory(&dir);
+        }
+        Ok(())
+    }
+
+    /// [`Output::commit`] without syncing the directory that holds the new name: returns
+    /// that directory, for a many-file run to sync each of its directories once at the end.
+    pub fn commit_leaving_directory(self) -> Result<Option<PathBuf>> {
         let Output::File { temp, dest, force } = self else {
             self.flush_stream()?;
             set_pending(Pending::Nothing);
-            return Ok(());
+            return Ok(None);
         };
         let shown = dest.display();
         let linked = match temp {
@@ -263,12 +288,7 @@ impl Output {
                 anyhow::Error::new(e).context(format!("cannot create {shown}"))
             }
         })?;
-        // The new name is durable once its directory is (best effort: not every file system
-        // lets a directory be synced).
-        if let Ok(dir) = File::open(directory_of(&dest)) {
-            let _ = dir.sync_all();
-        }
-        Ok(())
+        Ok(Some(directory_of(&dest).to_path_buf()))
     }
 
     fn flush_stream(mut self) -> Result<()> {
@@ -276,6 +296,14 @@ impl Output {
         self.writer()
             .flush()
             .with_context(|| format!("writing {name} failed"))
+    }
+}
+
+/// Makes the names in `dir` durable (best effort: not every file system lets a directory be
+/// synced).
+pub fn sync_directory(dir: &Path) {
+    if let Ok(dir) = File::open(dir) {
+        let _ = dir.sync_all();
     }
 }
 

@@ -271,6 +271,9 @@ pub enum OutputTarget {
         path: PathBuf,
         /// Whether an existing file may be replaced.
         force: bool,
+        /// Whether paraes derived the name from the input's (then it is written only when it
+        /// is free or a regular file: see `Output::create`).
+        derived: bool,
     },
 }
 
@@ -374,6 +377,8 @@ pub struct ByteRange {
 pub struct VerifyPlan {
     /// The containers.
     pub files: Vec<PathBuf>,
+    /// Directories that could not be listed, and why (failures of the run).
+    pub unlisted: Vec<(PathBuf, String)>,
     /// How to open them.
     pub keys: KeyPlan,
     /// Nothing printed for authentic files.
@@ -730,13 +735,14 @@ fn many_files(parts: &CryptInputs<'_>, runner: Runner) -> Result<Files> {
         }
     };
     let mut skipped = Skipped::default();
-    let found = files::gather(names, parts.list.recursive, wanted, &mut skipped)?;
+    let found = files::gather(names, parts.list.recursive, wanted, &mut skipped);
     say_skipped(&skipped, direction, parts.ui.quiet);
-    if found.is_empty() {
+    if found.is_empty() && skipped.unlisted.is_empty() {
         bail!("no input files: nothing to do");
     }
     let mut jobs = Vec::with_capacity(found.len());
-    let mut refused = Vec::new();
+    let mut refused = std::mem::take(&mut skipped.unlisted);
+    let list_id = parts.list.files_from.as_deref().and_then(path_id);
     let mut outputs: HashMap<PathBuf, PathBuf> = HashMap::new();
     let input_ids: HashMap<(u64, u64), &Path> = found
         .iter()
@@ -771,9 +777,17 @@ fn many_files(parts: &CryptInputs<'_>, runner: Runner) -> Result<Files> {
                 input.display()
             );
         }
+        if list_id.is_some() && path_id(&out) == list_id {
+            bail!(
+                "{} (the output of {}) is the file list this run reads: writing it would destroy it; choose another --output-dir",
+                out.display(),
+                path.display()
+            );
+        }
         let output = OutputTarget::Path {
             path: out,
             force: parts.force,
+            derived: true,
         };
         check_not_read(&output, Some(path), &parts.keys)?;
         jobs.push(FileJob {
@@ -874,10 +888,14 @@ fn verify(args: &VerifyArgs) -> Result<VerifyPlan> {
         args.list.recursive,
         |p| p.as_os_str().as_bytes().ends_with(b".paraes"),
         &mut skipped,
-    )?;
+    );
     say_skipped(&skipped, Direction::Decrypt, args.quiet);
+    if found.is_empty() && skipped.unlisted.is_empty() {
+        bail!("no containers to check: the directories hold no .paraes files (an empty backup does not verify)");
+    }
     Ok(VerifyPlan {
         files: found.into_iter().map(|f| f.path).collect(),
+        unlisted: skipped.unlisted,
         keys,
         quiet: args.quiet,
     })
@@ -966,6 +984,7 @@ fn output_target(
             OutputTarget::Path {
                 path: through_links(out)?,
                 force,
+                derived: false,
             }
         });
     }
@@ -975,6 +994,7 @@ fn output_target(
     Ok(OutputTarget::Path {
         path: default_name(direction, input)?,
         force,
+        derived: true,
     })
 }
 

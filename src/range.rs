@@ -32,9 +32,12 @@ pub fn run(plan: &CryptPlan, file: &FileJob, range: ByteRange) -> Result<Summary
     let len = reader.plaintext_len();
     let end = range.end.unwrap_or(len);
     if range.start > len || end > len {
+        let asked = match range.end {
+            Some(end) => format!("{}..{end}", range.start),
+            None => format!("{}..", range.start),
+        };
         bail!(
-            "--range {}..{end} reaches past the end of {name}, whose plaintext has {len} bytes: ask for at most ..{len}",
-            range.start
+            "--range {asked} reaches past the end of {name}, whose plaintext has {len} bytes: ask for at most ..{len}"
         );
     }
     let copied = reader

@@ -21,19 +21,28 @@ pub fn run(plan: &VerifyPlan) -> Result<()> {
         quiet: plan.quiet,
         ..Ui::default()
     };
+    for (path, why) in &plan.unlisted {
+        eprintln!(
+            "paraes: error: {}: {}",
+            crate::advice::one_line(&path.display().to_string()),
+            crate::advice::one_line(why)
+        );
+    }
     let progress = Progress::start_many(&ui, batch::total_size(&plan.files), plan.files.len());
-    let count = batch::for_each_file(&plan.files, batch::workers(None), &progress, |i, _| {
-        let path = &plan.files[i];
-        let bytes = verify_file(path, &unlock, &engine)?;
-        if !plan.quiet {
-            progress.println_out(&format!(
-                "{}: OK",
-                crate::advice::one_line(&path.display().to_string())
-            ));
-        }
-        Ok(bytes)
-    });
+    let mut count =
+        batch::for_each_file(&plan.files, batch::SMALL_FILE_WORKERS, &progress, |i, _| {
+            let path = &plan.files[i];
+            let bytes = verify_file(path, &unlock, &engine)?;
+            if !plan.quiet {
+                progress.println_out(&format!(
+                    "{}: OK",
+                    crate::advice::one_line(&path.display().to_string())
+                ));
+            }
+            Ok(bytes)
+        });
     progress.finish();
+    count.failed += plan.unlisted.len();
     batch::outcome(Some(count))
 }
 

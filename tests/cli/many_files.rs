@@ -279,3 +279,123 @@ fn hundreds_of_small_files_run_in_one_process() {
     assert_success(&out, "verify 300");
     assert!(out.stdout.is_empty());
 }
+
+#[test]
+fn a_derived_output_name_is_never_written_through_a_link_or_into_a_fifo() {
+    let s = with_key();
+    std::fs::create_dir(s.path("t")).unwrap();
+    s.write("t/report", b"top secret plaintext");
+    s.write("t/other", b"other");
+    assert_success(
+        &s.run(&["enc", "-q", "-k", "k", "t/report", "t/other"]),
+        "enc",
+    );
+    s.write("elsewhere", b"not to be overwritten");
+    // Someone with write access to t/ plants links where dec's outputs will go.
+    s.remove("t/report");
+    std::os::unix::fs::symlink(s.path("elsewhere"), s.path("t/report")).unwrap();
+    s.remove("t/other");
+    let fifo = Command::new("mkfifo")
+        .arg(s.path("t/other"))
+        .status()
+        .unwrap();
+    assert!(fifo.success());
+    for force in [false, true] {
+        let mut args = vec!["dec", "-q", "-k", "k", "t/report.paraes", "t/other.paraes"];
+        if force {
+            args.push("--force");
+        }
+        let out = s.run(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("t/report exists and is not a regular file"),
+            "{err}"
+        );
+        assert!(
+            err.contains("t/other exists and is not a regular file"),
+            "{err}"
+        );
+        assert_eq!(s.read("elsewhere"), b"not to be overwritten");
+    }
+    // The same for one file: only a name the user typed is written through.
+    let out = s.run(&["dec", "-q", "-k", "k", "t/report.paraes"]);
+    assert!(
+        stderr(&out).contains("not a regular file"),
+        "{}",
+        stderr(&out)
+    );
+    assert_success(
+        &s.run(&[
+            "dec",
+            "-q",
+            "-k",
+            "k",
+            "t/report.paraes",
+            "-o",
+            "t/report",
+            "--force",
+        ]),
+        "typed -o",
+    );
+    assert_eq!(s.read("elsewhere"), b"top secret plaintext");
+}
+
+#[test]
+fn the_file_list_and_empty_trees_are_handled() {
+    let s = with_key();
+    std::fs::create_dir(s.path("d")).unwrap();
+    s.write("d/list", b"d/list\n");
+    // d/list -> d/list.paraes is fine; but a dec whose output would be the list is refused.
+    s.write("d/x", b"x");
+    assert_success(&s.run(&["enc", "-q", "-k", "k", "d/x"]), "enc");
+    std::fs::copy(s.path("d/x.paraes"), s.path("d/list.paraes")).unwrap();
+    s.write("names", b"d/list.paraes\n");
+    std::fs::rename(s.path("names"), s.path("d/list")).unwrap();
+    let out = s.run(&["dec", "-q", "-k", "k", "--force", "--files-from", "d/list"]);
+    let err = crate::common::assert_error(&out, "list as output");
+    assert!(err.contains("is the file list this run reads"), "{err}");
+    assert_eq!(s.read("d/list"), b"d/list.paraes\n");
+    // Nothing to verify is not a success.
+    std::fs::create_dir(s.path("empty")).unwrap();
+    let err = crate::common::assert_error(
+        &s.run(&["verify", "-k", "k", "--recursive", "empty"]),
+        "empty tree",
+    );
+    assert!(err.contains("no containers to check"), "{err}");
+    // ECB warns once per run, not once per file.
+    for i in 0..5 {
+        s.write(&format!("e{i}"), b"e");
+    }
+    let out = s.run(&[
+        "enc", "-k", "k", "--mode", "ecb", "e0", "e1", "e2", "e3", "e4",
+    ]);
+    let err = assert_success(&out, "ecb");
+    assert_eq!(err.matches("ECB leaks patterns").count(), 1, "{err}");
+}
+
+#[test]
+fn an_unlistable_directory_is_one_failure_and_the_walk_goes_on() {
+    if running_as_root() {
+        crate::common::skip(
+            "an_unlistable_directory_is_one_failure_and_the_walk_goes_on",
+            "root lists every directory",
+        );
+        return;
+    }
+    let s = with_key();
+    std::fs::create_dir_all(s.path("d/locked")).unwrap();
+    s.write("d/a", b"a");
+    s.write("d/locked/b", b"b");
+    s.set_mode("d/locked", 0o000);
+    let out = s.run(&["enc", "-q", "-k", "k", "--recursive", "d"]);
+    s.set_mode("d/locked", 0o700);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("d/locked: cannot list this directory"),
+        "{err}"
+    );
+    assert!(err.contains("1 of 2 files failed"), "{err}");
+    assert!(s.exists("d/a.paraes"));
+}
