@@ -188,7 +188,7 @@ pub fn run(
 }
 
 /// Creates the directories between `dir` and the output `path` (an --output-dir tree).
-fn make_parents(dir: &Path, path: &Path) -> Result<()> {
+pub fn make_parents(dir: &Path, path: &Path) -> Result<()> {
     let parent = path.parent().unwrap_or(dir);
     fs::create_dir_all(parent).map_err(|e| {
         anyhow::anyhow!(

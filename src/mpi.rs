@@ -13,7 +13,7 @@ use zeroize::Zeroizing;
 use crate::advice::{error_line, one_line};
 use crate::job::{self, Credentials, Keys, Prepared, Reported};
 use crate::output::Reach;
-use crate::plan::{CryptPlan, EngineKind, FileJob, MpiIo};
+use crate::plan::{CryptPlan, EngineKind, FileJob, Files, MpiIo, OutputTarget};
 use crate::progress::{FileCount, Summary};
 
 /// Runs the one file of `plan` on every rank; rank 0 returns the summary.
@@ -28,9 +28,10 @@ pub fn run(plan: &CryptPlan, file: &FileJob, io: Option<MpiIo>) -> Result<Option
     }
 }
 
-/// Runs every file of a many-file `plan` in turn on every rank (all ranks share the list: each
-/// file is one job of all ranks, as [`run`] runs one); a file that fails is reported by rank 0
-/// and the others go on. Rank 0 returns the summary.
+/// Runs every file of a many-file `plan` in turn on every rank: rank 0 goes through its list
+/// and each file is one job of all ranks, as [`run`] runs one (the other ranks learn how many
+/// jobs come from rank 0, so lists that differ between ranks cannot put them out of step). A
+/// file that fails is reported by rank 0 and the others go on. Rank 0 returns the summary.
 pub fn run_many(
     plan: &CryptPlan,
     jobs: &[FileJob],
@@ -39,13 +40,24 @@ pub fn run_many(
 ) -> Result<Option<Summary>> {
     let mpi = Mpi::init().map_err(|e| anyhow!(e))?;
     let engine = ready_engine(plan, &mpi)?;
-    let credentials = Credentials::on_first_use(plan);
+    if !mpi.is_root() {
+        for _ in 0..mpi.sum(0) {
+            // Rank 0 reports failures; this rank goes on to the next file.
+            let _ = other_rank(&mpi, engine.as_ref());
+        }
+        return Ok(None);
+    }
+    // Keys are read once, before any job starts: if they cannot be, no job starts.
+    let credentials = Credentials::read_now(plan);
+    let jobs = if credentials.is_ok() { jobs } else { &[] };
+    mpi.sum(jobs.len() as u64);
+    let credentials = credentials?;
     let mut count = FileCount {
         done: 0,
         failed: refused.len(),
     };
     let (mut bytes_in, mut seconds) = (0, 0.0);
-    for (path, why) in refused.iter().filter(|_| mpi.is_root()) {
+    for (path, why) in refused {
         eprintln!(
             "paraes: error: {}: {}",
             one_line(&path.display().to_string()),
@@ -53,30 +65,25 @@ pub fn run_many(
         );
     }
     for file in jobs {
-        let worked = if mpi.is_root() {
-            root(plan, &credentials, file, io, &mpi, engine.as_ref()).map(|summary| {
+        let worked = root(plan, &credentials, file, io, &mpi, engine.as_ref());
+        match worked {
+            Ok(summary) => {
+                count.done += 1;
                 bytes_in += summary.bytes_in;
                 seconds += summary.seconds;
-            })
-        } else {
-            other_rank(&mpi, engine.as_ref())
-        };
-        match worked {
-            Ok(()) => count.done += 1,
+            }
             Err(e) => {
                 count.failed += 1;
-                if mpi.is_root() && !e.is::<Reported>() {
-                    let name = file.input.as_deref().unwrap_or(Path::new("-"));
-                    eprintln!(
-                        "paraes: error: {}: {}",
-                        one_line(&name.display().to_string()),
-                        error_line(&e)
-                    );
-                }
+                let name = file.input.as_deref().unwrap_or(Path::new("-"));
+                eprintln!(
+                    "paraes: error: {}: {}",
+                    one_line(&name.display().to_string()),
+                    error_line(&e)
+                );
             }
         }
     }
-    Ok(mpi.is_root().then(|| Summary {
+    Ok(Some(Summary {
         command: plan.command(),
         bytes_in,
         bytes_out: None,
@@ -129,6 +136,19 @@ fn root(
     } else {
         Reach::OtherMachines
     };
+    if let (
+        Files::Many {
+            output_dir: Some(dir),
+            ..
+        },
+        OutputTarget::Path { path, .. },
+    ) = (&plan.files, &file.output)
+    {
+        if let Err(e) = crate::batch::make_parents(dir, path) {
+            Plan::broadcast(mpi, None)?;
+            return Err(e);
+        }
+    }
     let prepared = job::prepare(plan, credentials, file, reach).and_then(|job| {
         let strategy = strategy(io, &job)?;
         Ok((job, strategy))

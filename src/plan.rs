@@ -716,11 +716,10 @@ fn many_files(parts: &CryptInputs<'_>, runner: Runner) -> Result<Files> {
             "standard input cannot be one of several inputs: give files only (or one input alone)"
         );
     }
-    if runner != Runner::Local && parts.list.files_from.as_deref() == Some(Path::new("-")) {
-        usage!(
-            command,
-            "with --backend mpi, --files-from needs a file every rank can read, not standard input"
-        );
+    if let (Runner::Mpi { .. }, Some(list)) = (runner, &parts.list.files_from) {
+        if !fs::metadata(list).is_ok_and(|m| m.is_file()) {
+            usage!(command, "with --backend mpi, --files-from needs a regular file every rank can read (not standard input, a pipe or <(...)): write the list to a file first");
+        }
     }
     let mut names = parts.inputs.to_vec();
     if let Some(list) = &parts.list.files_from {
