@@ -3,7 +3,7 @@
 
 use mpi::collective::SystemOperation;
 use mpi::datatype::PartitionMut;
-use mpi::environment::Universe;
+use mpi::environment::{Threading, Universe};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::{CommunicatorCollectives, Root};
 
@@ -25,11 +25,14 @@ pub struct Mpi {
 impl Mpi {
     /// Initialises MPI (a process started without mpiexec becomes a job of one rank).
     pub fn init() -> Result<Mpi, JobError> {
-        let universe = mpi::initialize().ok_or_else(|| {
-            JobError(
-                "MPI was already initialised in this process: start paraes once per rank".into(),
-            )
-        })?;
+        // Engines and the pipeline run threads of their own; only the main thread calls MPI.
+        let (universe, _) =
+            mpi::initialize_with_threading(Threading::Funneled).ok_or_else(|| {
+                JobError(
+                    "MPI was already initialised in this process: start paraes once per rank"
+                        .into(),
+                )
+            })?;
         let world = universe.world();
         let node = world.split_shared(world.rank());
         Ok(Mpi {
