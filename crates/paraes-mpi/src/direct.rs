@@ -49,6 +49,8 @@ pub(crate) fn run(mpi: &Mpi, spec: &StreamSpec<'_>, plan: &Plan) -> Result<u64, 
         .map_err(|e| e.to_string())
     };
     let written = worked.as_ref().copied().unwrap_or(0);
+    // Ranks finish at different times: the early ones wait without taking a core.
+    mpi.quiet_barrier();
     mpi.agree(worked.map(|_| ()).map_err(|e| mpi.tag(&e)))?;
     Ok(mpi.sum(written))
 }

@@ -7,6 +7,9 @@ use mpi::environment::{Threading, Universe};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::{CommunicatorCollectives, Root};
 
+/// How often [`Mpi::quiet_barrier`] checks whether every rank arrived.
+const QUIET_POLL: std::time::Duration = std::time::Duration::from_micros(200);
+
 /// A failure of the whole job, the same on every rank: one line that says which rank failed and
 /// why (rank 0 prints it; the others exit quietly).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -132,6 +135,21 @@ impl Mpi {
         let start = displs[failed] as usize;
         let text = String::from_utf8_lossy(&all[start..start + lens[failed] as usize]);
         Err(JobError(text.into_owned()))
+    }
+
+    /// Waits until every rank has called it, sleeping between checks instead of spinning as
+    /// MPI's blocking collectives do, so a rank that finished its share early leaves the cores to
+    /// the ranks still working (several ranks per node, or other work on it). Costs up to
+    /// [`QUIET_POLL`] of latency: for once-per-job waits, not per-chunk ones. Collective.
+    pub fn quiet_barrier(&self) {
+        let mut request = self.world.immediate_barrier();
+        loop {
+            match request.test() {
+                Ok(_) => return,
+                Err(pending) => request = pending,
+            }
+            std::thread::sleep(QUIET_POLL);
+        }
     }
 
     /// The sum of `value` over all ranks, on every rank.
