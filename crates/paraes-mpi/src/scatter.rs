@@ -12,12 +12,13 @@ use std::io::{Read, Write};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use mpi::datatype::{Partition, PartitionMut};
+use mpi::request;
 use mpi::traits::{Communicator, Root};
 use paraes_core::pipeline::{self, Chunk, ChunkReader, PipelineError, StreamSpec};
 use paraes_core::Direction;
 
 use crate::root_io::RootIo;
-use crate::world::{JobError, Mpi};
+use crate::world::{wait_quietly, JobError, Mpi};
 
 /// Control flag: stop now (rank 0 failed or saw a failure).
 const STOP: u64 = 1;
@@ -73,9 +74,7 @@ fn root(
     let mut control = vec![0u64; CONTROL_HEAD + size];
     let (Some(input), Some(output)) = (root_io.input, root_io.output) else {
         control[0] = STOP;
-        mpi.world()
-            .process_at_rank(0)
-            .broadcast_into(&mut control[..]);
+        broadcast_control(mpi, &mut control);
         return Err("rank 0 has no input or output for scatter I/O".into());
     };
     let (read_free_tx, read_free_rx) = sync_channel::<Vec<u8>>(ROUNDS);
@@ -111,18 +110,14 @@ fn root(
             };
             let Some(round) = round else {
                 control[0] = STOP;
-                mpi.world()
-                    .process_at_rank(0)
-                    .broadcast_into(&mut control[..]);
+                broadcast_control(mpi, &mut control);
                 break;
             };
             control[0] = if round.is_final { FINAL } else { 0 };
             control[1] = round.first;
             control[2] = round.lens.len() as u64;
             control[CONTROL_HEAD..][..round.lens.len()].copy_from_slice(&round.lens);
-            mpi.world()
-                .process_at_rank(0)
-                .broadcast_into(&mut control[..]);
+            broadcast_control(mpi, &mut control);
 
             // A writer that stopped has its error waiting: the round still goes round.
             let mut gathered = write_free_rx.recv().unwrap_or_default();
@@ -225,10 +220,14 @@ fn write_rounds(
 /// A round's control words from rank 0, or `None` when rank 0 says stop (other ranks).
 fn receive_control(mpi: &Mpi) -> Option<Vec<u64>> {
     let mut control = vec![0u64; CONTROL_HEAD + mpi.size()];
-    mpi.world()
-        .process_at_rank(0)
-        .broadcast_into(&mut control[..]);
+    broadcast_control(mpi, &mut control);
     (control[0] & STOP == 0).then_some(control)
+}
+
+/// Rank 0's control words on every rank (a quiet wait: see [`wait_quietly`]).
+fn broadcast_control(mpi: &Mpi, control: &mut [u64]) {
+    let root = mpi.world().process_at_rank(0);
+    request::scope(|scope| wait_quietly(root.immediate_broadcast_into(scope, control)));
 }
 
 /// One round's collectives on every rank: scatter the chunks (`send`, on rank 0) into `mine`,
@@ -253,9 +252,14 @@ fn exchange(
         Some(send) => {
             let (counts, displs) = counts_and_displacements(lens.iter().copied());
             let partition = Partition::new(send, &counts[..], &displs[..]);
-            root.scatter_varcount_into_root(&partition, &mut mine[..]);
+            request::scope(|scope| {
+                let mine = &mut mine[..];
+                wait_quietly(root.immediate_scatter_varcount_into_root(scope, &partition, mine));
+            });
         }
-        None => root.scatter_varcount_into(&mut mine[..]),
+        None => request::scope(|scope| {
+            wait_quietly(root.immediate_scatter_varcount_into(scope, &mut mine[..]));
+        }),
     }
 
     // Work on this rank's chunk; a failure travels back as its message.
@@ -278,17 +282,23 @@ fn exchange(
 
     // Gather the results in order: back to back, so the round is one write.
     let Some(gathered) = gathered else {
-        root.gather_into(&status[..]);
-        root.gather_varcount_into(payload);
+        request::scope(|scope| {
+            wait_quietly(root.immediate_gather_into(scope, &status[..]));
+            wait_quietly(root.immediate_gather_varcount_into(scope, payload));
+        });
         return None;
     };
     let mut statuses = vec![0u64; 2 * size];
-    root.gather_into_root(&status[..], &mut statuses[..]);
+    request::scope(|scope| {
+        wait_quietly(root.immediate_gather_into_root(scope, &status[..], &mut statuses[..]));
+    });
     let (counts, displs) = counts_and_displacements(statuses.iter().step_by(2).copied());
     gathered.resize(counts.iter().map(|&c| c as usize).sum(), 0);
     {
         let mut partition = PartitionMut::new(&mut gathered[..], &counts[..], &displs[..]);
-        root.gather_varcount_into_root(payload, &mut partition);
+        request::scope(|scope| {
+            wait_quietly(root.immediate_gather_varcount_into_root(scope, payload, &mut partition));
+        });
     }
     let failed = (0..count).find(|&r| statuses[2 * r + 1] == 1)?;
     let piece = &gathered[displs[failed] as usize..][..counts[failed] as usize];

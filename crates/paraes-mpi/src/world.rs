@@ -4,11 +4,35 @@
 use mpi::collective::SystemOperation;
 use mpi::datatype::PartitionMut;
 use mpi::environment::{Threading, Universe};
+use mpi::request::{Request, Scope};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::{CommunicatorCollectives, Root};
+use std::time::{Duration, Instant};
 
-/// How often [`Mpi::quiet_barrier`] checks whether every rank arrived.
-const QUIET_POLL: std::time::Duration = std::time::Duration::from_micros(200);
+/// How long [`wait_quietly`] polls a request flat out before it sleeps between checks.
+const QUIET_SPIN: Duration = Duration::from_micros(20);
+/// How long [`wait_quietly`] sleeps between checks after that.
+const QUIET_POLL: Duration = Duration::from_micros(50);
+
+/// Completes `request` without taking a core for the wait, as MPICH's blocking calls do (they
+/// poll flat out): polls for [`QUIET_SPIN`], then sleeps [`QUIET_POLL`] between checks. With
+/// more threads than cores (the pipeline's threads, several ranks per node, other work), a
+/// waiting rank then leaves the cores to those that have work; the cost is at most about one
+/// sleep of latency per wait.
+pub(crate) fn wait_quietly<'a, D: ?Sized, S: Scope<'a>>(mut request: Request<'a, D, S>) {
+    let started = Instant::now();
+    loop {
+        match request.test() {
+            Ok(_) => return,
+            Err(pending) => request = pending,
+        }
+        if started.elapsed() < QUIET_SPIN {
+            std::hint::spin_loop();
+        } else {
+            std::thread::sleep(QUIET_POLL);
+        }
+    }
+}
 
 /// A failure of the whole job, the same on every rank: one line that says which rank failed and
 /// why (rank 0 prints it; the others exit quietly).
@@ -137,19 +161,10 @@ impl Mpi {
         Err(JobError(text.into_owned()))
     }
 
-    /// Waits until every rank has called it, sleeping between checks instead of spinning as
-    /// MPI's blocking collectives do, so a rank that finished its share early leaves the cores to
-    /// the ranks still working (several ranks per node, or other work on it). Costs up to
-    /// [`QUIET_POLL`] of latency: for once-per-job waits, not per-chunk ones. Collective.
+    /// Waits until every rank has called it, without spinning ([`wait_quietly`]), so a rank
+    /// that finished its share early leaves the cores to the ranks still working. Collective.
     pub fn quiet_barrier(&self) {
-        let mut request = self.world.immediate_barrier();
-        loop {
-            match request.test() {
-                Ok(_) => return,
-                Err(pending) => request = pending,
-            }
-            std::thread::sleep(QUIET_POLL);
-        }
+        wait_quietly(self.world.immediate_barrier());
     }
 
     /// The sum of `value` over all ranks, on every rank.
