@@ -64,6 +64,18 @@ impl Segment {
     };
 }
 
+/// How a run's stages share the machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stages {
+    /// Reader, engine, MAC and writer on threads of their own, overlapping over [`BUFFERS`]
+    /// buffers: for a process with two or more cores.
+    Threaded,
+    /// The same steps chunk by chunk on the calling thread ([`ChunkReader`], [`seal`] or
+    /// [`open`], write): for a process with one core of its own (e.g. as many MPI ranks as
+    /// cores), where threads cannot overlap and only hand chunks over after they left the cache.
+    InTurn,
+}
+
 /// Why a stream could not be processed.
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
@@ -181,21 +193,33 @@ pub fn run(
     output: &mut (impl Write + Send),
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<u64, PipelineError> {
-    run_segment(spec, Segment::WHOLE, input, output, progress)
+    run_segment(
+        spec,
+        Segment::WHOLE,
+        Stages::Threaded,
+        input,
+        output,
+        progress,
+    )
 }
 
 /// Runs `segment` of the stream `spec`: `input` holds exactly the segment's input records and
 /// `output` receives its output records (e.g. [`crate::positioned::ReadAt`] and
 /// [`crate::positioned::WriteAt`] over the segment's ranges of shared files). Returns the bytes
 /// written; `progress` is called with the output bytes written so far. Segments of a stream run
-/// separately and concatenated give exactly what [`run`] gives for the whole stream.
+/// separately and concatenated give exactly what [`run`] gives for the whole stream, whichever
+/// [`Stages`] run them.
 pub fn run_segment(
     spec: &StreamSpec<'_>,
     segment: Segment,
+    stages: Stages,
     input: &mut (impl Read + Send),
     output: &mut (impl Write + Send),
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<u64, PipelineError> {
+    if stages == Stages::InTurn {
+        return run_in_turn(spec, segment, input, output, progress);
+    }
     let (free_tx, free_rx) = sync_channel::<Vec<u8>>(BUFFERS);
     for _ in 0..BUFFERS - 1 {
         free_tx
@@ -242,6 +266,33 @@ pub fn run_segment(
         worked?;
         written
     })
+}
+
+/// [`Stages::InTurn`]: each chunk read, sealed or opened, and written before the next.
+fn run_in_turn(
+    spec: &StreamSpec<'_>,
+    segment: Segment,
+    input: &mut impl Read,
+    output: &mut impl Write,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<u64, PipelineError> {
+    let mut reader = ChunkReader::segment(spec, segment, input);
+    let mut buf = spec.new_buffer();
+    let mut written = 0u64;
+    while let Some(mut chunk) = reader.next_chunk(buf).map_err(PipelineError::Read)? {
+        match spec.direction {
+            Direction::Encrypt => seal(spec, &mut chunk)?,
+            Direction::Decrypt => open(spec, &mut chunk)?,
+        }
+        output
+            .write_all(&chunk.data)
+            .map_err(PipelineError::Write)?;
+        written += chunk.data.len() as u64;
+        progress(written);
+        buf = chunk.data;
+    }
+    output.flush().map_err(PipelineError::Write)?;
+    Ok(written)
 }
 
 /// The result of a finished pipeline thread (a panic goes on unwinding).
@@ -677,9 +728,12 @@ mod tests {
                     for (spec, input, whole) in [(&enc, &plain, &sealed), (&dec, &sealed, &plain)] {
                         let chunks = ChunkReader::new(spec, &mut &input[..]).count_chunks();
                         for cuts in segment_cuts(chunks) {
-                            let what = format!("{mode:?} pad {padding} {len} B cuts {cuts:?}");
-                            let joined = run_in_segments(spec, input, &cuts).expect(&what);
-                            assert!(joined == *whole, "{what} {:?}", spec.direction);
+                            for stages in [Stages::Threaded, Stages::InTurn] {
+                                let what = format!("{mode:?} pad {padding} {len} B {cuts:?}");
+                                let joined =
+                                    run_in_segments(spec, stages, input, &cuts).expect(&what);
+                                assert!(joined == *whole, "{what} {stages:?} {:?}", spec.direction);
+                            }
                         }
                     }
                 }
@@ -712,6 +766,7 @@ mod tests {
     /// Runs the segments starting at chunks `cuts` separately and concatenates their outputs.
     fn run_in_segments(
         spec: &StreamSpec<'_>,
+        stages: Stages,
         input: &[u8],
         cuts: &[u64],
     ) -> Result<Vec<u8>, PipelineError> {
@@ -728,6 +783,7 @@ mod tests {
             let n = run_segment(
                 spec,
                 segment,
+                stages,
                 &mut &input[at(first_index)..end],
                 &mut part,
                 &|_| {},
@@ -751,21 +807,37 @@ mod tests {
             ends_stream: false,
         };
         let input = data(CHUNK + 5);
-        let err = run_segment(&enc, middle, &mut &input[..], &mut Vec::new(), &|_| {});
-        assert!(matches!(err, Err(PipelineError::Read(_))), "{err:?}");
-        let dec = spec(&engine, &keys, Mode::Ctr, Direction::Decrypt, Some(&auth));
-        let sealed = run_spec(&enc, &data(3 * CHUNK)).unwrap();
-        let record = CHUNK + TAG_LEN;
-        // Chunks 1.. as the stream's end: fine; chunk 1 alone as the end: chunk 1 is not last.
-        let tail = Segment {
-            first_index: 1,
-            ends_stream: true,
-        };
-        let ok = run_segment(&dec, tail, &mut &sealed[record..], &mut Vec::new(), &|_| {});
-        assert_eq!(ok.unwrap(), 2 * CHUNK as u64);
-        let cut = &sealed[record..2 * record];
-        let err = run_segment(&dec, tail, &mut &cut[..], &mut Vec::new(), &|_| {});
-        assert!(matches!(err, Err(PipelineError::Tampered(1))), "{err:?}");
+        for stages in [Stages::Threaded, Stages::InTurn] {
+            let err = run_segment(
+                &enc,
+                middle,
+                stages,
+                &mut &input[..],
+                &mut Vec::new(),
+                &|_| {},
+            );
+            assert!(matches!(err, Err(PipelineError::Read(_))), "{err:?}");
+            let dec = spec(&engine, &keys, Mode::Ctr, Direction::Decrypt, Some(&auth));
+            let sealed = run_spec(&enc, &data(3 * CHUNK)).unwrap();
+            let record = CHUNK + TAG_LEN;
+            // Chunks 1.. as the stream's end: fine; chunk 1 alone as the end: chunk 1 is not last.
+            let tail = Segment {
+                first_index: 1,
+                ends_stream: true,
+            };
+            let ok = run_segment(
+                &dec,
+                tail,
+                stages,
+                &mut &sealed[record..],
+                &mut Vec::new(),
+                &|_| {},
+            );
+            assert_eq!(ok.unwrap(), 2 * CHUNK as u64);
+            let cut = &sealed[record..2 * record];
+            let err = run_segment(&dec, tail, stages, &mut &cut[..], &mut Vec::new(), &|_| {});
+            assert!(matches!(err, Err(PipelineError::Tampered(1))), "{err:?}");
+        }
     }
 
     #[test]

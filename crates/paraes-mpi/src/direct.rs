@@ -1,12 +1,13 @@
 //! Direct I/O: every rank runs its own contiguous range of chunks through the local tool's
-//! threaded pipeline ([`pipeline::run_segment`]), reading and writing its ranges of the shared
-//! input and output files with positioned reads and writes; no data crosses MPI.
+//! pipeline ([`pipeline::run_segment`]: threaded where the rank has cores to spare), reading and
+//! writing its ranges of the shared input and output files with positioned reads and writes; no
+//! data crosses MPI.
 
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::Path;
 
-use paraes_core::pipeline::{self, Segment, StreamSpec};
+use paraes_core::pipeline::{self, Segment, Stages, StreamSpec};
 use paraes_core::positioned::{ReadAt, WriteAt};
 use paraes_core::Direction;
 
@@ -42,6 +43,7 @@ pub(crate) fn run(mpi: &Mpi, spec: &StreamSpec<'_>, plan: &Plan) -> Result<u64, 
         pipeline::run_segment(
             spec,
             segment,
+            stages(mpi),
             &mut ReadAt::new(&input, input_at, input_len),
             &mut WriteAt::new(&output, layout.output_offset(share.start)),
             &|_| {},
@@ -53,6 +55,20 @@ pub(crate) fn run(mpi: &Mpi, spec: &StreamSpec<'_>, plan: &Plan) -> Result<u64, 
     mpi.quiet_barrier();
     mpi.agree(worked.map(|_| ()).map_err(|e| mpi.tag(&e)))?;
     Ok(mpi.sum(written))
+}
+
+/// The pipeline's threads overlap only where the rank has cores to spare: a rank with one core
+/// of its own (as many ranks as cores on the node, or a rank bound to one core) runs the same
+/// steps in turn, which keeps each chunk in cache from read to write (measured: two ranks on two
+/// cores, 1 GiB, 0.69 s threaded against about 0.6 s in turn).
+fn stages(mpi: &Mpi) -> Stages {
+    // The cores this process may run on (its affinity mask), shared with its node's ranks.
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    if cores / mpi.local_size() >= 2 {
+        Stages::Threaded
+    } else {
+        Stages::InTurn
+    }
 }
 
 /// Opens the plan's input and output temporary on this rank, and checks that it sees the input
