@@ -35,8 +35,10 @@ mod with_mpi {
 
     const RANKS: [usize; 3] = [1, 2, 3];
     const STRATEGIES: [&str; 2] = ["direct", "scatter"];
-    /// Empty, one byte (fewer chunks than ranks), exactly one chunk, several chunks + a few bytes.
-    const SIZES: [usize; 4] = [0, 1, CHUNK, 3 * CHUNK + 5];
+    /// Empty, one byte and one block (fewer chunks than ranks), around one chunk (ECB's padding
+    /// makes a chunk of its own at exactly one chunk), and five chunks plus a few bytes (uneven
+    /// shares: 2 + 3 chunks on two ranks, 1 + 2 + 2 on three; segments that start mid-stream).
+    const SIZES: [usize; 7] = [0, 1, 16, CHUNK - 1, CHUNK, CHUNK + 1, 4 * CHUNK + 5];
     /// `paraes enc` on MPI with the key file `k` and the tests' small chunks.
     const MPI_ENC: [&str; 8] = [
         "enc",
@@ -197,17 +199,22 @@ mod with_mpi {
         }
     }
 
-    /// Raw streams (no container) are byte-identical to the single-process tool's, both ways.
+    /// Raw streams (no container) are byte-identical to the single-process tool's, both ways,
+    /// around chunk boundaries. The IV is near the 128-bit wrap, so a rank whose segment starts
+    /// mid-stream must carry the counter across it.
     #[test]
     fn raw_streams_match_the_single_process_tool() {
         let scratch = Scratch::new();
         let iv = "fffffffffffffffffffffffffffffff0";
-        for ranks in [2, 3] {
+        for ranks in RANKS {
             for strategy in STRATEGIES {
                 for (mode_args, sizes) in [
-                    (vec!["ctr", "--iv", iv], vec![0, 1, 3 * CHUNK + 5]),
-                    (vec!["ecb"], vec![0, 17, 2 * CHUNK]),
-                    (vec!["ecb", "--no-pad"], vec![0, 16, 3 * CHUNK + 16]),
+                    (vec!["ctr", "--iv", iv], SIZES.to_vec()),
+                    (
+                        vec!["ecb"],
+                        vec![0, 17, CHUNK - 1, CHUNK, 2 * CHUNK, 4 * CHUNK + 5],
+                    ),
+                    (vec!["ecb", "--no-pad"], vec![0, 16, CHUNK, 4 * CHUNK + 16]),
                 ] {
                     for len in sizes {
                         let what = format!("{ranks} ranks, {strategy}, {mode_args:?}, {len} B");
@@ -304,11 +311,53 @@ mod with_mpi {
         let mut args = MPI_ENC.to_vec();
         args.extend(["plain", "-o", "sealed"]);
         assert_success(&run_mpi(&scratch, 2, &args), "setup");
+        let mut args = MPI_ENC.to_vec();
+        args.extend(["-m", "ecb", "plain", "-o", "sealed-ecb"]);
+        assert_success(&run_mpi(&scratch, 3, &args), "setup ecb");
+        let record = CHUNK + 16;
         let mut tampered = scratch.read("sealed");
-        let chunk_4 = HEADER_LEN + 4 * (CHUNK + 16) + 100;
+        let chunk_4 = HEADER_LEN + 4 * record + 100;
         tampered[chunk_4] ^= 1;
         scratch.write("tampered", &tampered);
+        let sealed = scratch.read("sealed");
+        // 7 chunks; cut after chunk 4 (chunk 4 is not the last) and inside chunk 5.
+        scratch.write("cut-at-chunk", &sealed[..HEADER_LEN + 5 * record]);
+        scratch.write("cut-in-chunk", &sealed[..HEADER_LEN + 5 * record + 100]);
+        let mut ecb = scratch.read("sealed-ecb");
+        let last = ecb.len() - 20;
+        ecb[last] ^= 1;
+        scratch.write("tampered-ecb", &ecb);
         let before = scratch.names();
+
+        // Damage found by any rank (chunk 4 is rank 0's of 1, rank 1's of 2, rank 2's of 3).
+        for ranks in RANKS {
+            for strategy in STRATEGIES {
+                for (file, chunk) in [
+                    ("tampered", 4),
+                    ("cut-at-chunk", 4),
+                    ("cut-in-chunk", 5),
+                    ("tampered-ecb", 6),
+                ] {
+                    let what = format!("{file}, {ranks} ranks, {strategy}");
+                    let args = [
+                        "dec",
+                        "-k",
+                        "k",
+                        file,
+                        "-o",
+                        "out",
+                        "--backend",
+                        "mpi",
+                        "--mpi-io",
+                        strategy,
+                    ];
+                    let out = run_mpi(&scratch, ranks, &args);
+                    let message = scratch.assert_refused(&out, &before, &what);
+                    let expected = format!("chunk {chunk} failed authentication");
+                    assert!(message.contains(&expected), "{what}: {message}");
+                }
+            }
+        }
 
         for strategy in STRATEGIES {
             let io = ["--backend", "mpi", "--mpi-io", strategy];
@@ -318,15 +367,6 @@ mod with_mpi {
             let message = scratch.assert_refused(&run_mpi(&scratch, 3, &args), &before, &what);
             assert!(
                 message.contains("none of the given keys"),
-                "{what}: {message}"
-            );
-
-            let what = format!("tampered chunk, {strategy}");
-            let mut args = vec!["dec", "-k", "k", "tampered", "-o", "out"];
-            args.extend(io);
-            let message = scratch.assert_refused(&run_mpi(&scratch, 3, &args), &before, &what);
-            assert!(
-                message.contains("chunk 4 failed authentication"),
                 "{what}: {message}"
             );
 

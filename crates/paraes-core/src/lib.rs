@@ -15,6 +15,8 @@ pub mod modes;
 pub mod names;
 pub mod pipeline;
 pub mod polyval;
+#[cfg(unix)]
+pub mod positioned;
 #[cfg(feature = "testing")]
 pub mod seeded;
 #[cfg(feature = "testing")]

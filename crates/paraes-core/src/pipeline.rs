@@ -2,8 +2,12 @@
 //! bounded queues over a fixed pool of buffers, so reading, encrypting, authenticating and
 //! writing overlap and memory stays at [`BUFFERS`] x chunk size whatever the input size.
 //!
-//! The same pipeline serves the container (with an [`Authenticator`]) and raw streams (without).
-//! Decryption releases a chunk to the writer only after its tag has verified.
+//! The same pipeline serves the container (with an [`Authenticator`]) and raw streams (without),
+//! whole streams ([`run`]) and contiguous segments of a stream ([`run_segment`]: chunk indices from
+//! any first index, the last-chunk flag only where the segment ends the stream), so an MPI rank
+//! that owns a range of chunks runs the same stages over positioned I/O
+//! ([`crate::positioned`]). Decryption releases a chunk to the writer only after its tag has
+//! verified.
 
 use std::io::{self, Read, Write};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -37,6 +41,39 @@ pub struct StreamSpec<'a> {
     pub padding: bool,
     /// Per-chunk tags (the container), or `None` for a raw stream.
     pub auth: Option<&'a Authenticator>,
+}
+
+/// Which part of a stream a run covers: the whole stream, or a contiguous run of its chunks (an
+/// MPI rank's share). Chunk `i` of the stream is processed the same wherever it runs: CTR's
+/// counter comes from its index, and so does its tag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// Index in the stream of the segment's first chunk.
+    pub first_index: u64,
+    /// Whether the segment ends the stream: its final chunk is then the stream's last (tagged as
+    /// last, padded or unpadded by ECB, possibly short or empty). Otherwise the segment's input
+    /// is whole records and it ends with no chunk marked last (it may be empty).
+    pub ends_stream: bool,
+}
+
+impl Segment {
+    /// The whole stream: chunks from 0, ending with the last.
+    pub const WHOLE: Segment = Segment {
+        first_index: 0,
+        ends_stream: true,
+    };
+}
+
+/// How a run's stages share the machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stages {
+    /// Reader, engine, MAC and writer on threads of their own, overlapping over [`BUFFERS`]
+    /// buffers: for a process with two or more cores.
+    Threaded,
+    /// The same steps chunk by chunk on the calling thread ([`ChunkReader`], [`seal`] or
+    /// [`open`], write): for a process with one core of its own (e.g. as many MPI ranks as
+    /// cores), where threads cannot overlap and only hand chunks over after they left the cache.
+    InTurn,
 }
 
 /// Why a stream could not be processed.
@@ -156,6 +193,33 @@ pub fn run(
     output: &mut (impl Write + Send),
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<u64, PipelineError> {
+    run_segment(
+        spec,
+        Segment::WHOLE,
+        Stages::Threaded,
+        input,
+        output,
+        progress,
+    )
+}
+
+/// Runs `segment` of the stream `spec`: `input` holds exactly the segment's input records and
+/// `output` receives its output records (e.g. [`crate::positioned::ReadAt`] and
+/// [`crate::positioned::WriteAt`] over the segment's ranges of shared files). Returns the bytes
+/// written; `progress` is called with the output bytes written so far. Segments of a stream run
+/// separately and concatenated give exactly what [`run`] gives for the whole stream, whichever
+/// [`Stages`] run them.
+pub fn run_segment(
+    spec: &StreamSpec<'_>,
+    segment: Segment,
+    stages: Stages,
+    input: &mut (impl Read + Send),
+    output: &mut (impl Write + Send),
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<u64, PipelineError> {
+    if stages == Stages::InTurn {
+        return run_in_turn(spec, segment, input, output, progress);
+    }
     let (free_tx, free_rx) = sync_channel::<Vec<u8>>(BUFFERS);
     for _ in 0..BUFFERS - 1 {
         free_tx
@@ -169,27 +233,29 @@ pub fn run(
         .map(|chunk| chunk.map_err(PipelineError::Read));
 
     std::thread::scope(|scope| {
-        scope.spawn(move || read_chunks(ChunkReader::new(spec, input), &free_rx, &read_tx));
+        let reader = ChunkReader::segment(spec, segment, input);
+        scope.spawn(move || read_chunks(reader, &free_rx, &read_tx));
         let writer = scope.spawn(move || write_chunks(output, done_rx, free_tx, progress));
         // Authentication runs in its own stage, so one chunk's tag is computed while the next
         // chunk is encrypted: on a two-core machine that hides most of the MAC's cost.
         let worked = match spec.auth {
-            None => run_stage(read, done_tx, |chunk| crypt_chunk(spec, chunk)),
+            None => run_stage(segment, read, done_tx, |chunk| crypt_chunk(spec, chunk)),
             Some(auth) => {
                 let (mid_tx, mid_rx) = sync_channel::<Chunk>(1);
                 let mid = mid_rx.into_iter().map(Ok);
                 match spec.direction {
                     Direction::Encrypt => {
-                        let first =
-                            scope.spawn(move || run_stage(read, mid_tx, |c| crypt_chunk(spec, c)));
-                        let second = run_stage(mid, done_tx, |c| tag_chunk(auth, c));
+                        let first = scope.spawn(move || {
+                            run_stage(segment, read, mid_tx, |c| crypt_chunk(spec, c))
+                        });
+                        let second = run_stage(segment, mid, done_tx, |c| tag_chunk(auth, c));
                         join(first).and(second)
                     }
                     Direction::Decrypt => {
                         let first = scope.spawn(move || {
-                            run_stage(read, mid_tx, |c| verify_chunk(spec, auth, c))
+                            run_stage(segment, read, mid_tx, |c| verify_chunk(spec, auth, c))
                         });
-                        let second = run_stage(mid, done_tx, |c| crypt_chunk(spec, c));
+                        let second = run_stage(segment, mid, done_tx, |c| crypt_chunk(spec, c));
                         join(first).and(second)
                     }
                 }
@@ -202,6 +268,33 @@ pub fn run(
     })
 }
 
+/// [`Stages::InTurn`]: each chunk read, sealed or opened, and written before the next.
+fn run_in_turn(
+    spec: &StreamSpec<'_>,
+    segment: Segment,
+    input: &mut impl Read,
+    output: &mut impl Write,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<u64, PipelineError> {
+    let mut reader = ChunkReader::segment(spec, segment, input);
+    let mut buf = spec.new_buffer();
+    let mut written = 0u64;
+    while let Some(mut chunk) = reader.next_chunk(buf).map_err(PipelineError::Read)? {
+        match spec.direction {
+            Direction::Encrypt => seal(spec, &mut chunk)?,
+            Direction::Decrypt => open(spec, &mut chunk)?,
+        }
+        output
+            .write_all(&chunk.data)
+            .map_err(PipelineError::Write)?;
+        written += chunk.data.len() as u64;
+        progress(written);
+        buf = chunk.data;
+    }
+    output.flush().map_err(PipelineError::Write)?;
+    Ok(written)
+}
+
 /// The result of a finished pipeline thread (a panic goes on unwinding).
 fn join<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
     handle
@@ -209,14 +302,16 @@ fn join<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
-/// Applies `step` to each chunk of `input` and passes it on. The input must end with the
-/// chunk marked last; a stage whose output is closed stops quietly (the writer reports why).
+/// Applies `step` to each chunk of `input` and passes it on. The input of a segment that ends the
+/// stream must end with the chunk marked last; a stage whose output is closed stops quietly (the
+/// writer reports why).
 fn run_stage(
+    segment: Segment,
     input: impl Iterator<Item = Result<Chunk, PipelineError>>,
     output: SyncSender<Chunk>,
     mut step: impl FnMut(&mut Chunk) -> Result<(), PipelineError>,
 ) -> Result<(), PipelineError> {
-    let mut next_index = 0;
+    let mut next_index = segment.first_index;
     for chunk in input {
         let mut chunk = chunk?;
         step(&mut chunk)?;
@@ -226,7 +321,11 @@ fn run_stage(
             return Ok(());
         }
     }
-    Err(PipelineError::Truncated(next_index))
+    if segment.ends_stream {
+        Err(PipelineError::Truncated(next_index))
+    } else {
+        Ok(())
+    }
 }
 
 /// Feeds the pipeline from `reader`, with buffers from the free list.
@@ -253,11 +352,14 @@ fn read_chunks(
 
 /// Cuts an input into the records of a stream. A full record is held back until the next read
 /// shows whether more input follows, so every chunk comes out knowing whether it is the last;
-/// the final chunk may be short or empty (see [`StreamSpec::last_chunk_short`]).
+/// the final chunk may be short or empty (see [`StreamSpec::last_chunk_short`]). A reader of a
+/// [`Segment`] that does not end the stream numbers its chunks from the segment's first index,
+/// marks none last, and refuses input that is not whole records.
 pub struct ChunkReader<'a, R> {
     input: &'a mut R,
     record_len: usize,
     last_short: bool,
+    ends_stream: bool,
     next_index: u64,
     held: Option<Vec<u8>>,
     final_record: Option<Vec<u8>>,
@@ -268,11 +370,17 @@ pub struct ChunkReader<'a, R> {
 impl<'a, R: Read> ChunkReader<'a, R> {
     /// A reader of `input` cut into the input records of `spec`.
     pub fn new(spec: &StreamSpec<'_>, input: &'a mut R) -> Self {
+        Self::segment(spec, Segment::WHOLE, input)
+    }
+
+    /// A reader of `input`, the input records of `segment` of `spec`'s stream.
+    pub fn segment(spec: &StreamSpec<'_>, segment: Segment, input: &'a mut R) -> Self {
         ChunkReader {
             input,
             record_len: spec.input_record_len(),
             last_short: spec.last_chunk_short(),
-            next_index: 0,
+            ends_stream: segment.ends_stream,
+            next_index: segment.first_index,
             held: None,
             final_record: None,
             finished: false,
@@ -302,6 +410,16 @@ impl<'a, R: Read> ChunkReader<'a, R> {
             }
             // End of input: `buf` is the short (possibly empty) final record.
             self.finished = true;
+            if !self.ends_stream {
+                if !buf.is_empty() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the input ended inside a chunk",
+                    ));
+                }
+                let held = self.held.take();
+                return Ok(held.map(|previous| self.emit(previous, false)));
+            }
             let chunk = match self.held.take() {
                 Some(previous) if self.last_short || !buf.is_empty() => {
                     self.final_record = Some(buf);
@@ -572,6 +690,153 @@ mod tests {
                     assert_eq!(opened, plain, "{mode:?} {len}");
                 }
             }
+        }
+    }
+
+    /// A stream cut into contiguous segments (from the first chunk, mid-stream, and the one that
+    /// ends the stream) run separately, as MPI ranks run their shares, and concatenated is
+    /// exactly the whole stream: for CTR and ECB (padded or not), raw or with chunk tags, both
+    /// ways, whatever the cuts.
+    #[test]
+    fn segments_concatenated_are_the_whole_stream() {
+        let engine = CpuEngine::new(Some(1)).unwrap();
+        let keys = sealed(KeySize::from_len(32).unwrap());
+        let auth = keys.authenticator().clone();
+        let cases = [(Mode::Ctr, false), (Mode::Ecb, true), (Mode::Ecb, false)];
+        for (mode, padding) in cases {
+            for auth in [None, Some(&auth)] {
+                let lens = [
+                    0,
+                    1,
+                    16,
+                    CHUNK - 1,
+                    CHUNK,
+                    CHUNK + 1,
+                    3 * CHUNK,
+                    4 * CHUNK + 32,
+                ];
+                for len in lens {
+                    if mode == Mode::Ecb && !padding && len % 16 != 0 {
+                        continue;
+                    }
+                    let mut enc = spec(&engine, &keys, mode, Direction::Encrypt, auth);
+                    let mut dec = spec(&engine, &keys, mode, Direction::Decrypt, auth);
+                    (enc.padding, dec.padding) = (padding, padding);
+                    let plain = data(len);
+                    let sealed = run_spec(&enc, &plain).unwrap();
+                    assert_eq!(run_spec(&dec, &sealed).unwrap(), plain);
+                    for (spec, input, whole) in [(&enc, &plain, &sealed), (&dec, &sealed, &plain)] {
+                        let chunks = ChunkReader::new(spec, &mut &input[..]).count_chunks();
+                        for cuts in segment_cuts(chunks) {
+                            for stages in [Stages::Threaded, Stages::InTurn] {
+                                let what = format!("{mode:?} pad {padding} {len} B {cuts:?}");
+                                let joined =
+                                    run_in_segments(spec, stages, input, &cuts).expect(&what);
+                                assert!(joined == *whole, "{what} {stages:?} {:?}", spec.direction);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    impl<R: Read> ChunkReader<'_, R> {
+        fn count_chunks(mut self) -> u64 {
+            let mut n = 0;
+            while self.next_chunk(Vec::new()).unwrap().is_some() {
+                n += 1;
+            }
+            n
+        }
+    }
+
+    /// Cut points `0 = c0 <= c1 <= ... < chunks` (segments may be empty, except the last).
+    fn segment_cuts(chunks: u64) -> Vec<Vec<u64>> {
+        let mut all = vec![vec![0]];
+        for a in 0..chunks {
+            all.push(vec![0, a]);
+            for b in a..chunks {
+                all.push(vec![0, a, b]);
+            }
+        }
+        all
+    }
+
+    /// Runs the segments starting at chunks `cuts` separately and concatenates their outputs.
+    fn run_in_segments(
+        spec: &StreamSpec<'_>,
+        stages: Stages,
+        input: &[u8],
+        cuts: &[u64],
+    ) -> Result<Vec<u8>, PipelineError> {
+        let record = spec.input_record_len() as u64;
+        let at = |chunk: u64| (chunk * record).min(input.len() as u64) as usize;
+        let mut out = Vec::new();
+        for (i, &first_index) in cuts.iter().enumerate() {
+            let segment = Segment {
+                first_index,
+                ends_stream: i + 1 == cuts.len(),
+            };
+            let end = cuts.get(i + 1).map_or(input.len(), |&next| at(next));
+            let mut part = Vec::new();
+            let n = run_segment(
+                spec,
+                segment,
+                stages,
+                &mut &input[at(first_index)..end],
+                &mut part,
+                &|_| {},
+            )?;
+            assert_eq!(n, part.len() as u64);
+            out.extend_from_slice(&part);
+        }
+        Ok(out)
+    }
+
+    /// A segment that does not end the stream must be whole records; one that does must end with
+    /// the last chunk (a tagged segment cut short fails authentication).
+    #[test]
+    fn segments_refuse_partial_records_and_check_the_last_chunk() {
+        let engine = CpuEngine::new(Some(1)).unwrap();
+        let keys = sealed(KeySize::from_len(16).unwrap());
+        let auth = keys.authenticator().clone();
+        let enc = spec(&engine, &keys, Mode::Ctr, Direction::Encrypt, Some(&auth));
+        let middle = Segment {
+            first_index: 2,
+            ends_stream: false,
+        };
+        let input = data(CHUNK + 5);
+        for stages in [Stages::Threaded, Stages::InTurn] {
+            let err = run_segment(
+                &enc,
+                middle,
+                stages,
+                &mut &input[..],
+                &mut Vec::new(),
+                &|_| {},
+            );
+            assert!(matches!(err, Err(PipelineError::Read(_))), "{err:?}");
+            let dec = spec(&engine, &keys, Mode::Ctr, Direction::Decrypt, Some(&auth));
+            let sealed = run_spec(&enc, &data(3 * CHUNK)).unwrap();
+            let record = CHUNK + TAG_LEN;
+            // Chunks 1.. as the stream's end: fine; chunk 1 alone as the end: chunk 1 is not last.
+            let tail = Segment {
+                first_index: 1,
+                ends_stream: true,
+            };
+            let ok = run_segment(
+                &dec,
+                tail,
+                stages,
+                &mut &sealed[record..],
+                &mut Vec::new(),
+                &|_| {},
+            );
+            assert_eq!(ok.unwrap(), 2 * CHUNK as u64);
+            let cut = &sealed[record..2 * record];
+            let err = run_segment(&dec, tail, stages, &mut &cut[..], &mut Vec::new(), &|_| {});
+            assert!(matches!(err, Err(PipelineError::Tampered(1))), "{err:?}");
         }
     }
 

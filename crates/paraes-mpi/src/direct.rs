@@ -1,15 +1,16 @@
-//! Direct I/O: every rank reads and writes its own contiguous range of chunks in the shared
-//! input and output files with positioned reads and writes; no data crosses MPI.
+//! Direct I/O: every rank runs its own contiguous range of chunks through the local tool's
+//! pipeline ([`pipeline::run_segment`]: threaded where the rank has cores to spare), reading and
+//! writing its ranges of the shared input and output files with positioned reads and writes; no
+//! data crosses MPI.
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use paraes_core::pipeline::{Chunk, StreamSpec};
+use paraes_core::pipeline::{self, Segment, Stages, StreamSpec};
+use paraes_core::positioned::{ReadAt, WriteAt};
 use paraes_core::Direction;
 
-use crate::chunk::process_chunk;
 use crate::layout::Layout;
 use crate::plan::Plan;
 use crate::world::{JobError, Mpi};
@@ -26,37 +27,48 @@ pub(crate) fn run(mpi: &Mpi, spec: &StreamSpec<'_>, plan: &Plan) -> Result<u64, 
     mpi.agree(files.as_ref().map(|_| ()).map_err(|e| mpi.tag(e)))?;
     let (input, output) = files.expect("agreed above");
 
-    let mut written = 0u64;
-    let mut work = || -> Result<(), String> {
-        let mut buf = spec.new_buffer();
-        for index in layout.share(mpi.rank(), mpi.size()) {
-            let (at, len) = layout.input_record(index);
-            buf.resize(len, 0);
-            input
-                .read_exact_at(&mut buf, at)
-                .map_err(|e| match e.kind() {
-                    io::ErrorKind::UnexpectedEof => {
-                        "the input became shorter while it was being read".to_string()
-                    }
-                    _ => format!("reading the input failed: {e}"),
-                })?;
-            let mut chunk = Chunk {
-                index,
-                last: layout.is_last(index),
-                data: buf,
-            };
-            process_chunk(spec, &mut chunk).map_err(|e| e.to_string())?;
-            output
-                .write_all_at(&chunk.data, layout.output_offset(index))
-                .map_err(|e| format!("writing the output failed: {e}"))?;
-            written += chunk.data.len() as u64;
-            buf = chunk.data;
-        }
-        Ok(())
+    let share = layout.share(mpi.rank(), mpi.size());
+    let worked = if share.is_empty() {
+        Ok(0)
+    } else {
+        // This rank's chunks through the local tool's threaded pipeline, from and to their
+        // ranges of the shared files.
+        let (input_at, _) = layout.input_record(share.start);
+        let (last_at, last_len) = layout.input_record(share.end - 1);
+        let input_len = last_at + last_len as u64 - input_at;
+        let segment = Segment {
+            first_index: share.start,
+            ends_stream: layout.is_last(share.end - 1),
+        };
+        pipeline::run_segment(
+            spec,
+            segment,
+            stages(mpi),
+            &mut ReadAt::new(&input, input_at, input_len),
+            &mut WriteAt::new(&output, layout.output_offset(share.start)),
+            &|_| {},
+        )
+        .map_err(|e| e.to_string())
     };
-    let worked = work();
-    mpi.agree(worked.map_err(|e| mpi.tag(&e)))?;
+    let written = worked.as_ref().copied().unwrap_or(0);
+    // Ranks finish at different times: the early ones wait without taking a core.
+    mpi.quiet_barrier();
+    mpi.agree(worked.map(|_| ()).map_err(|e| mpi.tag(&e)))?;
     Ok(mpi.sum(written))
+}
+
+/// The pipeline's threads overlap only where the rank has cores to spare: a rank with one core
+/// of its own (as many ranks as cores on the node, or a rank bound to one core) runs the same
+/// steps in turn, which keeps each chunk in cache from read to write (measured: two ranks on two
+/// cores, 1 GiB, 0.69 s threaded against about 0.6 s in turn).
+fn stages(mpi: &Mpi) -> Stages {
+    // The cores this process may run on (its affinity mask), shared with its node's ranks.
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    if cores / mpi.local_size() >= 2 {
+        Stages::Threaded
+    } else {
+        Stages::InTurn
+    }
 }
 
 /// Opens the plan's input and output temporary on this rank, and checks that it sees the input

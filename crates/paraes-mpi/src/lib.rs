@@ -4,22 +4,24 @@
 //! header, output temporary) and broadcasts a [`Plan`]; then every rank runs its own local
 //! [`paraes_core::Engine`] on its share of the chunks, by one of two [`IoStrategy`]s:
 //!
-//! - [`IoStrategy::Direct`]: every rank opens the input and the output itself and reads and
-//!   writes its own contiguous range of chunks at their offsets (positioned I/O on a shared file
-//!   system). No data crosses MPI.
+//! - [`IoStrategy::Direct`]: every rank opens the input and the output itself and runs its own
+//!   contiguous range of chunks through the local tool's threaded pipeline
+//!   ([`paraes_core::pipeline::run_segment`]) with positioned reads and writes of its ranges of
+//!   the shared files. No data crosses MPI.
 //! - [`IoStrategy::Scatter`]: rank 0 reads rounds of chunks, spreads them with `MPI_Scatterv`,
 //!   every rank seals or opens its chunk, `MPI_Gatherv` brings them back in order and rank 0
-//!   writes them. Works with pipes and without a shared file system; memory per rank is one
-//!   round (at most one chunk per rank), whatever the file size.
+//!   writes them; rank 0's reading and writing run on threads that overlap the collectives. Works
+//!   with pipes and without a shared file system; memory is a fixed number of rounds on rank 0
+//!   and one chunk on every other rank, whatever the file size.
 //!
 //! Chunks are cut, sealed and opened by the same code as the local pipeline
-//! ([`paraes_core::pipeline::ChunkReader`], [`paraes_core::pipeline::seal`] and
-//! [`paraes_core::pipeline::open`]), so the output is byte-identical to the single-process tool
-//! for any rank count. Every failure on any rank becomes one [`JobError`] that all ranks agree
-//! on, so the job ends together, with one message, and rank 0 removes the output.
+//! ([`paraes_core::pipeline::run_segment`], [`paraes_core::pipeline::ChunkReader`],
+//! [`paraes_core::pipeline::seal`] and [`paraes_core::pipeline::open`]), so the output is
+//! byte-identical to the single-process tool for any rank count. Every failure on any rank
+//! becomes one [`JobError`] that all ranks agree on, so the job ends together, with one message,
+//! and rank 0 removes the output.
 #![deny(missing_docs)]
 
-mod chunk;
 mod direct;
 mod layout;
 mod plan;

@@ -3,9 +3,36 @@
 
 use mpi::collective::SystemOperation;
 use mpi::datatype::PartitionMut;
-use mpi::environment::Universe;
+use mpi::environment::{Threading, Universe};
+use mpi::request::{Request, Scope};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::{CommunicatorCollectives, Root};
+use std::time::{Duration, Instant};
+
+/// How long [`wait_quietly`] polls a request flat out before it sleeps between checks.
+const QUIET_SPIN: Duration = Duration::from_micros(20);
+/// How long [`wait_quietly`] sleeps between checks after that.
+const QUIET_POLL: Duration = Duration::from_micros(50);
+
+/// Completes `request` without taking a core for the wait, as MPICH's blocking calls do (they
+/// poll flat out): polls for [`QUIET_SPIN`], then sleeps [`QUIET_POLL`] between checks. With
+/// more threads than cores (the pipeline's threads, several ranks per node, other work), a
+/// waiting rank then leaves the cores to those that have work; the cost is at most about one
+/// sleep of latency per wait.
+pub(crate) fn wait_quietly<'a, D: ?Sized, S: Scope<'a>>(mut request: Request<'a, D, S>) {
+    let started = Instant::now();
+    loop {
+        match request.test() {
+            Ok(_) => return,
+            Err(pending) => request = pending,
+        }
+        if started.elapsed() < QUIET_SPIN {
+            std::hint::spin_loop();
+        } else {
+            std::thread::sleep(QUIET_POLL);
+        }
+    }
+}
 
 /// A failure of the whole job, the same on every rank: one line that says which rank failed and
 /// why (rank 0 prints it; the others exit quietly).
@@ -25,11 +52,14 @@ pub struct Mpi {
 impl Mpi {
     /// Initialises MPI (a process started without mpiexec becomes a job of one rank).
     pub fn init() -> Result<Mpi, JobError> {
-        let universe = mpi::initialize().ok_or_else(|| {
-            JobError(
-                "MPI was already initialised in this process: start paraes once per rank".into(),
-            )
-        })?;
+        // Engines and the pipeline run threads of their own; only the main thread calls MPI.
+        let (universe, _) =
+            mpi::initialize_with_threading(Threading::Funneled).ok_or_else(|| {
+                JobError(
+                    "MPI was already initialised in this process: start paraes once per rank"
+                        .into(),
+                )
+            })?;
         let world = universe.world();
         let node = world.split_shared(world.rank());
         Ok(Mpi {
@@ -129,6 +159,12 @@ impl Mpi {
         let start = displs[failed] as usize;
         let text = String::from_utf8_lossy(&all[start..start + lens[failed] as usize]);
         Err(JobError(text.into_owned()))
+    }
+
+    /// Waits until every rank has called it, without spinning ([`wait_quietly`]), so a rank
+    /// that finished its share early leaves the cores to the ranks still working. Collective.
+    pub fn quiet_barrier(&self) {
+        wait_quietly(self.world.immediate_barrier());
     }
 
     /// The sum of `value` over all ranks, on every rank.
