@@ -3,12 +3,12 @@
 //! thread), with the progress display, and commits the output.
 
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
 use anyhow::{Context, Result};
-use paraes_core::pipeline::{self, ChunkReader, PipelineError};
+use paraes_core::pipeline::{self, PipelineError, Segment, Stages};
 use paraes_core::{Direction, Engine};
 
 use crate::job::{self, Credentials, Prepared};
@@ -111,7 +111,14 @@ pub fn crypt_prepared(
                     progress.set(start + n)
                 })
             }
-            Threads::ThisThread => on_this_thread(&spec, &mut counted, output.writer()),
+            Threads::ThisThread => pipeline::run_segment(
+                &spec,
+                Segment::WHOLE,
+                Stages::InTurn,
+                &mut counted,
+                &mut output.writer(),
+                &|_| {},
+            ),
         };
         written += name_failure(result, input_name, output_name)?;
         counted.bytes
@@ -128,34 +135,6 @@ pub fn crypt_prepared(
         }
     }
     Ok(Done { read, written })
-}
-
-/// The pipeline's steps for each chunk in turn on the calling thread (no reader or writer
-/// thread, two buffers): for small files, many of which run at once.
-fn on_this_thread(
-    spec: &pipeline::StreamSpec<'_>,
-    input: &mut impl Read,
-    output: &mut dyn Write,
-) -> Result<u64, PipelineError> {
-    let mut reader = ChunkReader::new(spec, input);
-    let mut spare = spec.new_buffer();
-    let mut written = 0u64;
-    while let Some(mut chunk) = reader.next_chunk(spare).map_err(PipelineError::Read)? {
-        match spec.direction {
-            Direction::Encrypt => pipeline::seal(spec, &mut chunk)?,
-            Direction::Decrypt => pipeline::open(spec, &mut chunk)?,
-        }
-        output
-            .write_all(&chunk.data)
-            .map_err(PipelineError::Write)?;
-        written += chunk.data.len() as u64;
-        if chunk.last {
-            output.flush().map_err(PipelineError::Write)?;
-            return Ok(written);
-        }
-        spare = chunk.data;
-    }
-    Err(PipelineError::Truncated(0))
 }
 
 /// Names the file that failed (the pipeline only knows "the input" and "the output").

@@ -502,4 +502,58 @@ mod with_mpi {
             stderr(&out)
         );
     }
+
+    /// Many files under MPI (issue 14): all ranks go through rank 0's list together, one job
+    /// per file, under 1, 2 and 3 ranks and both strategies; a file that fails is one line and
+    /// the others are written; the outputs equal the single-process tool's plaintexts.
+    #[test]
+    fn many_files_run_one_job_each_on_every_rank() {
+        for ranks in RANKS {
+            for io in STRATEGIES {
+                let scratch = Scratch::new();
+                scratch.key_file("k", 256, 1, true);
+                std::fs::create_dir_all(scratch.path("tree/sub")).unwrap();
+                let files = [("tree/a", 0), ("tree/sub/b", 3 * CHUNK + 5), ("tree/c", 1)];
+                for (i, (name, len)) in files.iter().enumerate() {
+                    scratch.write(name, &seeded_bytes(i as u64, *len));
+                }
+                let mut enc: Vec<&str> = MPI_ENC.to_vec();
+                enc.extend(["--mpi-io", io, "--recursive", "tree", "--output-dir", "enc"]);
+                let out = run_mpi(&scratch, ranks, &enc);
+                let what = format!("{ranks} ranks, {io}");
+                assert_success(&out, &what);
+                scratch.write("list", b"enc/tree/a.paraes\nmissing.paraes\nenc/tree/sub/b.paraes\nenc/tree/c.paraes\n");
+                let dec = [
+                    "dec",
+                    "--backend",
+                    "mpi",
+                    "-q",
+                    "-k",
+                    "k",
+                    "--mpi-io",
+                    io,
+                    "--files-from",
+                    "list",
+                    "--output-dir",
+                    "dec",
+                ];
+                let out = run_mpi(&scratch, ranks, &dec);
+                let err = stderr(&out);
+                assert!(
+                    !out.status.success(),
+                    "{what}: a missing file must fail the run"
+                );
+                assert!(err.contains("missing.paraes: cannot open"), "{what}: {err}");
+                assert!(err.contains("1 of 4 files failed"), "{what}: {err}");
+                for (i, (name, len)) in files.iter().enumerate() {
+                    let base = name.rsplit('/').next().unwrap();
+                    assert_eq!(
+                        scratch.read(&format!("dec/{base}")),
+                        seeded_bytes(i as u64, *len),
+                        "{what}: {name}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -138,14 +138,16 @@ impl StreamSpec<'_> {
         }
     }
 
-    /// Room for any record of the stream with its padding or tag, so buffers never regrow.
+    /// The most bytes a buffer of the stream holds: any record with its padding or tag.
     pub fn buffer_capacity(&self) -> usize {
         self.chunk_size + TAG_LEN
     }
 
-    /// An empty buffer with room for any record of the stream.
+    /// An empty buffer for the stream's records. It allocates nothing yet: reading grows it as
+    /// far as the input goes (see [`ChunkReader`]), so a small file never costs a whole chunk
+    /// of memory, whatever chunk size a container's header declares.
     pub fn new_buffer(&self) -> Vec<u8> {
-        Vec::with_capacity(self.buffer_capacity())
+        Vec::new()
     }
 
     /// Bytes of a chunk tag (0 for a raw stream).
@@ -364,7 +366,6 @@ pub struct ChunkReader<'a, R> {
     held: Option<Vec<u8>>,
     final_record: Option<Vec<u8>>,
     finished: bool,
-    buffer_capacity: usize,
 }
 
 impl<'a, R: Read> ChunkReader<'a, R> {
@@ -384,7 +385,6 @@ impl<'a, R: Read> ChunkReader<'a, R> {
             held: None,
             final_record: None,
             finished: false,
-            buffer_capacity: spec.buffer_capacity(),
         }
     }
 
@@ -403,7 +403,7 @@ impl<'a, R: Read> ChunkReader<'a, R> {
                 match self.held.replace(buf) {
                     Some(previous) => return Ok(Some(self.emit(previous, false))),
                     None => {
-                        buf = Vec::with_capacity(self.buffer_capacity);
+                        buf = Vec::new();
                         continue;
                     }
                 }
@@ -439,13 +439,22 @@ impl<'a, R: Read> ChunkReader<'a, R> {
     }
 }
 
+/// The first size a fresh buffer grows to when it is filled.
+const FIRST_FILL: usize = 64 << 10;
+
 /// Reads until `buf` holds `len` bytes or the input ends. The buffer keeps its length between
-/// uses, so a recycled buffer is not zeroed again: only its first use touches fresh memory.
+/// uses, so a recycled buffer is not zeroed again: only its first use touches fresh memory. A
+/// fresh buffer grows by doubling, from [`FIRST_FILL`], only while the input goes on: a 4 KiB
+/// file takes 64 KiB, not a chunk (up to 64 MiB, as a hostile header may declare).
 fn fill(input: &mut impl Read, buf: &mut Vec<u8>, len: usize) -> io::Result<()> {
-    buf.resize(len, 0);
     let mut filled = 0;
     while filled < len {
-        match input.read(&mut buf[filled..]) {
+        if filled == buf.len() {
+            let grown = (buf.len() * 2).clamp(FIRST_FILL.min(len), len);
+            buf.resize(grown, 0);
+        }
+        let end = buf.len().min(len);
+        match input.read(&mut buf[filled..end]) {
             Ok(0) => break,
             Ok(n) => filled += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
