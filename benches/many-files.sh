@@ -60,16 +60,27 @@ loop=$(once bash -c 'for f in small/*; do "$0" enc -q -k k "$f" -o "out/${f#smal
 row "$small_count x 4 KiB: shell loop, one run per file" "$(printf %.3f "$loop")" - "1 loop; $(echo "$loop / $one_run" | bc -l | xargs printf '%.1f')x the one run"
 rm -rf small out
 
-# 2. large files
+# 2. large files: the three ways take turns in every repeat, so load and memory state spread
+# evenly over them
 mkdir large
 for i in $(seq 1 $large_count); do head -c $((large_mib << 20)) /dev/urandom > "large/$i"; done
-before='rm -f large/*.paraes'
-read -r med min < <(timed "$paraes" enc -q -k k large/1 large/2 large/3 large/4 large/5 large/6 large/7 large/8)
-row "$large_count x $large_mib MiB: one run" "$med" "$min" "$(echo "$large_count * $large_mib / 1024 / $med" | bc -l | xargs printf '%.2f') GiB/s"
-read -r med min < <(timed bash -c 'for f in large/?; do "$0" enc -q -k k "$f"; done' "$paraes")
-row "$large_count x $large_mib MiB: $large_count sequential runs" "$med" "$min" "$(echo "$large_count * $large_mib / 1024 / $med" | bc -l | xargs printf '%.2f') GiB/s"
-read -r med min < <(timed "$paraes" enc -q -k k large/1)
-row "1 x $large_mib MiB (single-file speed) x $large_count" "$(echo "$med * $large_count" | bc -l | xargs printf '%.3f')" "$(echo "$min * $large_count" | bc -l | xargs printf '%.3f')" "$(echo "$large_mib / 1024 / $med" | bc -l | xargs printf '%.2f') GiB/s"
+one=() seq=() single=()
+for _ in $(seq "$repeats"); do
+  rm -f large/*.paraes
+  one+=("$(once "$paraes" enc -q -k k large/1 large/2 large/3 large/4 large/5 large/6 large/7 large/8)")
+  rm -f large/*.paraes
+  seq+=("$(once bash -c 'for f in large/?; do "$0" enc -q -k k "$f"; done' "$paraes")")
+  rm -f large/*.paraes
+  single+=("$(echo "$(once "$paraes" enc -q -k k large/1) * $large_count" | bc -l)")
+done
+stats() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {printf "%.3f %.3f\n", a[int((NR+1)/2)], a[1]}'; }
+gibs() { echo "$large_count * $large_mib / 1024 / $1" | bc -l | xargs printf '%.2f GiB/s'; }
+read -r med min < <(stats "${one[@]}")
+row "$large_count x $large_mib MiB: one run" "$med" "$min" "$(gibs "$med")"
+read -r med min < <(stats "${seq[@]}")
+row "$large_count x $large_mib MiB: $large_count sequential runs" "$med" "$min" "$(gibs "$med")"
+read -r med min < <(stats "${single[@]}")
+row "1 x $large_mib MiB (single-file speed) x $large_count" "$med" "$min" "$(gibs "$med")"
 rm -rf large
 
 # 3 and 4. one big container

@@ -2,13 +2,16 @@
 //! last-chunk flag, ECB's padding) without decrypting their bodies and without writing
 //! anything; many files run as a many-file `enc` does. Prints `FILE: OK` per authentic file.
 
-use anyhow::{anyhow, Result};
+use std::fs::File;
+use std::io::BufReader;
+use std::path::Path;
+
+use anyhow::{anyhow, Context, Result};
 use paraes_core::container::{self, ContainerError, Unlock, UnverifiedHeader};
 use paraes_core::{CpuEngine, Engine};
 
 use crate::batch;
 use crate::job::warner;
-use crate::output::Input;
 use crate::plan::{Ui, VerifyPlan};
 use crate::progress::Progress;
 
@@ -29,10 +32,19 @@ pub fn run(plan: &VerifyPlan) -> Result<()> {
         );
     }
     let progress = Progress::start_many(&ui, batch::total_size(&plan.files), plan.files.len());
-    let mut count =
-        batch::for_each_file(&plan.files, batch::SMALL_FILE_WORKERS, &progress, |i, _| {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut count = batch::for_each_file(
+        &plan.files,
+        batch::SMALL_FILE_WORKERS,
+        &progress,
+        |i, size| {
             let path = &plan.files[i];
-            let bytes = verify_file(path, &unlock, &engine)?;
+            // A large file alone spreads over the cores; small ones already run side by side.
+            let threads = match size {
+                batch::Size::Small => 1,
+                batch::Size::Large => cores,
+            };
+            let bytes = verify_one(path, &unlock, &engine, threads)?;
             if !plan.quiet {
                 progress.println_out(&format!(
                     "{}: OK",
@@ -40,21 +52,22 @@ pub fn run(plan: &VerifyPlan) -> Result<()> {
                 ));
             }
             Ok(bytes)
-        });
+        },
+    );
     progress.finish();
     count.failed += plan.unlisted.len();
     batch::outcome(Some(count))
 }
 
-/// Checks one container; returns its size.
-fn verify_file(path: &std::path::Path, unlock: &Unlock, engine: &dyn Engine) -> Result<u64> {
-    let mut input = Input::open(Some(path))?;
-    let size = input.len().unwrap_or(0);
-    let header = UnverifiedHeader::read(&mut input).map_err(|e| match e {
+/// Checks one container on `threads` threads; returns its size.
+fn verify_one(path: &Path, unlock: &Unlock, engine: &dyn Engine, threads: usize) -> Result<u64> {
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let header = UnverifiedHeader::read(&mut BufReader::new(&file)).map_err(|e| match e {
         ContainerError::NotAContainer => anyhow!("not a paraes container (no paraes header)"),
         other => other.into(),
     })?;
     let opened = header.open(unlock)?;
-    container::verify(&opened, engine, &mut input)?;
+    container::verify_file(&opened, engine, &file, threads)?;
     Ok(size)
 }

@@ -38,11 +38,28 @@ fn opened(bytes: &[u8]) -> container::Opened {
         .unwrap()
 }
 
+/// `verify` of the bytes as a stream, which must agree with `verify_file` of them on 1 to 4
+/// threads (whose segments of the body are checked apart).
 fn verify(bytes: &[u8]) -> Result<u64, PipelineError> {
     let opened = opened(bytes);
     let mut body = &bytes[opened.info().header_len..];
     let engine = CpuEngine::new(Some(1)).unwrap();
-    container::verify(&opened, &engine, &mut body)
+    let streamed = container::verify(&opened, &engine, &mut body);
+    let dir = std::env::temp_dir().join(format!("paraes-verify-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{:?}", std::thread::current().id()));
+    std::fs::write(&path, bytes).unwrap();
+    let file = std::fs::File::open(&path).unwrap();
+    for threads in 1..=4 {
+        let parallel = container::verify_file(&opened, &engine, &file, threads);
+        assert_eq!(
+            parallel.as_ref().ok(),
+            streamed.as_ref().ok(),
+            "{threads} threads: {parallel:?} vs {streamed:?}"
+        );
+    }
+    std::fs::remove_file(&path).unwrap();
+    streamed
 }
 
 fn sealed_strategy() -> impl Strategy<Value = Sealed> {

@@ -1,13 +1,14 @@
 //! A container's body read without the pipeline: its chunk layout from its length, checking
-//! every chunk tag without decrypting ([`verify`]), and a seekable plaintext reader that
-//! authenticates and decrypts only the chunks a read touches ([`SeekableReader`], as age's
-//! `DecryptReaderAt` and rage's `StreamReader` do).
+//! every chunk tag without decrypting ([`verify`], [`verify_file`] on several cores), and a
+//! seekable plaintext reader that authenticates and decrypts only the chunks a read touches
+//! ([`SeekableReader`], as age's `DecryptReaderAt` and rage's `StreamReader` do).
 
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::sync::mpsc::sync_channel;
 
 use crate::engine::{Direction, Engine, Mode};
-use crate::pipeline::{self, Chunk, ChunkReader, PipelineError, StreamSpec};
+use crate::pipeline::{self, Chunk, ChunkReader, PipelineError, Segment, StreamSpec};
+use crate::positioned::ReadAt;
 
 use super::{BodyParams, Opened, TAG_LEN};
 
@@ -72,67 +73,123 @@ impl BodyParams {
     }
 }
 
-/// Records read ahead of the tag check in [`verify`]: reading overlaps the MAC.
-const VERIFY_BUFFERS: usize = 3;
-
 /// Checks every chunk tag and the last-chunk flag of the body that `input` holds (positioned
 /// right after the header) without decrypting it, except the last chunk, whose ECB padding is
 /// checked too (at most one chunk of AES on `engine`). Writes nothing. Returns the plaintext
-/// length; any error means the file is not authentic as a whole.
+/// length; any error means the file is not authentic as a whole. [`verify_file`] does the
+/// same on several cores.
 pub fn verify(
     opened: &Opened,
     engine: &dyn Engine,
-    input: &mut (impl Read + Send),
+    input: &mut impl Read,
 ) -> Result<u64, PipelineError> {
     let spec = opened.stream_spec(engine, Direction::Decrypt);
-    let auth = opened.authenticator();
-    let (full_tx, full_rx) = sync_channel::<io::Result<Chunk>>(VERIFY_BUFFERS - 2);
-    let (free_tx, free_rx) = sync_channel::<Vec<u8>>(VERIFY_BUFFERS);
-    for _ in 0..VERIFY_BUFFERS - 1 {
-        free_tx
-            .send(spec.new_buffer())
-            .expect("room for every buffer");
-    }
+    verify_segment(&spec, opened, Segment::WHOLE, input)
+}
+
+/// [`verify`] of the container file `file` on `threads` threads: the body is cut into one
+/// contiguous run of chunks per thread, each read at its position and checked apart (chunk
+/// tags are independent of each other), so reading and checking spread over the cores.
+pub fn verify_file(
+    opened: &Opened,
+    engine: &dyn Engine,
+    file: &File,
+    threads: usize,
+) -> Result<u64, PipelineError> {
+    let spec = opened.stream_spec(engine, Direction::Decrypt);
+    let body_start = opened.info().header_len as u64;
+    let file_len = file.metadata().map_err(PipelineError::Read)?.len();
+    let body_len = file_len.saturating_sub(body_start);
+    let layout = opened
+        .info()
+        .params
+        .layout(body_len)
+        .map_err(|_| PipelineError::Truncated(chunk_count_hint(opened, body_len)))?;
+    let per_thread = layout.chunks.div_ceil(threads.max(1) as u64);
+    // Every segment holds at least one chunk (5 chunks on 4 threads: 2, 2, 1).
+    let segments = layout.chunks.div_ceil(per_thread);
     let spec = &spec;
     std::thread::scope(|scope| {
-        // Owned by this closure, so both drop before the scope waits for the reader: an early
-        // error return then stops it (its sends and receives fail).
-        let (full_rx, free_tx) = (full_rx, free_tx);
-        scope.spawn(move || {
-            let mut reader = ChunkReader::new(spec, input);
-            while let Ok(buf) = free_rx.recv() {
-                let next = reader.next_chunk(buf).transpose();
-                let stop = !matches!(next, Some(Ok(ref chunk)) if !chunk.last);
-                if let Some(next) = next {
-                    if full_tx.send(next).is_err() {
-                        return;
-                    }
+        let runs: Vec<_> = (0..segments)
+            .map(|t| {
+                let first = t * per_thread;
+                let end = ((t + 1) * per_thread).min(layout.chunks);
+                let segment = Segment {
+                    first_index: first,
+                    ends_stream: end == layout.chunks,
+                };
+                let at = body_start + first * layout.record_len;
+                let len = if segment.ends_stream {
+                    file_len - at
+                } else {
+                    (end - first) * layout.record_len
+                };
+                scope.spawn(move || {
+                    let mut input = ReadAt::new(file, at, len);
+                    verify_segment(spec, opened, segment, &mut input)
+                })
+            })
+            .collect();
+        let mut plaintext = 0;
+        let mut first_failure = None;
+        for run in runs {
+            let result = run
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            match result {
+                Ok(len) => plaintext += len,
+                Err(e) => {
+                    first_failure.get_or_insert(e);
                 }
-                if stop {
-                    return;
-                }
             }
-        });
-        let mut plaintext = 0u64;
-        let mut next_index = 0;
-        for chunk in full_rx.iter() {
-            let mut chunk = chunk.map_err(PipelineError::Read)?;
-            next_index = chunk.index + 1;
-            if chunk.last {
-                // The last chunk's shape and padding need its plaintext: decrypt this one only.
-                pipeline::open(spec, &mut chunk)?;
-                return Ok(plaintext + chunk.data.len() as u64);
-            }
-            let (body, tag) = chunk.data.split_at(spec.chunk_size);
-            if !auth.verify(chunk.index, false, body, tag) {
-                return Err(PipelineError::Tampered(chunk.index));
-            }
-            plaintext += spec.chunk_size as u64;
-            // The reader stops on its own once it has sent the last chunk.
-            let _ = free_tx.send(chunk.data);
         }
-        Err(PipelineError::Truncated(next_index))
+        match first_failure {
+            Some(e) => Err(e),
+            None => Ok(plaintext),
+        }
     })
+}
+
+/// The index of the chunk a body of `body_len` bytes would end in (for the error of a body
+/// whose length no writer makes).
+fn chunk_count_hint(opened: &Opened, body_len: u64) -> u64 {
+    let record = opened.info().params.chunk_size as u64 + TAG_LEN as u64;
+    body_len.div_ceil(record).saturating_sub(1)
+}
+
+/// Checks the chunks of `segment` that `input` holds; returns their plaintext length.
+fn verify_segment(
+    spec: &StreamSpec<'_>,
+    opened: &Opened,
+    segment: Segment,
+    input: &mut impl Read,
+) -> Result<u64, PipelineError> {
+    let auth = opened.authenticator();
+    let mut reader = ChunkReader::segment(spec, segment, input);
+    let mut buf = spec.new_buffer();
+    let mut plaintext = 0u64;
+    let mut next_index = segment.first_index;
+    while let Some(mut chunk) = reader.next_chunk(buf).map_err(|e| match e.kind() {
+        io::ErrorKind::UnexpectedEof => PipelineError::Truncated(next_index),
+        _ => PipelineError::Read(e),
+    })? {
+        next_index = chunk.index + 1;
+        if chunk.last {
+            // The last chunk's shape and padding need its plaintext: decrypt this one only.
+            pipeline::open(spec, &mut chunk)?;
+            return Ok(plaintext + chunk.data.len() as u64);
+        }
+        let (body, tag) = chunk.data.split_at(spec.chunk_size);
+        if !auth.verify(chunk.index, false, body, tag) {
+            return Err(PipelineError::Tampered(chunk.index));
+        }
+        plaintext += spec.chunk_size as u64;
+        buf = chunk.data;
+    }
+    if segment.ends_stream {
+        return Err(PipelineError::Truncated(next_index));
+    }
+    Ok(plaintext)
 }
 
 /// The plaintext of a container as a `Read + Seek` over the container's `Read + Seek`: a read

@@ -16,7 +16,7 @@ mod v2;
 
 use std::io::Read;
 
-pub use body::{verify, BodyLayout, LayoutError, RangeError, SeekableReader};
+pub use body::{verify, verify_file, BodyLayout, LayoutError, RangeError, SeekableReader};
 pub use identity::{
     parse_identities, parse_recipients, HybridIdentity, HybridRecipient, PublicRecipient,
     SecretIdentity, X25519Identity, X25519Recipient,
