@@ -87,16 +87,19 @@ rm -rf large
 head -c $((big_gib << 30)) /dev/urandom > big
 "$paraes" enc -q -k k big
 rm big
-before=':'
-read -r med min < <(timed "$paraes" verify -q -k k big.paraes)
-row "verify, $big_gib GiB" "$med" "$min" "$(echo "$big_gib / $med" | bc -l | xargs printf '%.2f') GiB/s"
-read -r med min < <(timed "$paraes" dec -q -k k big.paraes -o /dev/null)
-row "dec -o /dev/null, $big_gib GiB" "$med" "$min" "$(echo "$big_gib / $med" | bc -l | xargs printf '%.2f') GiB/s"
 mid=$(( (big_gib << 30) / 2 + 12345 ))
 range="$mid..$((mid + (1 << 20)))"
-read -r med min < <(timed "$paraes" dec -q -k k big.paraes --range "$range" -o /dev/null)
+verify=() dec=() part=()
+for _ in $(seq "$repeats"); do
+  verify+=("$(once "$paraes" verify -q -k k big.paraes)")
+  dec+=("$(once "$paraes" dec -q -k k big.paraes -o /dev/null)")
+  part+=("$(once "$paraes" dec -q -k k big.paraes --range "$range" -o /dev/null)")
+done
 read_range=$("$paraes" dec -q -k k big.paraes --range "$range" -o /dev/null --stats json 2>&1 | sed 's/.*"bytes_in":\([0-9]*\).*/\1/')
-row "dec --range (1 MiB of $big_gib GiB)" "$med" "$min" "read $read_range bytes"
-read -r med min < <(timed "$paraes" dec -q -k k big.paraes -o /dev/null)
 read_whole=$("$paraes" dec -q -k k big.paraes -o /dev/null --stats json 2>&1 | sed 's/.*"bytes_in":\([0-9]*\).*/\1/')
-row "dec, whole file ($big_gib GiB)" "$med" "$min" "read $read_whole bytes"
+read -r med min < <(stats "${verify[@]}")
+row "verify, $big_gib GiB" "$med" "$min" "$(echo "$big_gib / $med" | bc -l | xargs printf '%.2f') GiB/s"
+read -r med min < <(stats "${dec[@]}")
+row "dec -o /dev/null, $big_gib GiB (whole file)" "$med" "$min" "$(echo "$big_gib / $med" | bc -l | xargs printf '%.2f') GiB/s; read $read_whole bytes"
+read -r med min < <(stats "${part[@]}")
+row "dec --range, 1 MiB of $big_gib GiB" "$med" "$min" "read $read_range bytes"
