@@ -146,6 +146,17 @@ pub struct UnlockArgs {
     pub max_kdf_mib: Option<u64>,
 }
 
+/// The options of `dec` and `verify` that can open a container: at least one is required.
+const UNLOCK_SOURCES: [&str; 7] = [
+    "key_file",
+    "key",
+    "key_fd",
+    "key_env",
+    "passphrase",
+    "passphrase_file",
+    "identity",
+];
+
 /// Where the names of many inputs come from, shared by `enc`, `dec` and `verify`.
 #[derive(Args, Debug, Default)]
 pub struct FileListArgs {
@@ -225,10 +236,7 @@ pub struct EncArgs {
 /// The options of `dec`.
 #[derive(Args, Debug)]
 #[command(group(
-    clap::ArgGroup::new("key_source")
-        .required(true)
-        .multiple(true)
-        .args(["key_file", "key", "key_fd", "key_env", "passphrase", "passphrase_file", "identity"])
+    clap::ArgGroup::new("key_source").required(true).multiple(true).args(UNLOCK_SOURCES)
 ))]
 pub struct DecArgs {
     /// Input files; none or "-" reads standard input. Several run concurrently in one process.
@@ -284,10 +292,7 @@ pub struct DecArgs {
 /// The options of `verify`.
 #[derive(Args, Debug)]
 #[command(group(
-    clap::ArgGroup::new("key_source")
-        .required(true)
-        .multiple(true)
-        .args(["key_file", "key", "key_fd", "key_env", "passphrase", "passphrase_file", "identity"])
+    clap::ArgGroup::new("key_source").required(true).multiple(true).args(UNLOCK_SOURCES)
 ))]
 pub struct VerifyArgs {
     /// Containers to check.

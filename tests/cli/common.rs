@@ -463,3 +463,19 @@ pub fn unfinished_output(pid: u32, dir: &std::path::Path) -> Option<u64> {
     }
     None
 }
+
+/// The format v1 fixtures (containers written by the last paraes that wrote v1, their keys,
+/// passphrase and plaintexts).
+pub const V1_FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/v1");
+
+/// A scratch directory holding every v1 fixture (secrets with mode 0600).
+pub fn v1_fixtures() -> Scratch {
+    let s = Scratch::new();
+    for entry in fs::read_dir(V1_FIXTURES).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        s.write(&name, &fs::read(&path).unwrap());
+        s.set_mode(&name, 0o600);
+    }
+    s
+}

@@ -88,18 +88,7 @@ fn ranges_equal_slices_of_the_plaintext() {
 
 #[test]
 fn ranges_of_v1_containers() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/v1");
-    let s = Scratch::new();
-    for name in [
-        "ctr-128.paraes",
-        "ecb-256.paraes",
-        "k128.key",
-        "k256.key",
-        "plain.txt",
-    ] {
-        s.write(name, &std::fs::read(format!("{dir}/{name}")).unwrap());
-        s.set_mode(name, 0o600);
-    }
+    let s = crate::common::v1_fixtures();
     let plain = s.read("plain.txt");
     let n = plain.len();
     for (file, key) in [

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::common::{assert_error, assert_success, Scratch};
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/v1");
+use crate::common::V1_FIXTURES as FIXTURES;
 
 fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(Path::new(FIXTURES).join(name)).expect("fixture")
@@ -14,14 +14,7 @@ fn fixture(name: &str) -> Vec<u8> {
 
 /// A scratch directory holding every fixture.
 fn scratch() -> Scratch {
-    let s = Scratch::new();
-    for entry in std::fs::read_dir(FIXTURES).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_str().unwrap().to_string();
-        s.write(&name, &std::fs::read(&path).unwrap());
-        s.set_mode(&name, 0o600);
-    }
-    s
+    crate::common::v1_fixtures()
 }
 
 #[test]

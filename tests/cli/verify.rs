@@ -119,19 +119,7 @@ fn many_files_are_checked_in_one_run() {
 
 #[test]
 fn v1_containers_verify() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/v1");
-    let s = Scratch::new();
-    for name in [
-        "ctr-128.paraes",
-        "ecb-256.paraes",
-        "ctr-192-empty.paraes",
-        "k128.key",
-        "k256.key",
-        "k192.key",
-    ] {
-        s.write(name, &std::fs::read(format!("{dir}/{name}")).unwrap());
-        s.set_mode(name, 0o600);
-    }
+    let s = crate::common::v1_fixtures();
     for (file, key) in [
         ("ctr-128.paraes", "k128.key"),
         ("ecb-256.paraes", "k256.key"),
