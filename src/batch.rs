@@ -9,13 +9,14 @@
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use anyhow::{bail, Result};
+use paraes_core::pipeline::Stages;
 
 use crate::job::{self, Credentials, Reported};
-use crate::local::{self, Threads};
+use crate::local;
 use crate::output::{sync_directory, Reach};
 use crate::plan::{CryptPlan, FileJob, OutputTarget};
 use crate::progress::{FileCount, Progress, Summary};
@@ -39,20 +40,42 @@ pub enum Size {
     Large,
 }
 
+/// The files of a run with their sizes (`None`: cannot be read now; such a file fails on its
+/// own when opened), each looked up once.
+pub struct Sized {
+    /// The files.
+    pub files: Vec<PathBuf>,
+    /// Their sizes.
+    pub sizes: Vec<Option<u64>>,
+}
+
+impl Sized {
+    /// Looks up the size of each of `files`.
+    pub fn new(files: Vec<PathBuf>) -> Self {
+        let sizes = files
+            .iter()
+            .map(|path| fs::metadata(path).ok().map(|m| m.len()))
+            .collect();
+        Sized { files, sizes }
+    }
+
+    /// Their total size (for the display and the summary).
+    pub fn total(&self) -> u64 {
+        self.sizes.iter().flatten().sum()
+    }
+}
+
 /// Runs `work` on every file of `files`: the small ones concurrently on `workers` threads,
 /// then the large ones in turn on this thread. `work` returns the input bytes done (for the
 /// display; a pipelined `work` moves the display itself and returns 0). A failure is printed
 /// as one line naming the file. Returns how many succeeded and failed.
 pub fn for_each_file(
-    files: &[PathBuf],
+    sized: &Sized,
     workers: usize,
     progress: &Progress,
     work: impl Fn(usize, Size) -> Result<u64> + Sync,
 ) -> FileCount {
-    let sizes: Vec<Option<u64>> = files
-        .iter()
-        .map(|path| fs::metadata(path).ok().map(|m| m.len()))
-        .collect();
+    let (files, sizes) = (&sized.files, &sized.sizes);
     let is_small = |i: usize| sizes[i].is_none_or(|len| len <= SMALL_FILE);
     let small: Vec<usize> = (0..files.len()).filter(|&i| is_small(i)).collect();
     let large: Vec<usize> = (0..files.len()).filter(|&i| !is_small(i)).collect();
@@ -92,15 +115,6 @@ pub fn for_each_file(
     count.into_inner().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The total size of `files` that exist (for the display).
-pub fn total_size(files: &[PathBuf]) -> u64 {
-    files
-        .iter()
-        .filter_map(|path| fs::metadata(path).ok())
-        .map(|m| m.len())
-        .sum()
-}
-
 /// Fails the run when any file failed: "3 of 1,000 files failed".
 pub fn outcome(count: Option<FileCount>) -> Result<()> {
     let Some(count) = count else {
@@ -136,12 +150,13 @@ pub fn run(
             crate::advice::one_line(why)
         );
     }
-    let inputs: Vec<PathBuf> = jobs
-        .iter()
-        .map(|job| job.input.clone().unwrap_or_default())
-        .collect();
-    let progress = Progress::start_many(&plan.ui, total_size(&inputs), jobs.len());
-    let written = AtomicUsize::new(0);
+    let inputs = Sized::new(
+        jobs.iter()
+            .map(|job| job.input.clone().unwrap_or_default())
+            .collect(),
+    );
+    let progress = Progress::start_many(&plan.ui, inputs.total(), jobs.len());
+    let written = AtomicU64::new(0);
     let directories = Mutex::new(BTreeSet::new());
     let mut count = for_each_file(&inputs, SMALL_FILE_WORKERS, &progress, |i, size| {
         let file = &jobs[i];
@@ -149,19 +164,19 @@ pub fn run(
             make_parents(dir, path)?;
         }
         let job = job::prepare(plan, &credentials, file, Reach::ThisMachine)?;
-        let threads = match size {
-            Size::Small => Threads::ThisThread,
-            Size::Large => Threads::Pipeline,
+        let stages = match size {
+            Size::Small => Stages::InTurn,
+            Size::Large => Stages::Threaded,
         };
         let done = local::crypt_prepared(
             plan,
             job,
             engine.as_ref(),
-            threads,
+            stages,
             &progress,
             Some(&directories),
         )?;
-        written.fetch_add(done.written as usize, Ordering::Relaxed);
+        written.fetch_add(done.written, Ordering::Relaxed);
         Ok(match size {
             Size::Small => done.read,
             // The pipeline moved the display itself.
@@ -176,8 +191,8 @@ pub fn run(
     let seconds = progress.finish();
     let summary = Summary {
         command: plan.command(),
-        bytes_in: total_size(&inputs),
-        bytes_out: Some(written.into_inner() as u64),
+        bytes_in: inputs.total(),
+        bytes_out: Some(written.into_inner()),
         seconds,
         engine: engine.name(),
         workers: engine.workers(),

@@ -27,7 +27,7 @@ pub fn run(plan: &CryptPlan, file: &FileJob) -> Result<Summary> {
         plan,
         job,
         engine.as_ref(),
-        Threads::Pipeline,
+        Stages::Threaded,
         &progress,
         None,
     )?;
@@ -54,16 +54,6 @@ pub fn run(plan: &CryptPlan, file: &FileJob) -> Result<Summary> {
     })
 }
 
-/// How a file's chunks are run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Threads {
-    /// The threaded pipeline: reading, AES, MAC and writing overlap (large files).
-    Pipeline,
-    /// One chunk after another on the calling thread, with its own two buffers (the small
-    /// files of a many-file run, many of which run at once).
-    ThisThread,
-}
-
 /// What one file's run read and wrote.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Done {
@@ -73,14 +63,15 @@ pub struct Done {
     pub written: u64,
 }
 
-/// Runs and commits one prepared file of `plan`. A pipelined run moves `progress` on from
-/// where it stands; a run on this thread leaves it to the caller. With `directories`, the
+/// Runs and commits one prepared file of `plan`: threaded stages for large files, in-turn
+/// stages for the small files of a many-file run (many of which run at once). A threaded run
+/// moves `progress` on from where it stands; an in-turn run leaves it to the caller. With `directories`, the
 /// output's directory is added there to be synced later, instead of synced now.
 pub fn crypt_prepared(
     plan: &CryptPlan,
     mut job: Prepared,
     engine: &dyn Engine,
-    threads: Threads,
+    stages: Stages,
     progress: &Progress,
     directories: Option<&Mutex<BTreeSet<PathBuf>>>,
 ) -> Result<Done> {
@@ -104,23 +95,21 @@ pub fn crypt_prepared(
             inner: input,
             bytes: 0,
         };
-        let result = match threads {
-            Threads::Pipeline => {
-                let start = progress.position();
-                pipeline::run(&spec, &mut counted, &mut output.writer(), &|n| {
-                    progress.set(start + n)
-                })
+        let start = progress.position();
+        let moved = |n| {
+            if stages == Stages::Threaded {
+                progress.set(start + n)
             }
-            Threads::ThisThread => pipeline::run_segment(
-                &spec,
-                Segment::WHOLE,
-                Stages::InTurn,
-                &mut counted,
-                &mut output.writer(),
-                &|_| {},
-            ),
         };
-        written += name_failure(result, input_name, output_name)?;
+        written += pipeline::run_segment(
+            &spec,
+            Segment::WHOLE,
+            stages,
+            &mut counted,
+            &mut output.writer(),
+            &moved,
+        )
+        .map_err(|e| name_failure(e, &input_name, &output_name))?;
         counted.bytes
     };
     match directories {
@@ -138,12 +127,8 @@ pub fn crypt_prepared(
 }
 
 /// Names the file that failed (the pipeline only knows "the input" and "the output").
-pub fn name_failure(
-    result: Result<u64, PipelineError>,
-    input: String,
-    output: String,
-) -> Result<u64> {
-    result.map_err(|e| match e {
+pub fn name_failure(e: PipelineError, input: &str, output: &str) -> anyhow::Error {
+    match e {
         PipelineError::Read(io) => {
             anyhow::Error::new(io).context(format!("reading {input} failed"))
         }
@@ -151,7 +136,7 @@ pub fn name_failure(
             anyhow::Error::new(io).context(format!("writing {output} failed"))
         }
         other => other.into(),
-    })
+    }
 }
 
 /// A reader that counts what passes through it.

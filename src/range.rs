@@ -4,9 +4,9 @@
 
 use anyhow::{bail, Context, Result};
 use paraes_core::container::{RangeError, SeekableReader};
-use paraes_core::pipeline::PipelineError;
 
 use crate::job::{self, Credentials, Keys, Prepared};
+use crate::local::name_failure;
 use crate::output::{Input, Reach};
 use crate::plan::{ByteRange, CryptPlan, FileJob};
 use crate::progress::{Progress, Summary};
@@ -28,7 +28,7 @@ pub fn run(plan: &CryptPlan, file: &FileJob, range: ByteRange) -> Result<Summary
     };
     let name = path.display().to_string();
     let mut reader = SeekableReader::new(opened, engine.as_ref(), container)
-        .map_err(|e| named(e, &name, &output.name()))?;
+        .map_err(|e| name_failure(e, &name, &output.name()))?;
     let len = reader.plaintext_len();
     let end = range.end.unwrap_or(len);
     if range.start > len || end > len {
@@ -43,7 +43,7 @@ pub fn run(plan: &CryptPlan, file: &FileJob, range: ByteRange) -> Result<Summary
     let copied = reader
         .copy_range(range.start, end, output.writer())
         .map_err(|e| match e {
-            RangeError::Stream(e) => named(e, &name, &output.name()),
+            RangeError::Stream(e) => name_failure(e, &name, &output.name()),
             other => other.into(),
         });
     let bytes_read = reader.bytes_read();
@@ -62,9 +62,4 @@ pub fn run(plan: &CryptPlan, file: &FileJob, range: ByteRange) -> Result<Summary
         runner: "local",
         files: None,
     })
-}
-
-/// Names the files in a stream error.
-fn named(e: PipelineError, input: &str, output: &str) -> anyhow::Error {
-    crate::local::name_failure(Err(e), input.to_owned(), output.to_owned()).unwrap_err()
 }

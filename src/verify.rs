@@ -31,13 +31,11 @@ pub fn run(plan: &VerifyPlan) -> Result<()> {
             crate::advice::one_line(why)
         );
     }
-    let progress = Progress::start_many(&ui, batch::total_size(&plan.files), plan.files.len());
+    let files = batch::Sized::new(plan.files.clone());
+    let progress = Progress::start_many(&ui, files.total(), plan.files.len());
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let mut count = batch::for_each_file(
-        &plan.files,
-        batch::SMALL_FILE_WORKERS,
-        &progress,
-        |i, size| {
+    let mut count =
+        batch::for_each_file(&files, batch::SMALL_FILE_WORKERS, &progress, |i, size| {
             let path = &plan.files[i];
             // A large file alone spreads over the cores; small ones already run side by side.
             let threads = match size {
@@ -52,8 +50,7 @@ pub fn run(plan: &VerifyPlan) -> Result<()> {
                 ));
             }
             Ok(bytes)
-        },
-    );
+        });
     progress.finish();
     count.failed += plan.unlisted.len();
     batch::outcome(Some(count))

@@ -238,6 +238,23 @@ impl Scratch {
         (head_output, tail.join().expect("second paraes"))
     }
 
+    /// `paraes enc -q -k KEY --mode MODE --chunk-size 4KiB INPUT` (the tests' small chunks, so
+    /// short files span several), asserting success: writes `INPUT.paraes`.
+    pub fn enc_small_chunks(&self, key: &str, mode: Mode, input: &str) {
+        let out = self.run(&[
+            "enc",
+            "-q",
+            "-k",
+            key,
+            "--mode",
+            mode.arg(),
+            "--chunk-size",
+            CHUNK_ARG,
+            input,
+        ]);
+        assert_success(&out, &format!("enc {input}"));
+    }
+
     /// Runs `bash -c SCRIPT` in this directory with `$PARAES` naming the binary.
     pub fn bash(&self, script: &str) -> Output {
         Command::new("bash")

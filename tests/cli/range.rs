@@ -4,7 +4,7 @@
 //! chunks, not the file.
 
 use crate::common::{
-    assert_error, assert_success, assert_usage_error, seeded_bytes, Mode, Scratch, CHUNK, CHUNK_ARG,
+    assert_error, assert_success, assert_usage_error, seeded_bytes, Mode, Scratch, CHUNK,
 };
 
 const PLAIN_LEN: usize = 5 * CHUNK + 100;
@@ -22,18 +22,7 @@ fn ranges_equal_slices_of_the_plaintext() {
         s.key_file("k", 128, 1, true);
         let plain = seeded_bytes(5, PLAIN_LEN);
         s.write("p", &plain);
-        let out = s.run(&[
-            "enc",
-            "-q",
-            "-k",
-            "k",
-            "--mode",
-            mode.arg(),
-            "--chunk-size",
-            CHUNK_ARG,
-            "p",
-        ]);
-        assert_success(&out, "enc");
+        s.enc_small_chunks("k", mode, "p");
         let c = CHUNK;
         let n = PLAIN_LEN;
         let cases: Vec<(String, usize, usize)> = vec![
@@ -111,10 +100,7 @@ fn a_small_range_reads_a_few_chunks_and_tampering_elsewhere_does_not_matter() {
     s.key_file("k", 256, 1, true);
     let plain = seeded_bytes(6, 64 * CHUNK + 3);
     s.write("p", &plain);
-    assert_success(
-        &s.run(&["enc", "-q", "-k", "k", "--chunk-size", CHUNK_ARG, "p"]),
-        "enc",
-    );
+    s.enc_small_chunks("k", Mode::Ctr, "p");
     let out = s.run(&[
         "dec",
         "-q",

@@ -4,7 +4,7 @@
 
 use crate::common::{
     assert_error, assert_success, assert_usage_error, records, seeded_bytes, stderr, Mode, Scratch,
-    CHUNK_ARG, HEADER_LEN, TAG_LEN,
+    HEADER_LEN, TAG_LEN,
 };
 
 const PLAIN_LEN: usize = 3 * 4096 + 100;
@@ -12,18 +12,7 @@ const PLAIN_LEN: usize = 3 * 4096 + 100;
 fn sealed(s: &Scratch, mode: Mode) -> Vec<u8> {
     s.key_file("k", 256, 1, true);
     s.write("p", &seeded_bytes(3, PLAIN_LEN));
-    let out = s.run(&[
-        "enc",
-        "-q",
-        "-k",
-        "k",
-        "--mode",
-        mode.arg(),
-        "--chunk-size",
-        CHUNK_ARG,
-        "p",
-    ]);
-    assert_success(&out, "enc");
+    s.enc_small_chunks("k", mode, "p");
     s.read("p.paraes")
 }
 
