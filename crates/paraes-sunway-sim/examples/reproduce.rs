@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use paraes_core::Key;
 use paraes_core::{Direction, Job, KeySize, Mode};
-use paraes_sunway_sim::params::{Pipelining, LDM_LATENCY_BRACKET, PARAMETER_TABLE};
+use paraes_sunway_sim::params::{Params, Pipelining, P0_LATENCY_BRACKET, PARAMETER_TABLE};
 use paraes_sunway_sim::{Buffering, SimConfig, SimReport, SunwaySimEngine, Variant};
 use plotters::prelude::*;
 
@@ -225,44 +225,95 @@ fn sweep(config: SimConfig, buffer: &mut [u8]) -> Vec<(usize, Run)> {
         .collect()
 }
 
-/// The headline figures across the readings and the latency bracket no source fixes.
+/// One row of the sensitivity table: the headline figures under `params`.
+fn sensitivity_row(params: &Params, labels: [String; 3]) {
+    let with = |variant: Variant, cgs: usize| {
+        let mut config = SimConfig::new(variant, Buffering::Double, cgs);
+        config.params = params.clone();
+        SunwaySimEngine::new(config).expect("valid configuration")
+    };
+    let at = |engine: &SunwaySimEngine, bytes: u64| {
+        engine.predict(Mode::Ecb, Direction::Encrypt, KeySize::Aes128, bytes)
+    };
+    let chip = with(Variant::Pipelined, 4);
+    let peak = at(&chip, 1 << 28);
+    let first = sizes()
+        .into_iter()
+        .find(|&size| at(&chip, size as u64).gbps() > 100.0)
+        .map_or_else(|| "none".into(), label);
+    let rung = |variant| at(&with(variant, 1), 1 << 28).gbps();
+    let original = rung(Variant::Original);
+    let [p0, reading, pipelining] = labels;
+    println!(
+        "| {p0} | {reading} | {pipelining} | {:.0} | {:.1} | {:+.0}% | {first} | {:.2}x | {:.2}x |",
+        peak.cycles_per_batch,
+        peak.gbps(),
+        100.0 * (peak.gbps() / 107.9 - 1.0),
+        rung(Variant::Selldw) / original,
+        rung(Variant::Pipelined) / original,
+    );
+}
+
+/// The headline figures across the P0 latency bracket, the readings of Sec. III-B2 and Fig. 5 vs
+/// the list scheduler, and under the previous model's latencies.
 fn sensitivity() {
-    println!("\n## Sensitivity: LDM latency bracket, the two readings of Sec. III-B2, Fig. 5 vs list scheduler\n");
-    println!("| LDM latency | selldw temporaries | pipelining | cycles/batch | peak Gbps (256 MiB) | vs 107.9 | first > 100 Gbps |\n|---|---|---|---|---|---|---|");
-    for latency in LDM_LATENCY_BRACKET {
-        for temporaries in [1, 0] {
+    println!("\n## Sensitivity: P0 latency bracket, the readings of Sec. III-B2, Fig. 5 vs list scheduler\n");
+    println!("| P0 latency | selldw reading | pipelining | cycles/batch | peak Gbps (256 MiB) | vs 107.9 | first > 100 Gbps | selldw x (4.6) | pipelined x (6.9) |\n|---|---|---|---|---|---|---|---|---|");
+    let defaults = Params::DEFAULT;
+    let mut bracket = P0_LATENCY_BRACKET;
+    bracket.sort_unstable();
+    for p0 in bracket {
+        let readings = [
+            (
+                "1 temporary, merge link (1 cycle)",
+                1,
+                defaults.selldw_link_latency,
+            ),
+            (
+                "1 temporary, whole-lookup link",
+                1,
+                defaults.vector_load_latency,
+            ),
+            (
+                "no temporary (independent)",
+                0,
+                defaults.selldw_link_latency,
+            ),
+        ];
+        for (reading, temporaries, link) in readings {
             for pipelining in [Pipelining::Fig5Steps, Pipelining::ListScheduler] {
-                let mut config = SimConfig::default();
-                config.params.ldm_load_latency = latency;
-                config.params.selldw_temporaries = temporaries;
-                config.params.pipelining = pipelining;
-                let engine = SunwaySimEngine::new(config).expect("valid configuration");
-                let at = |bytes: u64| {
-                    engine.predict(Mode::Ecb, Direction::Encrypt, KeySize::Aes128, bytes)
+                let params = Params {
+                    p0_latency: p0,
+                    selldw_temporaries: temporaries,
+                    selldw_link_latency: link,
+                    pipelining,
+                    ..defaults.clone()
                 };
-                let peak = at(1 << 28);
-                let first = sizes()
-                    .into_iter()
-                    .find(|&size| at(size as u64).gbps() > 100.0)
-                    .map_or_else(|| "none".into(), label);
-                println!(
-                    "| {latency} | {} | {} | {:.0} | {:.1} | {:+.0}% | {first} |",
-                    if temporaries == 0 {
-                        "0 (independent)".to_string()
-                    } else {
-                        temporaries.to_string()
-                    },
-                    match pipelining {
-                        Pipelining::Fig5Steps => "Fig. 5 steps",
-                        Pipelining::ListScheduler => "list scheduler",
-                    },
-                    peak.cycles_per_batch,
-                    peak.gbps(),
-                    100.0 * (peak.gbps() / 107.9 - 1.0)
-                );
+                let scheduler = match pipelining {
+                    Pipelining::Fig5Steps => "Fig. 5 steps",
+                    Pipelining::ListScheduler => "list scheduler",
+                };
+                sensitivity_row(&params, [p0.to_string(), reading.into(), scheduler.into()]);
             }
         }
     }
+    // The previous model: every LDM load 2 cycles (inferred from the paper's peak), the whole
+    // lookup as the link, P0 1 cycle.
+    let previous = Params {
+        p0_latency: 1,
+        vector_load_latency: 2,
+        scalar_load_latency: 2,
+        selldw_link_latency: 2,
+        ..defaults
+    };
+    sensitivity_row(
+        &previous,
+        [
+            "1".into(),
+            "previous model: all loads 2 cycles, whole-lookup link".into(),
+            "Fig. 5 steps".into(),
+        ],
+    );
 }
 
 fn main() -> Plot {

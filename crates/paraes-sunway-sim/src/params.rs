@@ -32,12 +32,13 @@ pub enum Pipelining {
     ListScheduler,
 }
 
-/// The LDM load-to-use latency no source gives, cycles: the default (the first) and the other
-/// values every headline figure is also reported at (docs/SUNWAY.md). The default is the one
-/// value of the bracket the paper's own compute-bound peak allows under Sec. III-B2 as written:
-/// the chain of 1,280 `selldw` per AES-128 batch through one temporary alone takes 1,280 x L
-/// cycles, and 107.9 Gbps means about 3,520 cycles per batch, so L <= 2.75.
-pub const LDM_LATENCY_BRACKET: [u32; 3] = [2, 3, 4];
+/// The result latency of P0 vector operations, cycles: the default (the first) and the other
+/// values every headline figure is also reported at (docs/SUNWAY.md). No source gives the
+/// latency of an integer vector operation; the one P0 latency our sources show is the vendor
+/// compiler's for vector floating point (`vmad` to a dependent `vmad`: 4 cycles, see
+/// [`PARAMETER_TABLE`]), and the paper puts integer vector operations in the same P0 pipeline
+/// (Sec. II-B). The default takes that value; 1-3 bracket it.
+pub const P0_LATENCY_BRACKET: [u32; 4] = [4, 1, 2, 3];
 
 /// Every cost parameter of the model.
 #[derive(Clone, Debug, PartialEq)]
@@ -59,9 +60,15 @@ pub struct Params {
     pub dma_counts_both_ways: bool,
     /// Result latency of P0 (vector and integer vector) instructions, cycles.
     pub p0_latency: u32,
-    /// Result latency of LDM loads (`vldd`, `selldw`, scalar loads), cycles. Also the link of
-    /// the `selldw` chain through its temporary register.
-    pub ldm_load_latency: u32,
+    /// Result latency of vector LDM loads (`vldd`, and `selldw` to the move that reads its
+    /// temporary), cycles.
+    pub vector_load_latency: u32,
+    /// Result latency of scalar LDM loads (`ldbu`, `ldw`, `ldl`), cycles.
+    pub scalar_load_latency: u32,
+    /// Cycles from one `selldw` into a temporary register to the next `selldw` into the same
+    /// temporary: 1 when only the lane merge waits for the previous value (the lookup reads the
+    /// index vector, not the temporary); `vector_load_latency` when the whole lookup waits.
+    pub selldw_link_latency: u32,
     /// Temporary registers `selldw` collects its results in before the move to `Vd`
     /// (Sec. III-B2: "It caches the return values in a temporary register and move them to Vd
     /// registers afterwards": one). 0 is the other reading: each `selldw` depends only on its
@@ -87,8 +94,10 @@ impl Params {
         ldm_reserved_bytes: 8 * 1024,
         dma_group_cpes: 4,
         dma_counts_both_ways: true,
-        p0_latency: 1,
-        ldm_load_latency: LDM_LATENCY_BRACKET[0],
+        p0_latency: P0_LATENCY_BRACKET[0],
+        vector_load_latency: 4,
+        scalar_load_latency: 3,
+        selldw_link_latency: 1,
         selldw_temporaries: 1,
         pipelining: Pipelining::Fig5Steps,
         scalar_latency: 1,
@@ -147,14 +156,16 @@ pub const PARAMETER_TABLE: &[ParameterRow] = &[
     ParameterRow { name: "DMA bandwidth by transfer size", value: "0.47 GB/s @8 B ... 20.4 GB/s @24 KiB, log-interpolated", source: "ANCHORS.md, measured swCandle STREAM copy, 64 CPEs (paper: 4-28 GB/s, >22 GB/s above 256 B)" },
     ParameterRow { name: "dma_counts_both_ways", value: "true", source: "assumption: STREAM 'copy' GB/s count bytes read plus bytes written, so get+put of N bytes costs 2N" },
     ParameterRow { name: "dma_group_cpes", value: "4 CPEs per DMA group, groups served in turn", source: "paper, Sec. IV-A" },
-    ParameterRow { name: "issue model", value: "in order, at most one P0 + one P1 per cycle", source: "paper, Sec. III-B3" },
+    ParameterRow { name: "issue model", value: "in order, at most one P0 + one P1 per cycle, in the order the kernel code emits", source: "paper, Sec. III-B3 (\"the next two instructions in the front of the instruction queue\") and III-B (\"SW26010 requires programmer to explicitly control the instruction execution sequence\"): no compiler reordering is modelled" },
     ParameterRow { name: "pipe of each instruction", value: "vector ops P0; loads/stores/selldw/branches P1; scalar integer either", source: "paper, Sec. II-B and III-B3" },
-    ParameterRow { name: "p0_latency", value: "1 cycle", source: "assumption: simple integer vector ops (and/xor/shift/shuffle/lane moves) fully pipelined" },
-    ParameterRow { name: "ldm_load_latency", value: "2 cycles, bracket 2-4", source: "no source gives it (the paper names no latency; none of our sources measures it). Bracket 2-4 cycles for a scratchpad load; 2 is the only value in it that the paper's compute-bound peak allows under Sec. III-B2 as written (1,280 chained selldw x L <= ~3,520 cycles per batch): an inference from the paper's result, not a measurement. Every headline figure is also reported at 3 and 4" },
-    ParameterRow { name: "selldw_temporaries", value: "1 (other reading: 0, no chain, no move)", source: "paper, Sec. III-B2: \"Eight selldw instructions work sequentially ... It caches the return values in a temporary register and move them to Vd registers afterwards\": each selldw merges one lane into the temporary (a chain with the LDM latency), one P0 vector move per 8" },
+    ParameterRow { name: "vector_load_latency", value: "4 cycles", source: "the vendor compiler's scheduling model: sw5cc 5.421-sw-485 (the paper used 5.421-sw-496) places a vldd at cycle 3 and the vector op that uses it at cycle 7, in the assembly swCandle publishes (github.com/jameslinsjtu/swCandle, memory/stream_sw/gldst/slave.s, simd_vaddw/vxorw/vandw/vextw); selldw, a vector-lane LDM load, is given the same" },
+    ParameterRow { name: "scalar_load_latency", value: "3 cycles", source: "the same compiler output: an ldw at cycle 1 and its dependent s4addl at cycle 4 (swCandle memory/pointer-chasing/LDM/slave.s), an ldl at 3 and the vsraw using it at 6 (gldst/slave.s)" },
+    ParameterRow { name: "p0_latency", value: "4 cycles, bracket 1-4", source: "no source gives the integer vector latency. The same compiler output schedules a dependent vector FP op 4 cycles after its producer (vmad at 4, the vmad using it at 8: swCandle pipeline/software_simulated_div_sqrt/soft_div/slave.s), and the paper puts integer vector ops in the same P0 pipeline (Sec. II-B); the default takes 4, and every headline figure is also reported at 1, 2 and 3" },
+    ParameterRow { name: "selldw_temporaries", value: "1 (other reading: 0, no temporary, no move)", source: "paper, Sec. III-B2: \"Eight selldw instructions work sequentially ... It caches the return values in a temporary register and move them to Vd registers afterwards\": each selldw merges one lane into the one temporary, one P0 vector move per 8" },
+    ParameterRow { name: "selldw_link_latency", value: "1 cycle (other reading: 4, the whole lookup)", source: "assumption: a selldw reads its index from Va, not from the temporary; only the merge of its lane waits for the previous selldw, so 'sequentially' is one per cycle on P1. The other reading (each selldw waits for the previous one's whole LDM lookup, 4 cycles) caps the chip at 64 Gbps, 41% under the paper's compute-bound 107.9 (reported below)" },
     ParameterRow { name: "pipelining", value: "Fig. 5 steps (upper bound: list scheduler)", source: "paper, Sec. III-B3 and Fig. 5: SubBytes (P1-bound) of one batch overlapped with ShiftRows/MixColumns/AddRoundKey (P0-bound) of the other; \"the next two instructions in the front of the instruction queue\" dual-issue" },
     ParameterRow { name: "original rung", value: "byte-array C AES, 16-byte state in LDM, ldbu/stb per byte", source: "paper, Sec. IV-A2 (\"original no-vectorized implementation\") and Sec. IV (\"the other steps are implemented with C\"); Table I's 256 B S-Box and 240 B Round Key" },
-    ParameterRow { name: "scalar_latency", value: "1 cycle", source: "assumption" },
+    ParameterRow { name: "scalar_latency", value: "1 cycle", source: "the same compiler output: a scalar s4addl at cycle 4 and the ldw using it at 5 (swCandle memory/pointer-chasing/LDM/slave.s)" },
     ParameterRow { name: "athread_startup_s", value: "10 us per offload (spawn + join)", source: "assumption: order of magnitude of an athread spawn/join; the paper gives no number, only that it dominates below 1 MB" },
     ParameterRow { name: "start-up in Fig. 7", value: "spawn/join + each CPE's table fetch (S-box, round keys) before its first batch", source: "paper, Sec. IV-A1: the small-size cost is \"thread start-up time on CPE\"; the table fetch is part of a CPE thread starting, not of streaming the data" },
 ];

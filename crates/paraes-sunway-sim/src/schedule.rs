@@ -12,13 +12,40 @@ use crate::params::Params;
 /// Cycles from issue until an instruction's result can be used.
 pub fn latency(op: Op, params: &Params) -> u64 {
     u64::from(match op {
-        Op::VLoad | Op::Selldw | Op::SLoad => params.ldm_load_latency,
+        Op::VLoad | Op::Selldw => params.vector_load_latency,
+        Op::SLoad => params.scalar_load_latency,
         Op::VLogic | Op::VShift | Op::VShuffle | Op::VMove | Op::VExtract | Op::VInsert => {
             params.p0_latency
         }
         Op::SAlu => params.scalar_latency,
         Op::VStore | Op::SStore | Op::Branch => 1,
     })
+}
+
+/// Cycles from the issue of `producer` until `consumer` can read its result as operand
+/// `operand`: the producer's latency, except along a `selldw` chain through a temporary register
+/// (operand 1 of a `selldw` written by a `selldw`), where only the lane merge waits.
+pub fn edge_latency(producer: Op, consumer: Op, operand: usize, params: &Params) -> u64 {
+    if producer == Op::Selldw && consumer == Op::Selldw && operand == 1 {
+        u64::from(params.selldw_link_latency)
+    } else {
+        latency(producer, params)
+    }
+}
+
+/// The first cycle `instr` can issue given the issue cycles of the instructions before it.
+fn operands_ready(instrs: &[Instr], issued: &[u64], instr: &Instr, params: &Params) -> u64 {
+    instr
+        .deps
+        .iter()
+        .enumerate()
+        .filter(|&(_, &dep)| dep != NO_TAG)
+        .map(|(operand, &dep)| {
+            let producer = dep as usize;
+            issued[producer] + edge_latency(instrs[producer].op, instr.op, operand, params)
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// Whether two instructions can go to different pipelines in the same cycle.
@@ -30,26 +57,19 @@ fn pipes_pair(first: Pipe, second: Pipe) -> bool {
 /// issues once its operands are ready; the one after it issues in the same cycle if it needs the
 /// other pipeline and its operands are ready too (so it cannot use the head's result).
 pub fn schedule(instrs: &[Instr], params: &Params) -> u64 {
-    let mut ready = vec![0u64; instrs.len()];
-    let operands_ready = |ready: &[u64], instr: &Instr| {
-        instr
-            .deps
-            .iter()
-            .filter(|&&dep| dep != NO_TAG)
-            .map(|&dep| ready[dep as usize])
-            .max()
-            .unwrap_or(0)
-    };
+    let mut issued = vec![0u64; instrs.len()];
     let mut cycle = 0u64;
     let mut i = 0;
     while i < instrs.len() {
         let head = instrs[i];
-        let issue = cycle.max(operands_ready(&ready, &head));
-        ready[i] = issue + latency(head.op, params);
+        let issue = cycle.max(operands_ready(instrs, &issued, &head, params));
+        issued[i] = issue;
         i += 1;
         if let Some(next) = instrs.get(i) {
-            if pipes_pair(head.op.pipe(), next.op.pipe()) && operands_ready(&ready, next) <= issue {
-                ready[i] = issue + latency(next.op, params);
+            if pipes_pair(head.op.pipe(), next.op.pipe())
+                && operands_ready(instrs, &issued, next, params) <= issue
+            {
+                issued[i] = issue;
                 i += 1;
             }
         }
@@ -87,7 +107,7 @@ pub fn interleave(first: &Trace, second: &Trace, params: &Params) -> Trace {
     ];
     let mut next = [0usize, 0usize];
     let mut out = Trace::default();
-    let mut ready: Vec<u64> = Vec::new();
+    let mut issued: Vec<u64> = Vec::new();
     // The cycle being filled: its issue time and the pipe of its single instruction, if open.
     let mut open: Option<(u64, Pipe)> = None;
     let mut next_cycle = 0u64;
@@ -109,13 +129,11 @@ pub fn interleave(first: &Trace, second: &Trace, params: &Params) -> Trace {
             if s == 1 && next[0] < lead {
                 continue;
             }
-            let deps = remap(&maps, s, instr);
-            let operands = deps
-                .iter()
-                .filter(|&&d| d != NO_TAG)
-                .map(|&d| ready[d as usize])
-                .max()
-                .unwrap_or(0);
+            let placed = Instr {
+                op: instr.op,
+                deps: remap(&maps, s, instr),
+            };
+            let operands = operands_ready(&out.instrs, &issued, &placed, params);
             let (time, pairs) = match open {
                 Some((issue, pipe)) if pipes_pair(pipe, instr.op.pipe()) && operands <= issue => {
                     (issue, true)
@@ -140,7 +158,7 @@ pub fn interleave(first: &Trace, second: &Trace, params: &Params) -> Trace {
         let instr = streams[s].instrs[next[s]];
         let deps = remap(&maps, s, &instr);
         out.instrs.push(Instr { op: instr.op, deps });
-        ready.push(time + latency(instr.op, params));
+        issued.push(time);
         maps[s][next[s]] = (out.instrs.len() - 1) as Tag;
         next[s] += 1;
         if pairs {
@@ -274,7 +292,7 @@ mod tests {
     #[test]
     fn dependent_pair_does_not_dual_issue_and_waits_for_latency() {
         let params = Params {
-            ldm_load_latency: 4,
+            vector_load_latency: 4,
             p0_latency: 1,
             ..Params::DEFAULT
         };
@@ -355,6 +373,31 @@ mod tests {
     }
 
     #[test]
+    fn the_move_waits_for_the_lookup_but_the_next_selldw_only_for_the_merge() {
+        let params = Params {
+            vector_load_latency: 4,
+            selldw_link_latency: 1,
+            p0_latency: 1,
+            ..Params::DEFAULT
+        };
+        // selldw, selldw (chained through the temporary), move of the temporary.
+        let code = [
+            instr(Op::Selldw, [NO_TAG, NO_TAG]),
+            instr(Op::Selldw, [NO_TAG, 0]),
+            instr(Op::VMove, [1, NO_TAG]),
+        ];
+        // Issue at 0 and 1; the move at 1 + 4 = 5; 6 cycles in all.
+        assert_eq!(schedule(&code, &params), 6);
+        // A selldw whose index vector (operand 0) comes from another selldw's temporary waits
+        // for the whole lookup.
+        let code = [
+            instr(Op::Selldw, [NO_TAG, NO_TAG]),
+            instr(Op::Selldw, [0, NO_TAG]),
+        ];
+        assert_eq!(schedule(&code, &params), 5);
+    }
+
+    #[test]
     fn a_shared_temporary_chains_the_two_batches_selldw() {
         // Two streams of one 8-selldw chain each: woven, the second chain waits for the first.
         let params = Params::DEFAULT;
@@ -370,11 +413,20 @@ mod tests {
             selldw[8], 7,
             "the second batch's first selldw follows the first's last"
         );
-        let latency = u64::from(params.ldm_load_latency);
-        assert_eq!(trace_cycles(&woven, &params), 15 * latency + 1);
+        let link = u64::from(params.selldw_link_latency);
+        assert_eq!(trace_cycles(&woven, &params), 15 * link + 1);
         assert_eq!(
             trace_cycles(&pipeline_steps(&stream, &stream, 2), &params),
-            15 * latency + 1
+            15 * link + 1
+        );
+        // The other reading: each link is a whole lookup.
+        let whole = Params {
+            selldw_link_latency: params.vector_load_latency,
+            ..params
+        };
+        assert_eq!(
+            trace_cycles(&woven, &whole),
+            15 * u64::from(whole.vector_load_latency) + 1
         );
     }
 }

@@ -3,7 +3,7 @@
 //! that moves a figure out of its band fails here.
 
 use paraes_core::{Direction, KeySize, Mode};
-use paraes_sunway_sim::params::{Pipelining, LDM_LATENCY_BRACKET};
+use paraes_sunway_sim::params::{Pipelining, P0_LATENCY_BRACKET};
 use paraes_sunway_sim::{Buffering, SimConfig, SimReport, SunwaySimEngine, Variant};
 
 const PAPER_PEAK_GBPS: f64 = 107.9;
@@ -54,10 +54,10 @@ fn pipelined_ladder_ratio_is_within_25_percent_of_the_paper() {
 #[test]
 fn selldw_ladder_ratio_keeps_its_documented_residual() {
     // The paper: 4.6x. The model is above it (docs/SUNWAY.md, "Where the model disagrees"):
-    // within 25% is the target it misses; this checks the miss does not grow past +50%.
+    // within 25% is the target it misses (+29%); this checks the miss does not grow past +35%.
     let ratio = one_cg(Variant::Selldw) / one_cg(Variant::Original);
     assert!(
-        ratio > 4.6 * 0.75 && ratio < 4.6 * 1.5,
+        ratio > 4.6 * 0.75 && ratio < 4.6 * 1.35,
         "selldw {ratio:.2}x vs 4.6x"
     );
     // The ladder keeps its order: SIMD alone gains less than selldw (the model's SIMD rung is a
@@ -98,27 +98,32 @@ fn start_up_is_the_largest_share_below_1_mib() {
 }
 
 #[test]
-fn the_selldw_chain_is_what_bounds_the_peak() {
-    let chained = predict(SimConfig::default(), 256 << 20).gbps();
-    // The other reading of Sec. III-B2 (no temporary, independent selldw) is far faster.
+fn the_readings_and_the_p0_bracket_move_the_peak_as_their_mechanisms_say() {
+    let default = predict(SimConfig::default(), 256 << 20).gbps();
+    // The other reading of the chain (each selldw waits for the previous one's whole lookup)
+    // is far slower than the paper's compute-bound peak.
+    let mut whole = SimConfig::default();
+    whole.params.selldw_link_latency = whole.params.vector_load_latency;
+    let whole = predict(whole, 256 << 20).gbps();
+    assert!(
+        whole < 0.7 * PAPER_PEAK_GBPS && whole < default,
+        "{whole:.1} vs {default:.1}"
+    );
+    // No temporary at all (independent selldw, no move) is faster.
     let mut independent = SimConfig::default();
     independent.params.selldw_temporaries = 0;
-    let independent = predict(independent, 256 << 20).gbps();
-    assert!(
-        independent > 1.4 * chained,
-        "{independent:.1} vs {chained:.1}"
-    );
+    assert!(predict(independent, 256 << 20).gbps() > default);
     // The list scheduler is an upper bound on the Fig. 5 pairing.
     let mut list = SimConfig::default();
     list.params.pipelining = Pipelining::ListScheduler;
-    assert!(predict(list, 256 << 20).gbps() >= chained);
-    // A longer LDM latency lengthens every link of the chain.
-    let mut peaks = LDM_LATENCY_BRACKET.map(|latency| {
+    assert!(predict(list, 256 << 20).gbps() >= default);
+    // A longer P0 latency slows every step but SubBytes' lookups.
+    let mut bracket = P0_LATENCY_BRACKET;
+    bracket.sort_unstable();
+    let peaks = bracket.map(|latency| {
         let mut config = SimConfig::default();
-        config.params.ldm_load_latency = latency;
+        config.params.p0_latency = latency;
         predict(config, 256 << 20).gbps()
     });
     assert!(peaks.windows(2).all(|w| w[0] > w[1]), "{peaks:?}");
-    peaks.reverse();
-    assert!(peaks[0] < 0.7 * peaks[2]);
 }
