@@ -139,7 +139,7 @@ impl Output {
         if derived {
             if let Ok(existing) = fs::symlink_metadata(dest) {
                 if !existing.is_file() {
-                    bail!("{shown} exists and is not a regular file (a symbolic link, directory, FIFO or device): paraes does not write through a name it derived; remove it, or name the output yourself with -o");
+                    bail!("{shown} exists and is not a regular file (a symbolic link, directory, FIFO or device): paraes does not write through a name it derived; remove it, or write elsewhere (-o PATH for one file, --output-dir DIR for several)");
                 }
             }
         }

@@ -749,8 +749,10 @@ fn many_files(parts: &CryptInputs<'_>, runner: Runner) -> Result<Files> {
         .collect();
     for Found { path, relative } in &found {
         let named = match parts.output_dir {
-            Some(dir) => default_name(direction, relative).map(|name| dir.join(name)),
-            None => default_name(direction, path),
+            Some(dir) => {
+                default_name(direction, relative, NamingFix::RunAlone).map(|name| dir.join(name))
+            }
+            None => default_name(direction, path, NamingFix::RunAlone),
         };
         let out = match named {
             Ok(out) => out,
@@ -991,21 +993,42 @@ fn output_target(
         return Ok(OutputTarget::Stdout);
     };
     Ok(OutputTarget::Path {
-        path: default_name(direction, input)?,
+        path: default_name(direction, input, NamingFix::GiveOutput)?,
         force,
         derived: true,
     })
 }
 
-/// The output named after `input`: `+ .paraes` for enc, `- .paraes` for dec.
-fn default_name(direction: Direction, input: &Path) -> Result<PathBuf> {
+/// What a user whose input cannot name its output can do instead: a one-file run takes `-o`; a
+/// many-file run refuses `-o`, so that input has to run on its own.
+#[derive(Clone, Copy)]
+enum NamingFix {
+    GiveOutput,
+    RunAlone,
+}
+
+impl NamingFix {
+    fn advice(self) -> &'static str {
+        match self {
+            NamingFix::GiveOutput => "give -o PATH (or -o - for standard output)",
+            NamingFix::RunAlone => {
+                "run it on its own with -o PATH (a run of several files names each output after its input)"
+            }
+        }
+    }
+}
+
+/// The output named after `input`: `+ .paraes` for enc, `- .paraes` for dec; when there is
+/// none, the error says `fix`.
+fn default_name(direction: Direction, input: &Path, fix: NamingFix) -> Result<PathBuf> {
     // `enc /dev/zero` must not create /dev/zero.paraes (and fill /dev with it).
     if fs::metadata(input)
         .is_ok_and(|m| m.file_type().is_char_device() || m.file_type().is_block_device())
     {
         bail!(
-            "cannot name the output after {}, a device: give -o PATH (or -o - for standard output)",
-            input.display()
+            "cannot name the output after {}, a device: {}",
+            input.display(),
+            fix.advice()
         );
     }
     Ok(match direction {
@@ -1020,12 +1043,14 @@ fn default_name(direction: Direction, input: &Path) -> Result<PathBuf> {
                 PathBuf::from(OsStr::from_bytes(stem))
             }
             Some(_) => bail!(
-                "cannot name the output: {} without .paraes leaves no file name; give -o PATH (or -o - for standard output)",
-                input.display()
+                "cannot name the output: {} without .paraes leaves no file name; {}",
+                input.display(),
+                fix.advice()
             ),
             None => bail!(
-                "cannot name the output: {} does not end in .paraes; give -o PATH (or -o - for standard output)",
-                input.display()
+                "cannot name the output: {} does not end in .paraes; {}",
+                input.display(),
+                fix.advice()
             ),
         },
     })

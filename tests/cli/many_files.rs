@@ -399,3 +399,61 @@ fn an_unlistable_directory_is_one_failure_and_the_walk_goes_on() {
     assert!(err.contains("1 of 2 files failed"), "{err}");
     assert!(s.exists("d/a.paraes"));
 }
+
+#[test]
+fn a_refused_name_in_a_run_of_several_gives_advice_that_run_accepts() {
+    let s = with_key();
+    s.write("a", b"first");
+    s.write("b", b"second");
+    assert_success(&s.run(&["enc", "-q", "-k", "k", "a", "b"]), "enc");
+    s.write(".paraes", &s.read("a.paraes"));
+    s.write("plain.copy", &s.read("a.paraes"));
+    s.remove("a");
+    s.remove("b");
+    std::fs::create_dir(s.path("b")).unwrap();
+    s.write("x", b"to encrypt");
+    // A device, a container without a stem, a name without .paraes, a derived name that is a
+    // directory: each is refused, and its advice is not the -o that a run of several refuses.
+    let cases: [(&[&str], &str); 4] = [
+        (&["enc", "-q", "-k", "k", "/dev/null", "x"], "a device"),
+        (
+            &["dec", "-q", "-k", "k", ".paraes", "a.paraes"],
+            "leaves no file name",
+        ),
+        (
+            &["dec", "-q", "-k", "k", "plain.copy", "a.paraes"],
+            "does not end in .paraes",
+        ),
+        (
+            &["dec", "-q", "-k", "k", "b.paraes", "a.paraes"],
+            "not a regular file",
+        ),
+    ];
+    for (args, what) in cases {
+        for done in ["a", "x.paraes"] {
+            if s.exists(done) {
+                s.remove(done);
+            }
+        }
+        let out = s.run(args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{what}: {err}");
+        let line = err
+            .lines()
+            .find(|l| l.contains(what))
+            .unwrap_or_else(|| panic!("{what}: {err}"));
+        assert!(!line.contains("give -o"), "{line}");
+        assert!(
+            line.contains("on its own with -o PATH") || line.contains("--output-dir DIR"),
+            "{line}"
+        );
+        assert!(err.contains("1 of 2 files failed"), "{what}: {err}");
+    }
+    // The advice works: the stemless container alone, with -o.
+    s.remove("a");
+    assert_success(
+        &s.run(&["dec", "-q", "-k", "k", ".paraes", "-o", "a"]),
+        "alone with -o",
+    );
+    assert_eq!(s.read("a"), b"first");
+}
