@@ -51,13 +51,20 @@ fn xor<S: Sink>(m: &mut Machine<S>, a: Scalar, b: Scalar) -> Scalar {
     m.alu(a, b, |x, y| x ^ y)
 }
 
-/// `xtime(x) = ((x << 1) ^ ((x >> 7) * 0x1b)) & 0xff`: 5 scalar instructions.
+/// `xtime(x) = (x & 0x80 ? (x << 1) ^ 0x1b : x << 1) & 0xff`, compiled without a branch: 5 scalar
+/// instructions, the last but one a select (`selne`; the vendor compiler emits selects for CPE
+/// code at -O2, e.g. `selge` in swCandle's `RLC/col/test_rlc_multi_p2p/slave.s`). The select reads the condition and
+/// `(x << 1) ^ 0x1b`, which is issued after `x << 1`, so its two recorded operands carry every
+/// dependency. This is the cheapest form: `(x >> 7) * 0x1b` as a multiply would wait 7 cycles
+/// (`mull` at cycle 3, its user at 10, in the compiler's CPE schedule in swCandle's
+/// `memory/stream_sw/gldst/slave.s`), and expanded into shifts and adds it takes 7 instructions.
 #[inline(always)]
 fn xtime<S: Sink>(m: &mut Machine<S>, x: Scalar) -> Scalar {
-    let high = m.alu(x, Scalar::imm(7), |v, s| v >> s);
-    let reduce = m.alu(high, Scalar::imm(0x1b), |v, c| v * c);
+    let high = m.alu(x, Scalar::imm(0x80), |v, bit| v & bit);
     let low = m.alu(x, Scalar::imm(1), |v, s| v << s);
-    let y = xor(m, low, reduce);
+    let reduced = m.alu(low, Scalar::imm(0x1b), |v, p| v ^ p);
+    // selne high, reduced, low: `low` is `reduced ^ 0x1b`.
+    let y = m.alu(high, reduced, |h, r| if h != 0 { r } else { r ^ 0x1b });
     m.alu(y, Scalar::imm(0xff), |v, mask| v & mask)
 }
 
