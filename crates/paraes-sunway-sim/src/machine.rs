@@ -105,12 +105,34 @@ pub enum Step {
     CtrXor,
 }
 
+/// The LDM bytes one load or store instruction touches: what a compiler reordering C code must
+/// keep in order ([`crate::schedule::compile_steps`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access {
+    /// Whether the instruction writes them.
+    pub store: bool,
+    /// The first LDM byte address.
+    pub byte: usize,
+    /// How many bytes.
+    pub len: usize,
+}
+
+impl Access {
+    /// Whether the two touch a common byte.
+    pub fn overlaps(&self, other: &Access) -> bool {
+        self.byte < other.byte + other.len && other.byte < self.byte + self.len
+    }
+}
+
 /// Receives every executed instruction.
 pub trait Sink {
     /// Records `op` depending on the values tagged `deps`; returns the tag of its result.
     fn issue(&mut self, op: Op, deps: [Tag; 2]) -> Tag;
     /// Marks the start of an AES step (for interleaving); ignored by default.
     fn step(&mut self, _step: Step) {}
+    /// Records the LDM bytes the instruction tagged `tag` loads or stores; ignored by default.
+    #[inline(always)]
+    fn access(&mut self, _tag: Tag, _access: Access) {}
 }
 
 /// A sink that records nothing: the fast path of the real run.
@@ -140,6 +162,8 @@ pub struct Trace {
     pub instrs: Vec<Instr>,
     /// Where each marked step begins (index into `instrs`) and which step it is.
     pub steps: Vec<(usize, Step)>,
+    /// The LDM bytes each load and store touches, by instruction index, in program order.
+    pub accesses: Vec<(Tag, Access)>,
 }
 
 impl Trace {
@@ -174,6 +198,10 @@ impl Sink for Trace {
 
     fn step(&mut self, step: Step) {
         self.steps.push((self.instrs.len(), step));
+    }
+
+    fn access(&mut self, tag: Tag, access: Access) {
+        self.accesses.push((tag, access));
     }
 }
 
@@ -256,6 +284,15 @@ impl<S: Sink> Machine<S> {
         self.sink.step(step);
     }
 
+    /// Issues the memory instruction `op` and reports the `len` LDM bytes at `byte` it touches.
+    #[inline(always)]
+    fn memory(&mut self, op: Op, deps: [Tag; 2], byte: usize, len: usize) -> Tag {
+        let tag = self.sink.issue(op, deps);
+        let store = matches!(op, Op::VStore | Op::SStore);
+        self.sink.access(tag, Access { store, byte, len });
+        tag
+    }
+
     #[inline(always)]
     fn lanewise(&mut self, op: Op, a: V256, b: V256, f: impl Fn(u32, u32) -> u32) -> V256 {
         let mut lanes = [0u32; 8];
@@ -330,7 +367,7 @@ impl<S: Sink> Machine<S> {
     pub fn vload(&mut self, ldm: &Ldm, word: usize) -> V256 {
         V256 {
             lanes: ldm.vector(word),
-            tag: self.sink.issue(Op::VLoad, [NO_TAG, NO_TAG]),
+            tag: self.memory(Op::VLoad, [NO_TAG, NO_TAG], 4 * word, 32),
         }
     }
 
@@ -338,7 +375,7 @@ impl<S: Sink> Machine<S> {
     #[inline(always)]
     pub fn vstore(&mut self, ldm: &mut Ldm, word: usize, value: V256) {
         ldm.set_vector(word, value.lanes);
-        self.sink.issue(Op::VStore, [value.tag, NO_TAG]);
+        self.memory(Op::VStore, [value.tag, NO_TAG], 4 * word, 32);
     }
 
     /// `selldw va, rb, #c, vd`: lane `c` of the result is the LDM word at `table_word + va[c]`,
@@ -346,10 +383,11 @@ impl<S: Sink> Machine<S> {
     /// selldw of a lookup are independent); see [`Self::selldw_temporary`] for the paper's.
     #[inline(always)]
     pub fn selldw(&mut self, ldm: &Ldm, va: V256, table_word: usize, c: usize, vd: V256) -> V256 {
-        let value = ldm.word(table_word + va.lanes[c] as usize);
+        let at = table_word + va.lanes[c] as usize;
+        let value = ldm.word(at);
         V256 {
             lanes: with_lane(vd.lanes, c, value),
-            tag: self.sink.issue(Op::Selldw, [va.tag, NO_TAG]),
+            tag: self.memory(Op::Selldw, [va.tag, NO_TAG], 4 * at, 4),
         }
     }
 
@@ -366,11 +404,12 @@ impl<S: Sink> Machine<S> {
         c: usize,
         temporary: usize,
     ) {
-        let value = ldm.word(table_word + va.lanes[c] as usize);
+        let at = table_word + va.lanes[c] as usize;
+        let value = ldm.word(at);
         let old = self.temporaries[temporary];
         self.temporaries[temporary] = V256 {
             lanes: with_lane(old.lanes, c, value),
-            tag: self.sink.issue(Op::Selldw, [va.tag, old.tag]),
+            tag: self.memory(Op::Selldw, [va.tag, old.tag], 4 * at, 4),
         };
     }
 
@@ -417,7 +456,7 @@ impl<S: Sink> Machine<S> {
     pub fn load_byte(&mut self, ldm: &Ldm, addr: Scalar) -> Scalar {
         Scalar {
             value: u64::from(ldm.byte(addr.value as usize)),
-            tag: self.sink.issue(Op::SLoad, [addr.tag, NO_TAG]),
+            tag: self.memory(Op::SLoad, [addr.tag, NO_TAG], addr.value as usize, 1),
         }
     }
 
@@ -426,7 +465,7 @@ impl<S: Sink> Machine<S> {
     pub fn load_word(&mut self, ldm: &Ldm, word: usize) -> Scalar {
         Scalar {
             value: u64::from(ldm.word(word)),
-            tag: self.sink.issue(Op::SLoad, [NO_TAG, NO_TAG]),
+            tag: self.memory(Op::SLoad, [NO_TAG, NO_TAG], 4 * word, 4),
         }
     }
 
@@ -434,7 +473,7 @@ impl<S: Sink> Machine<S> {
     #[inline(always)]
     pub fn store_byte(&mut self, ldm: &mut Ldm, addr: usize, s: Scalar) {
         ldm.set_byte(addr, s.value as u8);
-        self.sink.issue(Op::SStore, [s.tag, NO_TAG]);
+        self.memory(Op::SStore, [s.tag, NO_TAG], addr, 1);
     }
 
     /// `ldbu`: loads the byte at LDM byte address `addr` (an immediate offset from a base
@@ -443,7 +482,7 @@ impl<S: Sink> Machine<S> {
     pub fn load_byte_at(&mut self, ldm: &Ldm, addr: usize) -> Scalar {
         Scalar {
             value: u64::from(ldm.byte(addr)),
-            tag: self.sink.issue(Op::SLoad, [NO_TAG, NO_TAG]),
+            tag: self.memory(Op::SLoad, [NO_TAG, NO_TAG], addr, 1),
         }
     }
 
@@ -451,7 +490,7 @@ impl<S: Sink> Machine<S> {
     #[inline(always)]
     pub fn store_word(&mut self, ldm: &mut Ldm, word: usize, s: Scalar) {
         ldm.set_word(word, s.value as u32);
-        self.sink.issue(Op::SStore, [s.tag, NO_TAG]);
+        self.memory(Op::SStore, [s.tag, NO_TAG], 4 * word, 4);
     }
 
     /// `stl`: stores the 64 bits of `s` at LDM word address `word` (two words, little-endian).
@@ -459,7 +498,7 @@ impl<S: Sink> Machine<S> {
     pub fn store_long(&mut self, ldm: &mut Ldm, word: usize, s: Scalar) {
         ldm.set_word(word, s.value as u32);
         ldm.set_word(word + 1, (s.value >> 32) as u32);
-        self.sink.issue(Op::SStore, [s.tag, NO_TAG]);
+        self.memory(Op::SStore, [s.tag, NO_TAG], 4 * word, 8);
     }
 
     /// The loop-closing branch of a batch.

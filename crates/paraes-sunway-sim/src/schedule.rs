@@ -2,12 +2,13 @@
 //! one P0 and one P1 instruction per cycle, in program order, operands ready), and two ways of
 //! interleaving two independent batches: the paper's Pipelined Step Execution at step
 //! granularity ([`pipeline_steps`], Sec. III-B3, Fig. 5) and a greedy list scheduler
-//! ([`interleave`]), the upper bound of what reordering two batches can gain.
+//! ([`interleave`]), the upper bound of what reordering two batches can gain; and what a
+//! compiler's list scheduler makes of straight-line C ([`compile_steps`], the original rung).
 
 use std::ops::Range;
 
-use crate::machine::{Instr, Op, Pipe, Step, Tag, Trace, NO_TAG};
-use crate::params::Params;
+use crate::machine::{Access, Instr, Op, Pipe, Step, Tag, Trace, NO_TAG};
+use crate::params::{Aliasing, Params};
 
 /// Cycles from issue until an instruction's result can be used.
 pub fn latency(op: Op, params: &Params) -> u64 {
@@ -254,6 +255,140 @@ pub fn pipeline_steps(first: &Trace, second: &Trace, temporaries: usize) -> Trac
     out
 }
 
+/// The LDM access of each instruction of `trace`, by index.
+fn accesses_by_index(trace: &Trace) -> Vec<Option<Access>> {
+    let mut by_index = vec![None; trace.instrs.len()];
+    for &(tag, access) in &trace.accesses {
+        by_index[tag as usize] = Some(access);
+    }
+    by_index
+}
+
+/// Whether a compiler must keep two LDM accesses in program order under `aliasing`.
+fn must_keep_order(earlier: &Access, later: &Access, aliasing: Aliasing) -> bool {
+    (earlier.store || later.store)
+        && match aliasing {
+            Aliasing::Strict => true,
+            Aliasing::Exact => earlier.overlaps(later),
+        }
+}
+
+/// What a compiler's list scheduler makes of straight-line code: each step of `trace` (from one
+/// step mark to the next, a basic block once the step's loop is unrolled) reordered by cycle,
+/// each cycle taking the ready instructions with the longest latency path to the end of the
+/// block, at most one per pipeline (scalar integer to either). Register dependencies and the
+/// LDM order `aliasing` requires are kept; steps stay in order. The result is issued by the
+/// in-order model like any other stream ([`schedule`]).
+pub fn compile_steps(trace: &Trace, aliasing: Aliasing, params: &Params) -> Trace {
+    let accesses = accesses_by_index(trace);
+    let mut cuts: Vec<usize> = trace.steps.iter().map(|&(at, _)| at).collect();
+    cuts.push(0);
+    cuts.push(trace.instrs.len());
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut order: Vec<usize> = Vec::with_capacity(trace.instrs.len());
+    for block in cuts.windows(2) {
+        order.extend(schedule_block(
+            trace,
+            &accesses,
+            block[0]..block[1],
+            aliasing,
+            params,
+        ));
+    }
+    let mut new_index = vec![NO_TAG; trace.instrs.len()];
+    for (position, &old) in order.iter().enumerate() {
+        new_index[old] = position as Tag;
+    }
+    let mut out = Trace::default();
+    for &old in &order {
+        let instr = trace.instrs[old];
+        let deps = instr.deps.map(|d| {
+            if d == NO_TAG {
+                NO_TAG
+            } else {
+                new_index[d as usize]
+            }
+        });
+        out.instrs.push(Instr { op: instr.op, deps });
+    }
+    out.accesses = trace
+        .accesses
+        .iter()
+        .map(|&(tag, access)| (new_index[tag as usize], access))
+        .collect();
+    out.accesses.sort_unstable_by_key(|&(tag, _)| tag);
+    // Blocks keep their places, so every step still starts where it did.
+    out.steps = trace.steps.clone();
+    out
+}
+
+/// The list-scheduled order (original indices) of the instructions in `block`.
+fn schedule_block(
+    trace: &Trace,
+    accesses: &[Option<Access>],
+    block: Range<usize>,
+    aliasing: Aliasing,
+    params: &Params,
+) -> Vec<usize> {
+    let start = block.start;
+    let n = block.len();
+    // Edges within the block: (predecessor, cycles until the successor may issue).
+    let mut preds: Vec<Vec<(usize, u64)>> = vec![Vec::new(); n];
+    for k in 0..n {
+        let instr = &trace.instrs[start + k];
+        for (operand, &dep) in instr.deps.iter().enumerate() {
+            if dep != NO_TAG && dep as usize >= start {
+                let producer = trace.instrs[dep as usize].op;
+                let cycles = edge_latency(producer, instr.op, operand, params);
+                preds[k].push((dep as usize - start, cycles));
+            }
+        }
+        if let Some(later) = &accesses[start + k] {
+            for (i, earlier) in accesses[start..start + k].iter().enumerate() {
+                if earlier.is_some_and(|e| must_keep_order(&e, later, aliasing)) {
+                    preds[k].push((i, 1));
+                }
+            }
+        }
+    }
+    // Priority: the longest latency path from each instruction to the end of the block.
+    let mut height = vec![0u64; n];
+    for k in (0..n).rev() {
+        let own = latency(trace.instrs[start + k].op, params);
+        height[k] = height[k].max(own);
+        for &(p, cycles) in &preds[k] {
+            height[p] = height[p].max(cycles + height[k]);
+        }
+    }
+    let mut issued: Vec<Option<u64>> = vec![None; n];
+    let mut order = Vec::with_capacity(n);
+    let mut cycle = 0u64;
+    while order.len() < n {
+        let ready_at = |k: usize, issued: &[Option<u64>]| -> Option<u64> {
+            preds[k].iter().try_fold(0u64, |at, &(p, cycles)| {
+                issued[p].map(|t| at.max(t + cycles))
+            })
+        };
+        let mut taken: Option<Pipe> = None;
+        for _ in 0..2 {
+            let best = (0..n)
+                .filter(|&k| issued[k].is_none())
+                .filter(|&k| ready_at(k, &issued).is_some_and(|at| at <= cycle))
+                .filter(|&k| {
+                    taken.is_none_or(|pipe| pipes_pair(pipe, trace.instrs[start + k].op.pipe()))
+                })
+                .max_by_key(|&k| (height[k], std::cmp::Reverse(k)));
+            let Some(k) = best else { break };
+            issued[k] = Some(cycle);
+            order.push(start + k);
+            taken = Some(trace.instrs[start + k].op.pipe());
+        }
+        cycle += 1;
+    }
+    order
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -428,5 +563,109 @@ mod tests {
             trace_cycles(&woven, &whole),
             15 * u64::from(whole.vector_load_latency) + 1
         );
+    }
+
+    /// One test instruction: what it is, what it reads, and (store?, byte) if it touches LDM.
+    type Line = (Op, [Tag; 2], Option<(bool, usize)>);
+
+    /// One step of scalar code.
+    fn block(code: &[Line]) -> Trace {
+        let mut trace = Trace::default();
+        trace.steps.push((0, Step::SubBytes));
+        for (index, &(op, deps, access)) in code.iter().enumerate() {
+            trace.instrs.push(instr(op, deps));
+            if let Some((store, byte)) = access {
+                let access = Access {
+                    store,
+                    byte,
+                    len: 1,
+                };
+                trace.accesses.push((index as Tag, access));
+            }
+        }
+        trace
+    }
+
+    /// Where each memory instruction of `original` went (found by the bytes it touches, unique in
+    /// these tests); `usize::MAX` for the others.
+    fn positions(compiled: &Trace, original: &Trace) -> Vec<usize> {
+        let mut at = vec![usize::MAX; original.instrs.len()];
+        for &(tag, access) in &original.accesses {
+            let (new, _) = compiled
+                .accesses
+                .iter()
+                .find(|(_, a)| *a == access)
+                .expect("every access is kept");
+            at[tag as usize] = *new as usize;
+        }
+        at
+    }
+
+    #[test]
+    fn a_compiler_fills_load_latency_with_the_next_statement() {
+        let params = Params::DEFAULT;
+        // s[0] ^= 1; s[1] ^= 1; as written: load, xor (waits 3), store, then the same again.
+        let code = block(&[
+            (Op::SLoad, NONE, Some((false, 0))),
+            (Op::SAlu, [0, NO_TAG], None),
+            (Op::SStore, [1, NO_TAG], Some((true, 0))),
+            (Op::SLoad, NONE, Some((false, 1))),
+            (Op::SAlu, [3, NO_TAG], None),
+            (Op::SStore, [4, NO_TAG], Some((true, 1))),
+        ]);
+        let written = trace_cycles(&code, &params);
+        let exact = compile_steps(&code, Aliasing::Exact, &params);
+        let strict = compile_steps(&code, Aliasing::Strict, &params);
+        // Exact: the second load (another byte) moves up beside the first.
+        assert!(trace_cycles(&exact, &params) < written);
+        assert_eq!(positions(&exact, &code)[3], 1, "{:?}", exact.instrs);
+        // Strict: no load passes the store before it, so nothing moves.
+        assert_eq!(strict.instrs, code.instrs);
+        assert_eq!(trace_cycles(&strict, &params), written);
+        // Every dependency still points backwards, and the accesses follow their instructions.
+        for compiled in [&exact, &strict] {
+            for (i, instr) in compiled.instrs.iter().enumerate() {
+                assert!(instr.deps.iter().all(|&d| d == NO_TAG || (d as usize) < i));
+            }
+            assert_eq!(compiled.accesses.len(), code.accesses.len());
+            for &(tag, _) in &compiled.accesses {
+                assert!(matches!(
+                    compiled.instrs[tag as usize].op,
+                    Op::SLoad | Op::SStore
+                ));
+            }
+        }
+    }
+
+    #[test]
+    fn a_load_of_a_stored_byte_stays_behind_the_store_and_steps_stay_in_order() {
+        let params = Params::DEFAULT;
+        // store s[2]; load s[2] (must follow); an independent load of s[3] may go first.
+        let mut code = block(&[
+            (Op::SAlu, NONE, None),
+            (Op::SStore, [0, NO_TAG], Some((true, 2))),
+            (Op::SLoad, NONE, Some((false, 2))),
+            (Op::SLoad, NONE, Some((false, 3))),
+        ]);
+        // A second step whose load is independent of everything: it must not move up.
+        code.steps.push((4, Step::ShiftRows));
+        code.instrs.push(instr(Op::SLoad, NONE));
+        code.accesses.push((
+            4,
+            Access {
+                store: false,
+                byte: 9,
+                len: 1,
+            },
+        ));
+        let exact = compile_steps(&code, Aliasing::Exact, &params);
+        let at = positions(&exact, &code);
+        assert!(
+            at[2] > at[1],
+            "the load of the stored byte passed the store"
+        );
+        assert!(at[3] < at[1], "the independent load did not move up");
+        assert_eq!(at[4], 4, "an instruction left its step");
+        assert_eq!(exact.steps, code.steps);
     }
 }

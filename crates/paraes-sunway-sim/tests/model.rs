@@ -12,7 +12,8 @@ use paraes_sunway_sim::kernel::{
 use paraes_sunway_sim::ldm::Ldm;
 use paraes_sunway_sim::ldm_plan::LdmPlan;
 use paraes_sunway_sim::machine::{Machine, NullSink, Op, Trace, V256};
-use paraes_sunway_sim::params::{Params, Pipelining};
+use paraes_sunway_sim::params::{Aliasing, Params, Pipelining};
+use paraes_sunway_sim::schedule::compile_steps;
 use paraes_sunway_sim::{Buffering, SimConfig, SimError, SunwaySimEngine, Variant};
 
 fn lanes(seed: u32) -> [u32; 8] {
@@ -178,7 +179,26 @@ fn the_instruction_stream_does_not_depend_on_the_data() {
                     _ => real_trace::<SelldwFlavor>(&plan, shape, seed),
                 };
                 assert_eq!(real.counts(), model.counts(), "{variant} {shape:?}");
-                assert_eq!(real, model, "{variant} {shape:?}");
+                assert_eq!(real.instrs, model.instrs, "{variant} {shape:?}");
+                assert_eq!(real.steps, model.steps, "{variant} {shape:?}");
+                // The table lookups' addresses follow the data, but tables are never stored
+                // to, so what a compiler may reorder does not.
+                let kinds = |t: &Trace| {
+                    t.accesses
+                        .iter()
+                        .map(|&(tag, a)| (tag, a.store))
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(kinds(&real), kinds(&model), "{variant} {shape:?}");
+                if variant == Variant::Original {
+                    for aliasing in [Aliasing::Strict, Aliasing::Exact] {
+                        assert_eq!(
+                            compile_steps(&real, aliasing, &p).instrs,
+                            compile_steps(&model, aliasing, &p).instrs,
+                            "{variant} {shape:?} {aliasing:?}"
+                        );
+                    }
+                }
             }
         }
     }

@@ -8,7 +8,7 @@ use crate::kernel::vector::{ExtractFlavor, SelldwFlavor};
 use crate::ldm::Ldm;
 use crate::ldm_plan::LdmPlan;
 use crate::machine::{Machine, Scalar, Sink, Step, Trace};
-use crate::params::{Params, Pipelining};
+use crate::params::{Compilation, Params, Pipelining};
 use crate::schedule;
 
 /// The CTR counter carried from batch to batch: the next block's 128-bit counter as two halves.
@@ -99,7 +99,15 @@ pub fn record_variant(
 ) -> Trace {
     let temporaries = params.selldw_temporaries;
     match variant {
-        Variant::Original => record_batch::<ByteFlavor>(plan, shape, temporaries),
+        Variant::Original => {
+            let written = record_batch::<ByteFlavor>(plan, shape, temporaries);
+            match params.original_compilation {
+                Compilation::SourceOrder => written,
+                Compilation::Scheduled(aliasing) => {
+                    schedule::compile_steps(&written, aliasing, params)
+                }
+            }
+        }
         Variant::Simd => record_batch::<ExtractFlavor>(plan, shape, temporaries),
         Variant::Selldw => record_batch::<SelldwFlavor>(plan, shape, temporaries),
         Variant::Pipelined => {
