@@ -131,6 +131,13 @@ impl LdmPlan {
         [&self.sbox, &self.round_keys]
     }
 
+    /// The index (in [`Self::regions`]) of the region holding LDM byte `byte`, if any.
+    pub fn region_of(&self, byte: usize) -> Option<usize> {
+        self.regions()
+            .iter()
+            .position(|r| (r.byte..r.byte + r.bytes).contains(&byte))
+    }
+
     /// Every region in address order.
     pub fn regions(&self) -> Vec<&Region> {
         let mut all = vec![&self.reserved, &self.sbox, &self.round_keys, &self.counters];

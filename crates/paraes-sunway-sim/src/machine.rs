@@ -162,7 +162,8 @@ pub struct Trace {
     pub instrs: Vec<Instr>,
     /// Where each marked step begins (index into `instrs`) and which step it is.
     pub steps: Vec<(usize, Step)>,
-    /// The LDM bytes each load and store touches, by instruction index, in program order.
+    /// The LDM bytes each load and store touches, by instruction index, in program order, as the
+    /// machine records them (streams woven from two batches do not carry them).
     pub accesses: Vec<(Tag, Access)>,
 }
 

@@ -44,17 +44,24 @@ pub enum Compilation {
     SourceOrder,
     /// Each step of each block (one straight-line basic block once its loop is unrolled)
     /// reordered by a list scheduler; [`Aliasing`] says which LDM accesses may pass each other.
+    /// The loop-closing branch stays last.
     Scheduled(Aliasing),
 }
 
-/// Which LDM accesses a compiler reordering C code may move past each other.
+/// Which LDM accesses a compiler reordering C code may move past each other. A store must keep
+/// its order with every load or store the compiler cannot tell apart from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Aliasing {
-    /// No load or store passes a store, and no store passes a load: C's rule for `char`
-    /// accesses through pointers the compiler cannot tell apart.
-    Strict,
-    /// Accesses keep their order only where their bytes overlap: every table a distinct object
-    /// whose offsets the compiler knows (the lower bound of what reordering gains).
+    /// The compiler tells no two accesses apart: no load or store passes a store, and no store
+    /// passes a load. The pessimistic end.
+    Undistinguished,
+    /// Constant offsets into one array are told apart; accesses to different arrays (the state's
+    /// data buffer, the S-box, the round keys, the counters) are not: what a compiler knows when
+    /// the C reaches its state and tables through pointers. `char` accesses may alias anything,
+    /// so C's type rules tell nothing apart here.
+    ByArray,
+    /// Only accesses to overlapping bytes keep their order: every array a distinct object the
+    /// compiler can see. The most that reordering can gain.
     Exact,
 }
 
@@ -194,7 +201,7 @@ pub const PARAMETER_TABLE: &[ParameterRow] = &[
     ParameterRow { name: "selldw_link_latency", value: "1 cycle (other reading: 4, the whole lookup)", source: "assumption: a selldw reads its index from Va, not from the temporary; only the merge of its lane waits for the previous selldw, so 'sequentially' is one per cycle on P1. The other reading (each selldw waits for the previous one's whole LDM lookup, 4 cycles) caps the chip at 57-64 Gbps, 41-47% under the paper's compute-bound 107.9, at every P0 latency (sensitivity table)" },
     ParameterRow { name: "pipelining", value: "Fig. 5 steps (upper bound: list scheduler)", source: "paper, Sec. III-B3 and Fig. 5: SubBytes (P1-bound) of one batch overlapped with ShiftRows/MixColumns/AddRoundKey (P0-bound) of the other; \"the next two instructions in the front of the instruction queue\" dual-issue" },
     ParameterRow { name: "original rung", value: "byte-array C AES, 16-byte state in LDM, ldbu/stb per byte", source: "paper, Sec. IV-A2 (\"original no-vectorized implementation\") and Sec. IV (\"the other steps are implemented with C\"); Table I's 256 B S-Box and 240 B Round Key" },
-    ParameterRow { name: "original_compilation", value: "source order (bracket: each step list-scheduled by a compiler, strict or exact aliasing)", source: "assumption: the vendor compiler reorders within a basic block (its -O2 output lists each block in cycle order, source lines interleaved: swCandle RLC/row/test_rlc_dynamic_routing/slave.s), but how the paper's build unrolled the C loops is unknown (swCandle builds with -OPT:unroll_times=0) and the vector rungs are issued as written, so the default issues the C in source order like them; the sensitivity table gives the two compiled readings (strict: no access passes a store, C's rule for char pointers; exact: only overlapping bytes keep their order)" },
+    ParameterRow { name: "original_compilation", value: "source order (bracket: each step list-scheduled by a compiler, with no accesses told apart / arrays told apart by offset / exact bytes)", source: "assumption: the vendor compiler reorders within a basic block (its -O2 output lists each block in cycle order, source lines interleaved: swCandle RLC/row/test_rlc_dynamic_routing/slave.s), but how the paper's build unrolled the C loops is unknown (swCandle builds with -OPT:unroll_times=0), and so is whether its C reached state and tables through pointers; the vector rungs are issued as written, so the default issues the C in source order like them, and the sensitivity table gives the three compiled readings" },
     ParameterRow { name: "scalar_latency", value: "1 cycle", source: "the same compiler output: a scalar s4addl at cycle 4 and the ldw using it at 5 (swCandle memory/pointer-chasing/LDM/slave.s)" },
     ParameterRow { name: "athread_startup_s", value: "10 us per offload (spawn + join)", source: "assumption: order of magnitude of an athread spawn/join; the paper gives no number, only that it dominates below 1 MB" },
     ParameterRow { name: "start-up in Fig. 7", value: "spawn/join + each CPE's table fetch (S-box, round keys) before its first batch", source: "paper, Sec. IV-A1: the small-size cost is \"thread start-up time on CPE\"; the table fetch is part of a CPE thread starting, not of streaming the data" },

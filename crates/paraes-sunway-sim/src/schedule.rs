@@ -7,6 +7,7 @@
 
 use std::ops::Range;
 
+use crate::ldm_plan::LdmPlan;
 use crate::machine::{Access, Instr, Op, Pipe, Step, Tag, Trace, NO_TAG};
 use crate::params::{Aliasing, Params};
 
@@ -264,11 +265,20 @@ fn accesses_by_index(trace: &Trace) -> Vec<Option<Access>> {
     by_index
 }
 
-/// Whether a compiler must keep two LDM accesses in program order under `aliasing`.
-fn must_keep_order(earlier: &Access, later: &Access, aliasing: Aliasing) -> bool {
+/// Whether a compiler must keep two LDM accesses in program order under `aliasing`; `array`
+/// names the array (LDM region) an access falls in.
+fn must_keep_order(
+    earlier: &Access,
+    later: &Access,
+    aliasing: Aliasing,
+    array: &dyn Fn(usize) -> Option<usize>,
+) -> bool {
     (earlier.store || later.store)
         && match aliasing {
-            Aliasing::Strict => true,
+            Aliasing::Undistinguished => true,
+            Aliasing::ByArray => {
+                array(earlier.byte) != array(later.byte) || earlier.overlaps(later)
+            }
             Aliasing::Exact => earlier.overlaps(later),
         }
 }
@@ -277,22 +287,30 @@ fn must_keep_order(earlier: &Access, later: &Access, aliasing: Aliasing) -> bool
 /// step mark to the next, a basic block once the step's loop is unrolled) reordered by cycle,
 /// each cycle taking the ready instructions with the longest latency path to the end of the
 /// block, at most one per pipeline (scalar integer to either). Register dependencies and the
-/// LDM order `aliasing` requires are kept; steps stay in order. The result is issued by the
-/// in-order model like any other stream ([`schedule`]).
-pub fn compile_steps(trace: &Trace, aliasing: Aliasing, params: &Params) -> Trace {
+/// LDM order `aliasing` requires are kept (`plan` says which array each access falls in); a
+/// branch ends its block and stays last in it; steps stay in order. The result is issued by the
+/// in-order model like any other stream ([`schedule`]). `trace` must carry the accesses the
+/// machine records (a recorded batch, not a woven one).
+pub fn compile_steps(trace: &Trace, aliasing: Aliasing, plan: &LdmPlan, params: &Params) -> Trace {
     let accesses = accesses_by_index(trace);
     let mut cuts: Vec<usize> = trace.steps.iter().map(|&(at, _)| at).collect();
+    cuts.extend(
+        (0..trace.instrs.len())
+            .filter(|&i| trace.instrs[i].op == Op::Branch)
+            .map(|i| i + 1),
+    );
     cuts.push(0);
     cuts.push(trace.instrs.len());
     cuts.sort_unstable();
     cuts.dedup();
+    let array = |byte: usize| plan.region_of(byte);
     let mut order: Vec<usize> = Vec::with_capacity(trace.instrs.len());
     for block in cuts.windows(2) {
         order.extend(schedule_block(
             trace,
             &accesses,
             block[0]..block[1],
-            aliasing,
+            &|earlier, later| must_keep_order(earlier, later, aliasing, &array),
             params,
         ));
     }
@@ -328,7 +346,7 @@ fn schedule_block(
     trace: &Trace,
     accesses: &[Option<Access>],
     block: Range<usize>,
-    aliasing: Aliasing,
+    keep_order: &dyn Fn(&Access, &Access) -> bool,
     params: &Params,
 ) -> Vec<usize> {
     let start = block.start;
@@ -346,10 +364,14 @@ fn schedule_block(
         }
         if let Some(later) = &accesses[start + k] {
             for (i, earlier) in accesses[start..start + k].iter().enumerate() {
-                if earlier.is_some_and(|e| must_keep_order(&e, later, aliasing)) {
+                if earlier.is_some_and(|e| keep_order(&e, later)) {
                     preds[k].push((i, 1));
                 }
             }
+        }
+        if instr.op == Op::Branch {
+            // The branch closes the block: everything before it stays before it.
+            preds[k].extend((0..k).map(|i| (i, 0)));
         }
     }
     // Priority: the longest latency path from each instruction to the end of the block.
@@ -568,6 +590,19 @@ mod tests {
     /// One test instruction: what it is, what it reads, and (store?, byte) if it touches LDM.
     type Line = (Op, [Tag; 2], Option<(bool, usize)>);
 
+    /// The LDM plan of the original rung (8 KiB reserved first, then the S-box).
+    fn plan() -> LdmPlan {
+        use crate::config::{Buffering, Variant};
+        LdmPlan::new(
+            Variant::Original,
+            Buffering::Single,
+            64 * 1024,
+            8 * 1024,
+            16 * 1024,
+        )
+        .expect("fits")
+    }
+
     /// One step of scalar code.
     fn block(code: &[Line]) -> Trace {
         let mut trace = Trace::default();
@@ -586,8 +621,8 @@ mod tests {
         trace
     }
 
-    /// Where each memory instruction of `original` went (found by the bytes it touches, unique in
-    /// these tests); `usize::MAX` for the others.
+    /// Where each memory instruction of `original` went (found by the access it makes, unique
+    /// in these tests); `usize::MAX` for the others.
     fn positions(compiled: &Trace, original: &Trace) -> Vec<usize> {
         let mut at = vec![usize::MAX; original.instrs.len()];
         for &(tag, access) in &original.accesses {
@@ -599,6 +634,21 @@ mod tests {
             at[tag as usize] = *new as usize;
         }
         at
+    }
+
+    fn compile(code: &Trace, aliasing: Aliasing) -> Trace {
+        let compiled = compile_steps(code, aliasing, &plan(), &Params::DEFAULT);
+        // Every instruction once, every dependency backwards, accesses on memory instructions.
+        assert_eq!(compiled.counts(), code.counts());
+        for (i, instr) in compiled.instrs.iter().enumerate() {
+            assert!(instr.deps.iter().all(|&d| d == NO_TAG || (d as usize) < i));
+        }
+        assert_eq!(compiled.accesses.len(), code.accesses.len());
+        for &(tag, _) in &compiled.accesses {
+            let op = compiled.instrs[tag as usize].op;
+            assert!(matches!(op, Op::SLoad | Op::SStore), "{op:?}");
+        }
+        compiled
     }
 
     #[test]
@@ -614,58 +664,107 @@ mod tests {
             (Op::SStore, [4, NO_TAG], Some((true, 1))),
         ]);
         let written = trace_cycles(&code, &params);
-        let exact = compile_steps(&code, Aliasing::Exact, &params);
-        let strict = compile_steps(&code, Aliasing::Strict, &params);
-        // Exact: the second load (another byte) moves up beside the first.
-        assert!(trace_cycles(&exact, &params) < written);
-        assert_eq!(positions(&exact, &code)[3], 1, "{:?}", exact.instrs);
-        // Strict: no load passes the store before it, so nothing moves.
-        assert_eq!(strict.instrs, code.instrs);
-        assert_eq!(trace_cycles(&strict, &params), written);
-        // Every dependency still points backwards, and the accesses follow their instructions.
-        for compiled in [&exact, &strict] {
-            for (i, instr) in compiled.instrs.iter().enumerate() {
-                assert!(instr.deps.iter().all(|&d| d == NO_TAG || (d as usize) < i));
+        // One array, other bytes: the second load moves up beside the first.
+        for aliasing in [Aliasing::ByArray, Aliasing::Exact] {
+            let compiled = compile(&code, aliasing);
+            assert!(trace_cycles(&compiled, &params) < written);
+            assert_eq!(positions(&compiled, &code)[3], 1, "{aliasing:?}");
+        }
+        // Nothing told apart: no load passes the store before it, so nothing moves.
+        let undistinguished = compile(&code, Aliasing::Undistinguished);
+        assert_eq!(undistinguished.instrs, code.instrs);
+    }
+
+    #[test]
+    fn reads_and_writes_of_one_byte_keep_their_order() {
+        // The address of a load, or the value of a store, comes late (after two ALU ops); an
+        // independent access to the same byte behind it would otherwise go first.
+        let late = [(Op::SAlu, NONE, None), (Op::SAlu, [0, NO_TAG], None)];
+        let orders = [
+            // store then load (RAW), load then store (WAR), store then store (WAW).
+            ((Op::SStore, true), (Op::SLoad, false)),
+            ((Op::SLoad, false), (Op::SStore, true)),
+            ((Op::SStore, true), (Op::SStore, true)),
+        ];
+        for ((first, first_store), (second, second_store)) in orders {
+            let mut code = block(&[
+                late[0],
+                late[1],
+                (first, [1, NO_TAG], Some((first_store, 7))),
+                (second, NONE, Some((second_store, 7))),
+            ]);
+            // Two bytes from 7, so that the two accesses differ (and still overlap).
+            code.accesses[1].1.len = 2;
+            for aliasing in [
+                Aliasing::Undistinguished,
+                Aliasing::ByArray,
+                Aliasing::Exact,
+            ] {
+                let at = positions(&compile(&code, aliasing), &code);
+                assert!(at[2] < at[3], "{first:?} then {second:?}, {aliasing:?}");
             }
-            assert_eq!(compiled.accesses.len(), code.accesses.len());
-            for &(tag, _) in &compiled.accesses {
-                assert!(matches!(
-                    compiled.instrs[tag as usize].op,
-                    Op::SLoad | Op::SStore
-                ));
+            // Another byte of the same array: free to go first where offsets are told apart.
+            let mut other = code.clone();
+            other.accesses[1].1.byte = 8;
+            for (aliasing, moves) in [
+                (Aliasing::Undistinguished, false),
+                (Aliasing::ByArray, true),
+                (Aliasing::Exact, true),
+            ] {
+                let at = positions(&compile(&other, aliasing), &other);
+                assert_eq!(at[3] < at[2], moves, "{first:?} {second:?} {aliasing:?}");
             }
         }
     }
 
     #[test]
-    fn a_load_of_a_stored_byte_stays_behind_the_store_and_steps_stay_in_order() {
-        let params = Params::DEFAULT;
-        // store s[2]; load s[2] (must follow); an independent load of s[3] may go first.
+    fn by_array_keeps_a_store_to_the_state_and_a_table_load_in_order() {
+        let sbox = plan().sbox.byte;
+        let code = block(&[
+            (Op::SAlu, NONE, None),
+            (Op::SAlu, [0, NO_TAG], None),
+            (Op::SStore, [1, NO_TAG], Some((true, 7))),
+            (Op::SLoad, NONE, Some((false, sbox + 7))),
+        ]);
+        for (aliasing, moves) in [
+            (Aliasing::Undistinguished, false),
+            (Aliasing::ByArray, false),
+            (Aliasing::Exact, true),
+        ] {
+            let at = positions(&compile(&code, aliasing), &code);
+            assert_eq!(at[3] < at[2], moves, "{aliasing:?}");
+        }
+    }
+
+    #[test]
+    fn steps_stay_in_order_and_the_branch_stays_last() {
+        // A branch with nothing to wait for, and a load after it: without the rule the branch
+        // would issue beside the second ALU op and the load would lead.
         let mut code = block(&[
             (Op::SAlu, NONE, None),
-            (Op::SStore, [0, NO_TAG], Some((true, 2))),
-            (Op::SLoad, NONE, Some((false, 2))),
+            (Op::SAlu, [0, NO_TAG], None),
+            (Op::SAlu, [1, NO_TAG], None),
             (Op::SLoad, NONE, Some((false, 3))),
+            (Op::Branch, NONE, None),
+            (Op::SLoad, NONE, Some((false, 4))),
         ]);
-        // A second step whose load is independent of everything: it must not move up.
-        code.steps.push((4, Step::ShiftRows));
+        // A second step whose load depends on nothing: it must not move up either.
+        code.steps.push((6, Step::ShiftRows));
         code.instrs.push(instr(Op::SLoad, NONE));
-        code.accesses.push((
-            4,
-            Access {
-                store: false,
-                byte: 9,
-                len: 1,
-            },
-        ));
-        let exact = compile_steps(&code, Aliasing::Exact, &params);
-        let at = positions(&exact, &code);
-        assert!(
-            at[2] > at[1],
-            "the load of the stored byte passed the store"
+        let access = Access {
+            store: false,
+            byte: 9,
+            len: 1,
+        };
+        code.accesses.push((6, access));
+        let compiled = compile(&code, Aliasing::Exact);
+        assert_eq!(compiled.instrs[4].op, Op::Branch, "{:?}", compiled.instrs);
+        let at = positions(&compiled, &code);
+        assert_eq!(
+            (at[5], at[6]),
+            (5, 6),
+            "an instruction crossed a block boundary"
         );
-        assert!(at[3] < at[1], "the independent load did not move up");
-        assert_eq!(at[4], 4, "an instruction left its step");
-        assert_eq!(exact.steps, code.steps);
+        assert_eq!(compiled.steps, code.steps);
     }
 }

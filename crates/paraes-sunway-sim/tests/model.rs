@@ -191,10 +191,14 @@ fn the_instruction_stream_does_not_depend_on_the_data() {
                 };
                 assert_eq!(kinds(&real), kinds(&model), "{variant} {shape:?}");
                 if variant == Variant::Original {
-                    for aliasing in [Aliasing::Strict, Aliasing::Exact] {
+                    for aliasing in [
+                        Aliasing::Undistinguished,
+                        Aliasing::ByArray,
+                        Aliasing::Exact,
+                    ] {
                         assert_eq!(
-                            compile_steps(&real, aliasing, &p).instrs,
-                            compile_steps(&model, aliasing, &p).instrs,
+                            compile_steps(&real, aliasing, &plan, &p).instrs,
+                            compile_steps(&model, aliasing, &plan, &p).instrs,
                             "{variant} {shape:?} {aliasing:?}"
                         );
                     }

@@ -104,7 +104,7 @@ pub fn record_variant(
             match params.original_compilation {
                 Compilation::SourceOrder => written,
                 Compilation::Scheduled(aliasing) => {
-                    schedule::compile_steps(&written, aliasing, params)
+                    schedule::compile_steps(&written, aliasing, plan, params)
                 }
             }
         }
