@@ -206,9 +206,20 @@ pub fn run(
 pub fn make_parents(dir: &Path, path: &Path) -> Result<()> {
     let parent = path.parent().unwrap_or(dir);
     fs::create_dir_all(parent).map_err(|e| {
-        anyhow::anyhow!(
-            "cannot create the output directory {}: {e}",
-            parent.display()
-        )
+        // A file where a directory of the tree should be: say so, not "File exists".
+        let in_the_way = parent
+            .ancestors()
+            .find(|p| fs::metadata(p).is_ok_and(|m| !m.is_dir()));
+        match in_the_way {
+            Some(file) => anyhow::anyhow!(
+                "cannot create the output directory {}: {} is a file, not a directory; give --output-dir a directory",
+                parent.display(),
+                file.display()
+            ),
+            None => anyhow::anyhow!(
+                "cannot create the output directory {}: {e}",
+                parent.display()
+            ),
+        }
     })
 }

@@ -139,7 +139,7 @@ impl Output {
         if derived {
             if let Ok(existing) = fs::symlink_metadata(dest) {
                 if !existing.is_file() {
-                    bail!("{shown} exists and is not a regular file (a symbolic link, directory, FIFO or device): paraes does not write through a name it derived; remove it, or write elsewhere (-o PATH for one file, --output-dir DIR for several)");
+                    bail!("{shown} exists and is not a regular file (a symbolic link, directory, FIFO or device): paraes does not write through a name it derived; remove it, or {WRITE_ELSEWHERE}");
                 }
             }
         }
@@ -382,6 +382,11 @@ fn link_anonymous(file: &File, dest: &Path, force: bool) -> io::Result<()> {
     Err(io::Error::other("no free temporary name"))
 }
 
+/// The advice when an output cannot be written where it would go; one-file and many-file runs
+/// share it, and only one-file runs take `-o`.
+const WRITE_ELSEWHERE: &str =
+    "write elsewhere (-o PATH for one file, --output-dir DIR for several)";
+
 /// Says what a failure to create the temporary means.
 fn cannot_create(dest: &Path, dir: &Path, e: io::Error) -> anyhow::Error {
     // tempfile's message ends with the random name: say what it means instead.
@@ -394,7 +399,7 @@ fn cannot_create(dest: &Path, dir: &Path, e: io::Error) -> anyhow::Error {
         kind => io::Error::from(kind).to_string(),
     };
     anyhow::anyhow!(
-        "cannot create {} in {}: {why}: choose another -o",
+        "cannot create {} in {}: {why}: {WRITE_ELSEWHERE}",
         dest.display(),
         dir.display()
     )

@@ -1012,7 +1012,7 @@ impl NamingFix {
         match self {
             NamingFix::GiveOutput => "give -o PATH (or -o - for standard output)",
             NamingFix::RunAlone => {
-                "run it on its own with -o PATH (a run of several files names each output after its input)"
+                "run it on its own with -o PATH (a run of several files, or one with --output-dir, names each output after its input)"
             }
         }
     }

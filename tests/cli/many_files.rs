@@ -449,6 +449,16 @@ fn a_refused_name_in_a_run_of_several_gives_advice_that_run_accepts() {
         );
         assert!(err.contains("1 of 2 files failed"), "{what}: {err}");
     }
+    // An --output-dir that is a file: said in those words, with what to do.
+    s.write("not-a-dir", b"keep");
+    let out = s.run(&["enc", "-q", "-k", "k", "x", "--output-dir", "not-a-dir"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("not-a-dir is a file, not a directory; give --output-dir a directory"),
+        "{err}"
+    );
+    assert_eq!(s.read("not-a-dir"), b"keep");
     // The advice works: the stemless container alone, with -o.
     s.remove("a");
     assert_success(
