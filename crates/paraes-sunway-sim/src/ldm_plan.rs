@@ -133,15 +133,18 @@ impl LdmPlan {
 
     /// The index (in [`Self::regions`]) of the region holding LDM byte `byte`, if any.
     pub fn region_of(&self, byte: usize) -> Option<usize> {
-        self.regions()
-            .iter()
+        self.each_region()
             .position(|r| (r.byte..r.byte + r.bytes).contains(&byte))
     }
 
     /// Every region in address order.
     pub fn regions(&self) -> Vec<&Region> {
-        let mut all = vec![&self.reserved, &self.sbox, &self.round_keys, &self.counters];
-        all.extend(self.buffers.iter());
-        all
+        self.each_region().collect()
+    }
+
+    fn each_region(&self) -> impl Iterator<Item = &Region> {
+        [&self.reserved, &self.sbox, &self.round_keys, &self.counters]
+            .into_iter()
+            .chain(&self.buffers)
     }
 }

@@ -706,14 +706,7 @@ mod tests {
             // Another byte of the same array: free to go first where offsets are told apart.
             let mut other = code.clone();
             other.accesses[1].1.byte = 8;
-            for (aliasing, moves) in [
-                (Aliasing::Undistinguished, false),
-                (Aliasing::ByArray, true),
-                (Aliasing::Exact, true),
-            ] {
-                let at = positions(&compile(&other, aliasing), &other);
-                assert_eq!(at[3] < at[2], moves, "{first:?} {second:?} {aliasing:?}");
-            }
+            assert_fourth_moves_up(&other, [false, true, true]);
         }
     }
 
@@ -726,13 +719,20 @@ mod tests {
             (Op::SStore, [1, NO_TAG], Some((true, 7))),
             (Op::SLoad, NONE, Some((false, sbox + 7))),
         ]);
-        for (aliasing, moves) in [
-            (Aliasing::Undistinguished, false),
-            (Aliasing::ByArray, false),
-            (Aliasing::Exact, true),
-        ] {
-            let at = positions(&compile(&code, aliasing), &code);
-            assert_eq!(at[3] < at[2], moves, "{aliasing:?}");
+        assert_fourth_moves_up(&code, [false, false, true]);
+    }
+
+    /// Whether instruction 3 of `code` (an access) goes before instruction 2 once compiled,
+    /// for each aliasing rule in turn: nothing told apart, arrays by offset, exact bytes.
+    fn assert_fourth_moves_up(code: &Trace, moves: [bool; 3]) {
+        let rules = [
+            Aliasing::Undistinguished,
+            Aliasing::ByArray,
+            Aliasing::Exact,
+        ];
+        for (aliasing, moves) in rules.into_iter().zip(moves) {
+            let at = positions(&compile(code, aliasing), code);
+            assert_eq!(at[3] < at[2], moves, "{aliasing:?}: {:?}", code.accesses);
         }
     }
 

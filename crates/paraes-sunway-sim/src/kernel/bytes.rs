@@ -53,9 +53,9 @@ fn xor<S: Sink>(m: &mut Machine<S>, a: Scalar, b: Scalar) -> Scalar {
 
 /// `xtime(x) = (x & 0x80 ? (x << 1) ^ 0x1b : x << 1) & 0xff`, compiled without a branch: 5 scalar
 /// instructions, the last but one a select (`selne`; the vendor compiler emits selects for CPE
-/// code at -O2, e.g. `selge` in swCandle's `RLC/col/test_rlc_multi_p2p/slave.s`). The select reads the condition and
-/// `(x << 1) ^ 0x1b`, which is issued after `x << 1`, so its two recorded operands carry every
-/// dependency. This is the cheapest form: `(x >> 7) * 0x1b` as a multiply would wait 7 cycles
+/// code at -O2, e.g. `selge` in swCandle's `RLC/col/test_rlc_multi_p2p/slave.s`). The select
+/// reads the condition and `(x << 1) ^ 0x1b`, which is issued after `x << 1`, so its two
+/// recorded operands carry every dependency. This is the cheapest form: `(x >> 7) * 0x1b` as a multiply would wait 7 cycles
 /// (`mull` at cycle 3, its user at 10, in the compiler's CPE schedule in swCandle's
 /// `memory/stream_sw/gldst/slave.s`), and expanded into shifts and adds it takes 7 instructions.
 #[inline(always)]
