@@ -299,22 +299,46 @@ fn sensitivity() {
             }
         }
     }
-    // The original rung as compiled C (the ratios' denominators): each step reordered by a
-    // list scheduler under the two aliasing rules, the rest at the defaults.
-    for (aliasing, name) in [
-        (Aliasing::Undistinguished, "no accesses told apart"),
-        (Aliasing::ByArray, "arrays told apart by offset"),
-        (Aliasing::Exact, "exact bytes"),
+    // The original rung's other compiled readings (the ratios' denominators): how the compiler
+    // orders each basic block, then how far it unrolls the C loops, the rest at the defaults.
+    for (compilation, name) in [
+        (Compilation::SourceOrder, "issued in source order"),
+        (
+            Compilation::Scheduled(Aliasing::Undistinguished),
+            "scheduled, no accesses told apart",
+        ),
+        (
+            Compilation::Scheduled(Aliasing::Exact),
+            "scheduled, exact bytes told apart",
+        ),
     ] {
         let params = Params {
-            original_compilation: Compilation::Scheduled(aliasing),
+            original_compilation: compilation,
             ..defaults.clone()
         };
         sensitivity_row(
             &params,
             [
                 defaults.p0_latency.to_string(),
-                format!("default; original compiled: steps list-scheduled, {name}"),
+                format!("default; original {name}"),
+                "Fig. 5 steps".into(),
+            ],
+        );
+    }
+    for (unroll, name) in [
+        (1, "kept"),
+        (2, "unrolled 2 times"),
+        (16, "unrolled completely"),
+    ] {
+        let params = Params {
+            original_unroll: unroll,
+            ..defaults.clone()
+        };
+        sensitivity_row(
+            &params,
+            [
+                defaults.p0_latency.to_string(),
+                format!("default; original's loops {name}"),
                 "Fig. 5 steps".into(),
             ],
         );
@@ -336,21 +360,58 @@ fn sensitivity() {
             "Fig. 5 steps".into(),
         ],
     );
-    let original = |compilation| {
-        let mut config = SimConfig::new(Variant::Original, Buffering::Double, 1);
-        config.params.original_compilation = compilation;
+    original_grid(&defaults);
+}
+
+/// The original rung's cycles per batch under every compiled reading (the ladder's
+/// denominator), with the ladder ratios they give.
+fn original_grid(defaults: &Params) {
+    let cycles = |variant, params: &Params| {
+        let mut config = SimConfig::new(variant, Buffering::Double, 1);
+        config.params = params.clone();
         let engine = SunwaySimEngine::new(config).expect("valid configuration");
         engine
             .predict(Mode::Ecb, Direction::Encrypt, KeySize::Aes128, 1 << 28)
             .cycles_per_batch
     };
-    println!(
-        "\noriginal rung, cycles per 8-block batch: source order {:.0}; compiled with no accesses told apart {:.0}, with arrays told apart by offset {:.0}, with exact bytes {:.0} (Fig. 8 implies ~24,300)",
-        original(Compilation::SourceOrder),
-        original(Compilation::Scheduled(Aliasing::Undistinguished)),
-        original(Compilation::Scheduled(Aliasing::ByArray)),
-        original(Compilation::Scheduled(Aliasing::Exact)),
-    );
+    let selldw = cycles(Variant::Selldw, defaults);
+    let pipelined = cycles(Variant::Pipelined, defaults);
+    println!("\n## The original rung as compiled C: cycles per 8-block batch at 256 MiB (selldw x / pipelined x; Fig. 8 implies ~24,300 and 4.6x / 6.9x)\n");
+    println!("| C loops | source order | no accesses told apart | arrays told apart by offset | exact bytes |\n|---|---|---|---|---|");
+    for (unroll, name) in [
+        (1, "kept (1 iteration per body)"),
+        (2, "unrolled 2 times"),
+        (4, "unrolled 4 times"),
+        (16, "unrolled completely"),
+    ] {
+        let cells: Vec<String> = [
+            Compilation::SourceOrder,
+            Compilation::Scheduled(Aliasing::Undistinguished),
+            Compilation::Scheduled(Aliasing::ByArray),
+            Compilation::Scheduled(Aliasing::Exact),
+        ]
+        .into_iter()
+        .map(|compilation| {
+            let params = Params {
+                original_compilation: compilation,
+                original_unroll: unroll,
+                ..defaults.clone()
+            };
+            let original = cycles(Variant::Original, &params);
+            let cell = format!(
+                "{original:.0} ({:.2}x / {:.2}x)",
+                original / selldw,
+                original / pipelined
+            );
+            if params == *defaults {
+                format!("**{cell}** (default)")
+            } else {
+                cell
+            }
+        })
+        .collect();
+        println!("| {name} | {} |", cells.join(" | "));
+    }
 }
 
 fn main() -> Plot {

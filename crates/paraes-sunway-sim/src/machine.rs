@@ -7,6 +7,7 @@
 //! on the data (see `kernel::tests` for the proof on random data).
 
 use crate::ldm::Ldm;
+use crate::params::Params;
 
 /// Index of the instruction (in a [`Trace`]) that produced a value; [`NO_TAG`] for values
 /// available before the traced code starts (constants, loop-carried values).
@@ -126,6 +127,9 @@ impl Access {
 
 /// Receives every executed instruction.
 pub trait Sink {
+    /// Whether the sink keeps what it receives. Code that only shapes the recorded stream
+    /// (a C loop's counter, compare and branch) is skipped when it does not.
+    const RECORDS: bool = true;
     /// Records `op` depending on the values tagged `deps`; returns the tag of its result.
     fn issue(&mut self, op: Op, deps: [Tag; 2]) -> Tag;
     /// Marks the start of an AES step (for interleaving); ignored by default.
@@ -140,6 +144,8 @@ pub trait Sink {
 pub struct NullSink;
 
 impl Sink for NullSink {
+    const RECORDS: bool = false;
+
     #[inline(always)]
     fn issue(&mut self, _op: Op, _deps: [Tag; 2]) -> Tag {
         NO_TAG
@@ -257,26 +263,37 @@ pub struct Machine<S: Sink> {
     /// The temporary registers `selldw` collects its results in (Sec. III-B2); empty for the
     /// other reading, where each `selldw` depends only on its index vector.
     temporaries: Vec<V256>,
+    /// Iterations of an innermost C loop that one compiled loop body holds (the original
+    /// rung's C; [`Params::original_unroll`]).
+    c_unroll: usize,
 }
 
 impl<S: Sink> Machine<S> {
-    /// A machine reporting to `sink` whose `selldw` collects results in one temporary register,
-    /// as Sec. III-B2 describes.
+    /// A machine reporting to `sink` that runs the code as the default parameters build it
+    /// (one `selldw` temporary, as Sec. III-B2 describes).
     pub fn new(sink: S) -> Self {
-        Machine::with_temporaries(sink, 1)
+        Machine::for_params(sink, &Params::DEFAULT)
     }
 
-    /// A machine with `temporaries` `selldw` temporary registers (0: no temporary, no move).
-    pub fn with_temporaries(sink: S, temporaries: usize) -> Self {
+    /// A machine running the code as `params` build it: `params.selldw_temporaries` `selldw`
+    /// temporary registers (0: no temporary, no move), the original's C loops unrolled
+    /// `params.original_unroll` times.
+    pub fn for_params(sink: S, params: &Params) -> Self {
         Machine {
             sink,
-            temporaries: vec![V256::splat(0); temporaries],
+            temporaries: vec![V256::splat(0); params.selldw_temporaries],
+            c_unroll: params.original_unroll.max(1),
         }
     }
 
     /// How many temporary registers `selldw` collects results in (0: the other reading).
     pub fn temporaries(&self) -> usize {
         self.temporaries.len()
+    }
+
+    /// Iterations of an innermost C loop that one compiled loop body holds (at least 1).
+    pub fn c_unroll(&self) -> usize {
+        self.c_unroll
     }
 
     /// Marks the start of an AES step in the instruction stream.
@@ -502,7 +519,7 @@ impl<S: Sink> Machine<S> {
         self.memory(Op::SStore, [s.tag, NO_TAG], 4 * word, 8);
     }
 
-    /// The loop-closing branch of a batch.
+    /// A conditional branch that closes a loop body (a basic block).
     #[inline(always)]
     pub fn branch(&mut self, condition: Scalar) {
         self.sink.issue(Op::Branch, [condition.tag, NO_TAG]);

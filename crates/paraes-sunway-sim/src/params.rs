@@ -32,19 +32,19 @@ pub enum Pipelining {
     ListScheduler,
 }
 
-/// How the original rung's plain C reaches the CPE. The vector rungs are issued as the kernel
-/// writes them (Sec. III-B: "SW26010 requires programmer to explicitly control the instruction
-/// execution sequence"); the original is compiled C, and the vendor compiler reorders
-/// instructions within a basic block (its output lists each block in cycle order, source lines
-/// interleaved: swCandle, e.g. `RLC/row/test_rlc_dynamic_routing/slave.s`). How the paper's build
-/// unrolled its loops, and so how large its blocks were, is not known.
+/// How the original rung's plain C reaches the CPE. The paper's original is C throughout (Sec. IV:
+/// only the SubBytes of the vector rungs is assembly), built with the vendor compiler (Table II:
+/// sw5cc 5.421-sw-496), and that compiler reorders instructions within a basic block (its output
+/// lists each block in cycle order, source lines interleaved: swCandle, e.g.
+/// `RLC/row/test_rlc_dynamic_routing/slave.s`). How large the blocks are is
+/// [`Params::original_unroll`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Compilation {
-    /// Issued in the order the C states its statements (the default).
+    /// Issued in the order the C states its statements: no reordering (a bracket end).
     SourceOrder,
-    /// Each step of each block (one straight-line basic block once its loop is unrolled)
-    /// reordered by a list scheduler; [`Aliasing`] says which LDM accesses may pass each other.
-    /// The loop-closing branch stays last.
+    /// Each basic block (from a step's start or a loop branch to the next) reordered by a list
+    /// scheduler; [`Aliasing`] says which LDM accesses may pass each other. The branch that
+    /// closes a block stays last. The default is `Scheduled(Aliasing::ByArray)`.
     Scheduled(Aliasing),
 }
 
@@ -57,8 +57,9 @@ pub enum Aliasing {
     Undistinguished,
     /// Constant offsets into one array are told apart; accesses to different arrays (the state's
     /// data buffer, the S-box, the round keys, the counters) are not: what a compiler knows when
-    /// the C reaches its state and tables through pointers. `char` accesses may alias anything,
-    /// so C's type rules tell nothing apart here.
+    /// the C reaches its state and tables through pointers, as FIPS-197's `Cipher(in, out, w)`
+    /// passes them (C array parameters are pointers). `char` accesses may alias anything, so C's
+    /// type rules tell nothing apart here. The default.
     ByArray,
     /// Only accesses to overlapping bytes keep their order: every array a distinct object the
     /// compiler can see. The most that reordering can gain.
@@ -111,6 +112,12 @@ pub struct Params {
     pub pipelining: Pipelining,
     /// How the original rung's C is compiled.
     pub original_compilation: Compilation,
+    /// Iterations of each innermost C loop of the original rung that one compiled loop body
+    /// holds: the compiler unrolls the loop this many times, and each unrolled body ends with
+    /// the counter update, compare and branch that close its basic block. A loop with no more
+    /// trips than this is unrolled completely (no loop left); outer loops (blocks of a batch,
+    /// rounds) are kept, one body per iteration.
+    pub original_unroll: usize,
     /// Result latency of scalar integer instructions (either pipeline), cycles.
     pub scalar_latency: u32,
     /// athread spawn + join of the 64 CPE threads of a core group, seconds, per offload.
@@ -135,7 +142,8 @@ impl Params {
         selldw_link_latency: 1,
         selldw_temporaries: 1,
         pipelining: Pipelining::Fig5Steps,
-        original_compilation: Compilation::SourceOrder,
+        original_compilation: Compilation::Scheduled(Aliasing::ByArray),
+        original_unroll: 4,
         scalar_latency: 1,
         athread_startup_s: 10e-6,
         ldm_buffer_bytes: 16 * 1024,
@@ -192,7 +200,7 @@ pub const PARAMETER_TABLE: &[ParameterRow] = &[
     ParameterRow { name: "DMA bandwidth by transfer size", value: "0.47 GB/s @8 B ... 20.4 GB/s @24 KiB, log-interpolated", source: "ANCHORS.md, measured swCandle STREAM copy, 64 CPEs (paper: 4-28 GB/s, >22 GB/s above 256 B)" },
     ParameterRow { name: "dma_counts_both_ways", value: "true", source: "assumption: STREAM 'copy' GB/s count bytes read plus bytes written, so get+put of N bytes costs 2N" },
     ParameterRow { name: "dma_group_cpes", value: "4 CPEs per DMA group, groups served in turn", source: "paper, Sec. IV-A" },
-    ParameterRow { name: "issue model", value: "in order, at most one P0 + one P1 per cycle, in the order the kernel code emits", source: "paper, Sec. III-B3 (\"the next two instructions in the front of the instruction queue\") and III-B (\"SW26010 requires programmer to explicitly control the instruction execution sequence\"): no compiler reordering is modelled" },
+    ParameterRow { name: "issue model", value: "in order, at most one P0 + one P1 per cycle; the vector rungs in the order the kernel code emits, the original as the compiler orders it (original_compilation)", source: "paper, Sec. III-B3 (\"the next two instructions in the front of the instruction queue\") and III-B (\"SW26010 requires programmer to explicitly control the instruction execution sequence\"). The vector rungs are not reordered: the paper measures 1.5x from hand-pipelining them (Fig. 8), which a compiler that filled their stalls would have left no room for (docs/SUNWAY.md)" },
     ParameterRow { name: "pipe of each instruction", value: "vector ops P0; loads/stores/selldw/branches P1; scalar integer either", source: "paper, Sec. II-B and III-B3" },
     ParameterRow { name: "vector_load_latency", value: "4 cycles", source: "the vendor compiler's scheduling model: sw5cc 5.421-sw-485 (the paper used 5.421-sw-496) places a vldd at cycle 3 and the vector op that uses it at cycle 7, in the assembly swCandle publishes (github.com/jameslinsjtu/swCandle, memory/stream_sw/gldst/slave.s, simd_vaddw/vxorw/vandw/vextw); selldw, a vector-lane LDM load, is given the same" },
     ParameterRow { name: "scalar_load_latency", value: "3 cycles", source: "the same compiler output: an ldw at cycle 1 and its dependent s4addl at cycle 4 (swCandle memory/pointer-chasing/LDM/slave.s), an ldl at 3 and the vsraw using it at 6 (gldst/slave.s)" },
@@ -201,7 +209,8 @@ pub const PARAMETER_TABLE: &[ParameterRow] = &[
     ParameterRow { name: "selldw_link_latency", value: "1 cycle (other reading: 4, the whole lookup)", source: "assumption: a selldw reads its index from Va, not from the temporary; only the merge of its lane waits for the previous selldw, so 'sequentially' is one per cycle on P1. The other reading (each selldw waits for the previous one's whole LDM lookup, 4 cycles) caps the chip at 57-64 Gbps, 41-47% under the paper's compute-bound 107.9, at every P0 latency (sensitivity table)" },
     ParameterRow { name: "pipelining", value: "Fig. 5 steps (upper bound: list scheduler)", source: "paper, Sec. III-B3 and Fig. 5: SubBytes (P1-bound) of one batch overlapped with ShiftRows/MixColumns/AddRoundKey (P0-bound) of the other; \"the next two instructions in the front of the instruction queue\" dual-issue" },
     ParameterRow { name: "original rung", value: "byte-array C AES, 16-byte state in LDM, ldbu/stb per byte", source: "paper, Sec. IV-A2 (\"original no-vectorized implementation\") and Sec. IV (\"the other steps are implemented with C\"); Table I's 256 B S-Box and 240 B Round Key" },
-    ParameterRow { name: "original_compilation", value: "source order (bracket: each step list-scheduled by a compiler, with no accesses told apart / arrays told apart by offset / exact bytes)", source: "assumption: the vendor compiler reorders within a basic block (its -O2 output lists each block in cycle order, source lines interleaved: swCandle RLC/row/test_rlc_dynamic_routing/slave.s), but how the paper's build unrolled the C loops is unknown (swCandle builds with -OPT:unroll_times=0), and so is whether its C reached state and tables through pointers; the vector rungs are issued as written, so the default issues the C in source order like them, and the sensitivity table gives the three compiled readings" },
+    ParameterRow { name: "original_compilation", value: "each basic block list-scheduled, arrays told apart by offset (bracket: source order; no accesses told apart; exact bytes)", source: "the paper's original is C (Sec. IV: only the vector rungs' SubBytes is assembly) built with sw5cc 5.421-sw-496 (Table II); that compiler at -O2 reorders within a basic block (its output lists each block in cycle order, source lines interleaved: swCandle RLC/row/test_rlc_dynamic_routing/slave.s). Aliasing: assumption, the state and round keys reach the cipher as pointers, as in FIPS-197's Cipher(in, out, w); the compiler then tells constant offsets from one pointer apart, not one array from another" },
+    ParameterRow { name: "original_unroll", value: "4 (bracket: 1, 2, complete)", source: "the vendor compiler's -O2 unrolls loops unless told not to: sw5cc 5.421-sw-485 at -O2 (swCandle pipeline/software_simulated_div_sqrt/soft_div/slave.s, memory/pointer-chasing/LDM/slave.s) notes 'unrolled 4 times' on three loops, one of them a constant 8-trip copy loop, and 'unrolled 2 times' on one; swCandle's own CPE builds turn it off (-OPT:unroll_times=0: one iteration per body). Which factor the paper's loops got is not known: the default takes 4, the sensitivity table gives 1, 2 and complete" },
     ParameterRow { name: "scalar_latency", value: "1 cycle", source: "the same compiler output: a scalar s4addl at cycle 4 and the ldw using it at 5 (swCandle memory/pointer-chasing/LDM/slave.s)" },
     ParameterRow { name: "athread_startup_s", value: "10 us per offload (spawn + join)", source: "assumption: order of magnitude of an athread spawn/join; the paper gives no number, only that it dominates below 1 MB" },
     ParameterRow { name: "start-up in Fig. 7", value: "spawn/join + each CPE's table fetch (S-box, round keys) before its first batch", source: "paper, Sec. IV-A1: the small-size cost is \"thread start-up time on CPE\"; the table fetch is part of a CPE thread starting, not of streaming the data" },

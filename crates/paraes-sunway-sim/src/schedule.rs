@@ -3,7 +3,7 @@
 //! interleaving two independent batches: the paper's Pipelined Step Execution at step
 //! granularity ([`pipeline_steps`], Sec. III-B3, Fig. 5) and a greedy list scheduler
 //! ([`interleave`]), the upper bound of what reordering two batches can gain; and what a
-//! compiler's list scheduler makes of straight-line C ([`compile_steps`], the original rung).
+//! compiler's list scheduler makes of C code ([`compile_steps`], the original rung).
 
 use std::ops::Range;
 
@@ -283,14 +283,14 @@ fn must_keep_order(
         }
 }
 
-/// What a compiler's list scheduler makes of straight-line code: each step of `trace` (from one
-/// step mark to the next, a basic block once the step's loop is unrolled) reordered by cycle,
-/// each cycle taking the ready instructions with the longest latency path to the end of the
-/// block, at most one per pipeline (scalar integer to either). Register dependencies and the
-/// LDM order `aliasing` requires are kept (`plan` says which array each access falls in); a
-/// branch ends its block and stays last in it; steps stay in order. The result is issued by the
-/// in-order model like any other stream ([`schedule`]). `trace` must carry the accesses the
-/// machine records (a recorded batch, not a woven one).
+/// What a compiler's list scheduler makes of C code: each basic block of `trace` (from a step
+/// mark or a loop body's branch to the next) reordered by cycle, each cycle taking the ready
+/// instructions with the longest latency path to the end of the block, at most one per pipeline
+/// (scalar integer to either). Register dependencies and the LDM order `aliasing` requires are
+/// kept (`plan` says which array each access falls in); a branch ends its block and stays last
+/// in it; blocks stay in order. The result is issued by the in-order model like any other stream
+/// ([`schedule`]). `trace` must carry the accesses the machine records (a recorded batch, not a
+/// woven one).
 pub fn compile_steps(trace: &Trace, aliasing: Aliasing, plan: &LdmPlan, params: &Params) -> Trace {
     let accesses = accesses_by_index(trace);
     let mut cuts: Vec<usize> = trace.steps.iter().map(|&(at, _)| at).collect();

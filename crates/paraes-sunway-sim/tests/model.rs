@@ -6,13 +6,13 @@ use paraes_core::Key;
 use paraes_core::{Direction, Job, KeySize, Mode};
 use paraes_sunway_sim::kernel::layout::{byte_transpose, columns_to_states, states_to_columns};
 use paraes_sunway_sim::kernel::{
-    record_variant, run_batch, ByteFlavor, CipherShape, Counter, ExtractFlavor, Flavor,
-    SelldwFlavor,
+    record_batch, record_variant, run_batch, ByteFlavor, CipherShape, Counter, ExtractFlavor,
+    Flavor, SelldwFlavor,
 };
 use paraes_sunway_sim::ldm::Ldm;
 use paraes_sunway_sim::ldm_plan::LdmPlan;
 use paraes_sunway_sim::machine::{Machine, NullSink, Op, Trace, V256};
-use paraes_sunway_sim::params::{Aliasing, Params, Pipelining};
+use paraes_sunway_sim::params::{Aliasing, Compilation, Params, Pipelining};
 use paraes_sunway_sim::schedule::compile_steps;
 use paraes_sunway_sim::{Buffering, SimConfig, SimError, SunwaySimEngine, Variant};
 
@@ -171,7 +171,11 @@ fn the_instruction_stream_does_not_depend_on_the_data() {
                 ctr: true,
             },
         ] {
-            let model = record_variant(variant, &plan, shape, &p);
+            // The original as written; the timing model compiles it (checked below).
+            let model = match variant {
+                Variant::Original => record_batch::<ByteFlavor>(&plan, shape, &p),
+                _ => record_variant(variant, &plan, shape, &p),
+            };
             for seed in 1..4 {
                 let real = match variant {
                     Variant::Original => real_trace::<ByteFlavor>(&plan, shape, seed),
@@ -191,6 +195,13 @@ fn the_instruction_stream_does_not_depend_on_the_data() {
                 };
                 assert_eq!(kinds(&real), kinds(&model), "{variant} {shape:?}");
                 if variant == Variant::Original {
+                    let Compilation::Scheduled(default) = p.original_compilation else {
+                        panic!("the default compiles the original");
+                    };
+                    assert_eq!(
+                        record_variant(variant, &plan, shape, &p).instrs,
+                        compile_steps(&model, default, &plan, &p).instrs
+                    );
                     for aliasing in [
                         Aliasing::Undistinguished,
                         Aliasing::ByArray,
@@ -205,6 +216,74 @@ fn the_instruction_stream_does_not_depend_on_the_data() {
                 }
             }
         }
+    }
+}
+
+#[test]
+fn the_original_s_loops_close_a_basic_block_every_unroll_iterations() {
+    // AES-128 ECB: per block the first AddRoundKey, 9 rounds in a loop, the last round; 8 blocks
+    // in a loop, then the batch's own branch. An innermost loop of `trips` iterations closes a
+    // body every `unroll` iterations, and has no branch left when unrolled completely.
+    let p = Params::DEFAULT;
+    let plan = LdmPlan::new(
+        Variant::Original,
+        Buffering::Double,
+        p.ldm_bytes,
+        p.ldm_reserved_bytes,
+        p.ldm_buffer_bytes,
+    )
+    .unwrap();
+    let shape = CipherShape {
+        direction: Direction::Encrypt,
+        rounds: 10,
+        ctr: false,
+    };
+    let position = |op| Op::ALL.iter().position(|&o| o == op).unwrap();
+    let mut work = None;
+    let mut output = None;
+    for unroll in [1, 2, 3, 4, 16] {
+        let params = Params {
+            original_unroll: unroll,
+            ..p.clone()
+        };
+        let counts = record_batch::<ByteFlavor>(&plan, shape, &params).counts();
+        let bodies = |trips: u64| {
+            let unroll = unroll as u64;
+            if trips <= unroll {
+                0
+            } else {
+                trips.div_ceil(unroll)
+            }
+        };
+        let per_block = 9 + 11 * bodies(16) + 10 * bodies(16) + 9 * bodies(4);
+        let branches = 8 * per_block + 8 + 1;
+        assert_eq!(counts[position(Op::Branch)], branches, "unroll {unroll}");
+        // Each branch comes with its counter update and compare; the AES work is the same.
+        let aes = [
+            counts[position(Op::SLoad)],
+            counts[position(Op::SStore)],
+            counts[position(Op::SAlu)] - 2 * branches,
+        ];
+        assert_eq!(*work.get_or_insert(aes), aes, "unroll {unroll}");
+        // And the same bytes come out (recorded, so the loop control runs too).
+        let mut ldm = Ldm::new(plan.total_bytes);
+        for w in 0..plan.total_bytes / 4 {
+            ldm.set_word(w, lanes(w as u32)[w % 8]);
+        }
+        ldm.put_words(
+            plan.sbox.word(),
+            &ByteFlavor::sbox_image(&paraes_sunway_sim::kernel::sbox::sbox()),
+        );
+        let mut m = Machine::for_params(Trace::default(), &params);
+        let word = plan.buffers[0].word();
+        let mut counter = Counter::new(0);
+        run_batch::<ByteFlavor, Trace>(&mut m, &mut ldm, &plan, shape, word, &mut counter);
+        let out: Vec<u32> = (word..word + 32).map(|w| ldm.word(w)).collect();
+        assert_eq!(
+            *output.get_or_insert_with(|| out.clone()),
+            out,
+            "unroll {unroll}"
+        );
     }
 }
 

@@ -68,15 +68,11 @@ pub fn run_batch<F: Flavor, S: Sink>(
     m.branch(more);
 }
 
-/// Records the instruction stream of one batch (data-independent; run on a zeroed LDM), with
-/// `selldw_temporaries` temporary registers for `selldw`.
-pub fn record_batch<F: Flavor>(
-    plan: &LdmPlan,
-    shape: CipherShape,
-    selldw_temporaries: usize,
-) -> Trace {
+/// Records the instruction stream of one batch as written (data-independent; run on a zeroed
+/// LDM), the code built as `params` say (`selldw` temporaries, the C loops' unrolling).
+pub fn record_batch<F: Flavor>(plan: &LdmPlan, shape: CipherShape, params: &Params) -> Trace {
     let mut ldm = Ldm::new(plan.total_bytes);
-    let mut machine = Machine::with_temporaries(Trace::default(), selldw_temporaries);
+    let mut machine = Machine::for_params(Trace::default(), params);
     let mut counter = Counter::new(0);
     run_batch::<F, Trace>(
         &mut machine,
@@ -97,10 +93,9 @@ pub fn record_variant(
     shape: CipherShape,
     params: &Params,
 ) -> Trace {
-    let temporaries = params.selldw_temporaries;
     match variant {
         Variant::Original => {
-            let written = record_batch::<ByteFlavor>(plan, shape, temporaries);
+            let written = record_batch::<ByteFlavor>(plan, shape, params);
             match params.original_compilation {
                 Compilation::SourceOrder => written,
                 Compilation::Scheduled(aliasing) => {
@@ -108,12 +103,14 @@ pub fn record_variant(
                 }
             }
         }
-        Variant::Simd => record_batch::<ExtractFlavor>(plan, shape, temporaries),
-        Variant::Selldw => record_batch::<SelldwFlavor>(plan, shape, temporaries),
+        Variant::Simd => record_batch::<ExtractFlavor>(plan, shape, params),
+        Variant::Selldw => record_batch::<SelldwFlavor>(plan, shape, params),
         Variant::Pipelined => {
-            let one = record_batch::<SelldwFlavor>(plan, shape, temporaries);
+            let one = record_batch::<SelldwFlavor>(plan, shape, params);
             match params.pipelining {
-                Pipelining::Fig5Steps => schedule::pipeline_steps(&one, &one, temporaries),
+                Pipelining::Fig5Steps => {
+                    schedule::pipeline_steps(&one, &one, params.selldw_temporaries)
+                }
                 Pipelining::ListScheduler => schedule::interleave(&one, &one, params),
             }
         }

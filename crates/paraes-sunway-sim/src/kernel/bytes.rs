@@ -1,8 +1,10 @@
 //! The "Original parallel" rung of Fig. 8: AES as plain C over a 16-byte state array in LDM, one
 //! block after another, no vectorisation: every step loads the state bytes it needs (`ldbu`),
 //! computes with scalar integer instructions and stores them back (`stb`), with a 256-byte S-box
-//! and a 240-byte round-key array (Table I's *S-Box* and *Round Key*). Statements are issued in
-//! source order (the in-order CPE does no reordering, Sec. III-B3).
+//! and a 240-byte round-key array (Table I's *S-Box* and *Round Key*). Its loops are emitted as
+//! the vendor compiler builds them (innermost ones unrolled [`Machine::c_unroll`] times, each
+//! loop body closed by its counter update, compare and branch); how the compiler then orders
+//! each basic block is `Params::original_compilation` (`kernel::record_variant`).
 
 use paraes_core::Direction;
 
@@ -22,19 +24,21 @@ impl Flavor for ByteFlavor {
         shape: CipherShape,
         word: usize,
     ) {
-        for block in 0..BATCH_BLOCKS {
+        // for (block = 0; block < 8; block++) Cipher(data + 16 * block, ...);
+        c_loop(m, BATCH_BLOCKS, 1, |m, block| {
             cipher_block(m, ldm, plan, shape, 4 * word + 16 * block);
-        }
+        });
     }
 
     fn xor_keystream<S: Sink>(m: &mut Machine<S>, ldm: &mut Ldm, keystream: usize, word: usize) {
         // for (i = 0; i < 128; i++) data[i] ^= keystream[i];
-        for i in 0..BATCH_BYTES {
+        let unroll = m.c_unroll();
+        c_loop(m, BATCH_BYTES, unroll, |m, i| {
             let k = m.load_byte_at(ldm, 4 * keystream + i);
             let d = m.load_byte_at(ldm, 4 * word + i);
             let x = xor(m, k, d);
             m.store_byte(ldm, 4 * word + i, x);
-        }
+        });
     }
 
     fn sbox_image(table: &[u8; 256]) -> Vec<u32> {
@@ -43,6 +47,32 @@ impl Flavor for ByteFlavor {
 
     fn round_key_image(keys: &[[u8; 16]]) -> Vec<u32> {
         bytes_image(keys.as_flattened())
+    }
+}
+
+/// `for (i = 0; i < trips; i++) body(i);` as the compiler builds it with the body unrolled
+/// `unroll` times: after every `unroll` iterations, and after the last, the counter update, the
+/// compare and the branch that close the loop body's basic block. A loop of at most `unroll`
+/// trips is unrolled completely: no loop is left, and no branch. The loop control changes no
+/// data, so a sink that records nothing skips it.
+#[inline(always)]
+fn c_loop<S: Sink>(
+    m: &mut Machine<S>,
+    trips: usize,
+    unroll: usize,
+    mut body: impl FnMut(&mut Machine<S>, usize),
+) {
+    let looped = S::RECORDS && trips > unroll;
+    let mut counter = Scalar::imm(0);
+    for i in 0..trips {
+        body(m, i);
+        let done = i + 1;
+        if looped && (done % unroll == 0 || done == trips) {
+            let step = (done - 1) % unroll + 1;
+            counter = m.alu(counter, Scalar::imm(step as u64), |x, y| x + y);
+            let more = m.alu(counter, Scalar::imm(trips as u64), |x, y| u64::from(x != y));
+            m.branch(more);
+        }
     }
 }
 
@@ -68,7 +98,9 @@ fn xtime<S: Sink>(m: &mut Machine<S>, x: Scalar) -> Scalar {
     m.alu(y, Scalar::imm(0xff), |v, mask| v & mask)
 }
 
-/// The cipher of one block at LDM byte address `at`, step by step.
+/// The cipher of one block at LDM byte address `at`, step by step, shaped as FIPS-197's
+/// `Cipher`: the first AddRoundKey, a loop over the rounds but the last, then the last round
+/// without MixColumns.
 fn cipher_block<S: Sink>(
     m: &mut Machine<S>,
     ldm: &mut Ldm,
@@ -77,9 +109,7 @@ fn cipher_block<S: Sink>(
     at: usize,
 ) {
     let decrypt = shape.direction == Direction::Decrypt;
-    m.step(Step::AddRoundKey);
-    add_round_key(m, ldm, plan, 0, at);
-    for round in 1..=shape.rounds {
+    let round_steps = |m: &mut Machine<S>, ldm: &mut Ldm, round: usize| {
         m.step(Step::SubBytes);
         sub_bytes(m, ldm, plan, at);
         m.step(Step::ShiftRows);
@@ -90,7 +120,11 @@ fn cipher_block<S: Sink>(
         }
         m.step(Step::AddRoundKey);
         add_round_key(m, ldm, plan, round, at);
-    }
+    };
+    m.step(Step::AddRoundKey);
+    add_round_key(m, ldm, plan, 0, at);
+    c_loop(m, shape.rounds - 1, 1, |m, i| round_steps(m, ldm, i + 1));
+    round_steps(m, ldm, shape.rounds);
 }
 
 /// `for (i = 0; i < 16; i++) s[i] ^= rk[16 * round + i];`
@@ -101,23 +135,25 @@ fn add_round_key<S: Sink>(
     round: usize,
     at: usize,
 ) {
-    for i in 0..16 {
+    let unroll = m.c_unroll();
+    c_loop(m, 16, unroll, |m, i| {
         let s = m.load_byte_at(ldm, at + i);
         let k = m.load_byte_at(ldm, plan.round_keys.byte + 16 * round + i);
         let x = xor(m, s, k);
         m.store_byte(ldm, at + i, x);
-    }
+    });
 }
 
 /// `for (i = 0; i < 16; i++) s[i] = sbox[s[i]];`
 fn sub_bytes<S: Sink>(m: &mut Machine<S>, ldm: &mut Ldm, plan: &LdmPlan, at: usize) {
     let base = Scalar::imm(plan.sbox.byte as u64);
-    for i in 0..16 {
+    let unroll = m.c_unroll();
+    c_loop(m, 16, unroll, |m, i| {
         let s = m.load_byte_at(ldm, at + i);
         let addr = m.alu(s, base, |x, y| x + y);
         let v = m.load_byte(ldm, addr);
         m.store_byte(ldm, at + i, v);
-    }
+    });
 }
 
 /// Rows 1-3 rotated left by their index (right when decrypting): 12 loads, 12 stores.
@@ -135,7 +171,8 @@ fn shift_rows<S: Sink>(m: &mut Machine<S>, ldm: &mut Ldm, at: usize, decrypt: bo
 /// step that turns it into InvMixColumns (`u = xtime(xtime(a0 ^ a2))`, "The Design of Rijndael"
 /// 4.1.3).
 fn mix_columns<S: Sink>(m: &mut Machine<S>, ldm: &mut Ldm, at: usize, decrypt: bool) {
-    for c in 0..4 {
+    let unroll = m.c_unroll();
+    c_loop(m, 4, unroll, |m, c| {
         let mut a = [0, 1, 2, 3].map(|r| m.load_byte_at(ldm, at + 4 * c + r));
         if decrypt {
             for half in 0..2 {
@@ -156,5 +193,5 @@ fn mix_columns<S: Sink>(m: &mut Machine<S>, ldm: &mut Ldm, at: usize, decrypt: b
             let out = xor(m, with_t, doubled);
             m.store_byte(ldm, at + 4 * c + r, out);
         }
-    }
+    });
 }
