@@ -136,6 +136,12 @@ impl SimConfig {
                 self.params.cgs_per_chip, self.cgs
             )));
         }
+        if self.params.original_unroll == 0 {
+            return Err(SimError::Config(
+                "original_unroll is how many loop iterations one compiled body holds: give 1 or more"
+                    .into(),
+            ));
+        }
         Ok(())
     }
 }

@@ -107,7 +107,7 @@ pub enum Step {
 }
 
 /// The LDM bytes one load or store instruction touches: what a compiler reordering C code must
-/// keep in order ([`crate::schedule::compile_steps`]).
+/// keep in order ([`crate::schedule::compile_blocks`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Access {
     /// Whether the instruction writes them.
@@ -282,7 +282,7 @@ impl<S: Sink> Machine<S> {
         Machine {
             sink,
             temporaries: vec![V256::splat(0); params.selldw_temporaries],
-            c_unroll: params.original_unroll.max(1),
+            c_unroll: params.original_unroll.max(1), // 0 is refused by `SimConfig::validate`
         }
     }
 

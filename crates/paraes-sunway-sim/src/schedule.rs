@@ -3,7 +3,7 @@
 //! interleaving two independent batches: the paper's Pipelined Step Execution at step
 //! granularity ([`pipeline_steps`], Sec. III-B3, Fig. 5) and a greedy list scheduler
 //! ([`interleave`]), the upper bound of what reordering two batches can gain; and what a
-//! compiler's list scheduler makes of C code ([`compile_steps`], the original rung).
+//! compiler's list scheduler makes of C code ([`compile_blocks`], the original rung).
 
 use std::ops::Range;
 
@@ -283,22 +283,22 @@ fn must_keep_order(
         }
 }
 
-/// What a compiler's list scheduler makes of C code: each basic block of `trace` (from a step
-/// mark or a loop body's branch to the next) reordered by cycle, each cycle taking the ready
-/// instructions with the longest latency path to the end of the block, at most one per pipeline
-/// (scalar integer to either). Register dependencies and the LDM order `aliasing` requires are
-/// kept (`plan` says which array each access falls in); a branch ends its block and stays last
-/// in it; blocks stay in order. The result is issued by the in-order model like any other stream
-/// ([`schedule`]). `trace` must carry the accesses the machine records (a recorded batch, not a
-/// woven one).
-pub fn compile_steps(trace: &Trace, aliasing: Aliasing, plan: &LdmPlan, params: &Params) -> Trace {
+/// What a compiler's list scheduler makes of C code: each basic block of `trace` (from one
+/// branch to the next: the steps are inlined, so only the loops' branches end blocks) reordered
+/// by cycle, each cycle taking the ready instructions with the longest latency path to the end
+/// of the block, at most one per pipeline (scalar integer to either). Register dependencies and
+/// the LDM order `aliasing` requires are kept (`plan` says which array each access falls in); a
+/// branch stays last in its block; blocks stay in order. The result is issued by the in-order
+/// model like any other stream ([`schedule`]). `trace` must carry the accesses the machine
+/// records (a recorded batch, not a woven one).
+pub fn compile_blocks(trace: &Trace, aliasing: Aliasing, plan: &LdmPlan, params: &Params) -> Trace {
     let accesses = accesses_by_index(trace);
-    let mut cuts: Vec<usize> = trace.steps.iter().map(|&(at, _)| at).collect();
-    cuts.extend(
-        (0..trace.instrs.len())
-            .filter(|&i| trace.instrs[i].op == Op::Branch)
-            .map(|i| i + 1),
-    );
+    // Basic blocks end at branches only: the steps are inlined C, so a step's start is no
+    // boundary unless a loop's branch is.
+    let mut cuts: Vec<usize> = (0..trace.instrs.len())
+        .filter(|&i| trace.instrs[i].op == Op::Branch)
+        .map(|i| i + 1)
+        .collect();
     cuts.push(0);
     cuts.push(trace.instrs.len());
     cuts.sort_unstable();
@@ -336,7 +336,8 @@ pub fn compile_steps(trace: &Trace, aliasing: Aliasing, plan: &LdmPlan, params: 
         .map(|&(tag, access)| (new_index[tag as usize], access))
         .collect();
     out.accesses.sort_unstable_by_key(|&(tag, _)| tag);
-    // Blocks keep their places, so every step still starts where it did.
+    // A block may now span the start of a step: the marks stay where the steps started before
+    // scheduling (nothing that times a compiled trace reads them).
     out.steps = trace.steps.clone();
     out
 }
@@ -637,7 +638,7 @@ mod tests {
     }
 
     fn compile(code: &Trace, aliasing: Aliasing) -> Trace {
-        let compiled = compile_steps(code, aliasing, &plan(), &Params::DEFAULT);
+        let compiled = compile_blocks(code, aliasing, &plan(), &Params::DEFAULT);
         // Every instruction once, every dependency backwards, accesses on memory instructions.
         assert_eq!(compiled.counts(), code.counts());
         for (i, instr) in compiled.instrs.iter().enumerate() {
@@ -737,7 +738,7 @@ mod tests {
     }
 
     #[test]
-    fn steps_stay_in_order_and_the_branch_stays_last() {
+    fn only_branches_end_blocks_and_the_branch_stays_last() {
         // A branch with nothing to wait for, and a load after it: without the rule the branch
         // would issue beside the second ALU op and the load would lead.
         let mut code = block(&[
@@ -748,9 +749,11 @@ mod tests {
             (Op::Branch, NONE, None),
             (Op::SLoad, NONE, Some((false, 4))),
         ]);
-        // A second step whose load depends on nothing: it must not move up either.
+        // A second step (inlined C: no block boundary) whose load feeds an ALU op, so that it
+        // has the longer path and goes ahead of the first step's load.
         code.steps.push((6, Step::ShiftRows));
         code.instrs.push(instr(Op::SLoad, NONE));
+        code.instrs.push(instr(Op::SAlu, [6, NO_TAG]));
         let access = Access {
             store: false,
             byte: 9,
@@ -760,11 +763,10 @@ mod tests {
         let compiled = compile(&code, Aliasing::Exact);
         assert_eq!(compiled.instrs[4].op, Op::Branch, "{:?}", compiled.instrs);
         let at = positions(&compiled, &code);
-        assert_eq!(
-            (at[5], at[6]),
-            (5, 6),
-            "an instruction crossed a block boundary"
+        assert!(
+            at[5] > 4 && at[6] > 4,
+            "an instruction crossed the branch: {at:?}"
         );
-        assert_eq!(compiled.steps, code.steps);
+        assert!(at[6] < at[5], "the step's start ended a block: {at:?}");
     }
 }

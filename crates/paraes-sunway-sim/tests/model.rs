@@ -11,9 +11,9 @@ use paraes_sunway_sim::kernel::{
 };
 use paraes_sunway_sim::ldm::Ldm;
 use paraes_sunway_sim::ldm_plan::LdmPlan;
-use paraes_sunway_sim::machine::{Machine, NullSink, Op, Trace, V256};
+use paraes_sunway_sim::machine::{Machine, NullSink, Op, Step, Trace, V256};
 use paraes_sunway_sim::params::{Aliasing, Compilation, Params, Pipelining};
-use paraes_sunway_sim::schedule::compile_steps;
+use paraes_sunway_sim::schedule::compile_blocks;
 use paraes_sunway_sim::{Buffering, SimConfig, SimError, SunwaySimEngine, Variant};
 
 fn lanes(seed: u32) -> [u32; 8] {
@@ -200,7 +200,7 @@ fn the_instruction_stream_does_not_depend_on_the_data() {
                     };
                     assert_eq!(
                         record_variant(variant, &plan, shape, &p).instrs,
-                        compile_steps(&model, default, &plan, &p).instrs
+                        compile_blocks(&model, default, &plan, &p).instrs
                     );
                     for aliasing in [
                         Aliasing::Undistinguished,
@@ -208,8 +208,8 @@ fn the_instruction_stream_does_not_depend_on_the_data() {
                         Aliasing::Exact,
                     ] {
                         assert_eq!(
-                            compile_steps(&real, aliasing, &plan, &p).instrs,
-                            compile_steps(&model, aliasing, &plan, &p).instrs,
+                            compile_blocks(&real, aliasing, &plan, &p).instrs,
+                            compile_blocks(&model, aliasing, &plan, &p).instrs,
                             "{variant} {shape:?} {aliasing:?}"
                         );
                     }
@@ -221,9 +221,10 @@ fn the_instruction_stream_does_not_depend_on_the_data() {
 
 #[test]
 fn the_original_s_loops_close_a_basic_block_every_unroll_iterations() {
-    // AES-128 ECB: per block the first AddRoundKey, 9 rounds in a loop, the last round; 8 blocks
-    // in a loop, then the batch's own branch. An innermost loop of `trips` iterations closes a
-    // body every `unroll` iterations, and has no branch left when unrolled completely.
+    // Per block: the first AddRoundKey, rounds - 1 rounds in a loop, the last round; 8 blocks in
+    // a loop; for CTR the 128-byte keystream xor; then the batch's own branch. An innermost loop
+    // of `trips` iterations closes a body every `unroll` iterations with its counter update,
+    // compare and branch, and has no branch left when unrolled completely.
     let p = Params::DEFAULT;
     let plan = LdmPlan::new(
         Variant::Original,
@@ -233,58 +234,90 @@ fn the_original_s_loops_close_a_basic_block_every_unroll_iterations() {
         p.ldm_buffer_bytes,
     )
     .unwrap();
-    let shape = CipherShape {
-        direction: Direction::Encrypt,
-        rounds: 10,
-        ctr: false,
-    };
     let position = |op| Op::ALL.iter().position(|&o| o == op).unwrap();
-    let mut work = None;
-    let mut output = None;
-    for unroll in [1, 2, 3, 4, 16] {
-        let params = Params {
-            original_unroll: unroll,
-            ..p.clone()
+    for (direction, rounds, ctr) in [
+        (Direction::Encrypt, 10, false),
+        (Direction::Decrypt, 12, false),
+        (Direction::Encrypt, 14, true),
+    ] {
+        let shape = CipherShape {
+            direction,
+            rounds,
+            ctr,
         };
-        let counts = record_batch::<ByteFlavor>(&plan, shape, &params).counts();
-        let bodies = |trips: u64| {
-            let unroll = unroll as u64;
-            if trips <= unroll {
-                0
-            } else {
-                trips.div_ceil(unroll)
+        let mut work = None;
+        let mut output = None;
+        for unroll in [1, 2, 3, 4, 16] {
+            let params = Params {
+                original_unroll: unroll,
+                ..p.clone()
+            };
+            let trace = record_batch::<ByteFlavor>(&plan, shape, &params);
+            let counts = trace.counts();
+            let bodies = |trips: u64| {
+                let unroll = unroll as u64;
+                if trips <= unroll {
+                    0
+                } else {
+                    trips.div_ceil(unroll)
+                }
+            };
+            let rounds = rounds as u64;
+            let per_block = rounds - 1 + (2 * rounds + 1) * bodies(16) + (rounds - 1) * bodies(4);
+            let branches = 8 * per_block + 8 + u64::from(ctr) * bodies(128) + 1;
+            assert_eq!(
+                counts[position(Op::Branch)],
+                branches,
+                "{shape:?} unroll {unroll}"
+            );
+            // Each SubBytes body is the byte's load, address add, lookup and store; its loop
+            // control comes after every `unroll` of them, never before.
+            let body = [Op::SLoad, Op::SAlu, Op::SLoad, Op::SStore];
+            let mut expected = Vec::new();
+            for i in 0..16 {
+                expected.extend(body);
+                if unroll < 16 && ((i + 1) % unroll == 0 || i == 15) {
+                    expected.extend([Op::SAlu, Op::SAlu, Op::Branch]);
+                }
             }
-        };
-        let per_block = 9 + 11 * bodies(16) + 10 * bodies(16) + 9 * bodies(4);
-        let branches = 8 * per_block + 8 + 1;
-        assert_eq!(counts[position(Op::Branch)], branches, "unroll {unroll}");
-        // Each branch comes with its counter update and compare; the AES work is the same.
-        let aes = [
-            counts[position(Op::SLoad)],
-            counts[position(Op::SStore)],
-            counts[position(Op::SAlu)] - 2 * branches,
-        ];
-        assert_eq!(*work.get_or_insert(aes), aes, "unroll {unroll}");
-        // And the same bytes come out (recorded, so the loop control runs too).
-        let mut ldm = Ldm::new(plan.total_bytes);
-        for w in 0..plan.total_bytes / 4 {
-            ldm.set_word(w, lanes(w as u32)[w % 8]);
+            for (k, &(at, step)) in trace.steps.iter().enumerate() {
+                if step == Step::SubBytes {
+                    let end = trace.steps[k + 1].0;
+                    let ops: Vec<Op> = trace.instrs[at..end].iter().map(|i| i.op).collect();
+                    assert_eq!(ops, expected, "{shape:?} unroll {unroll}");
+                }
+            }
+            // Each branch comes with its counter update and compare; the AES work is the same.
+            let aes = [
+                counts[position(Op::SLoad)],
+                counts[position(Op::SStore)],
+                counts[position(Op::SAlu)] - 2 * branches,
+            ];
+            assert_eq!(*work.get_or_insert(aes), aes, "{shape:?} unroll {unroll}");
+            // And the same bytes come out (recorded, so the loop control runs too).
+            let mut ldm = Ldm::new(plan.total_bytes);
+            for w in 0..plan.total_bytes / 4 {
+                ldm.set_word(w, lanes(w as u32)[w % 8]);
+            }
+            ldm.put_words(
+                plan.sbox.word(),
+                &ByteFlavor::sbox_image(&paraes_sunway_sim::kernel::sbox::sbox()),
+            );
+            let mut m = Machine::for_params(Trace::default(), &params);
+            let word = plan.buffers[0].word();
+            let mut counter = Counter::new(0);
+            run_batch::<ByteFlavor, Trace>(&mut m, &mut ldm, &plan, shape, word, &mut counter);
+            let out: Vec<u32> = (word..word + 32).map(|w| ldm.word(w)).collect();
+            assert_eq!(*output.get_or_insert_with(|| out.clone()), out, "{shape:?}");
         }
-        ldm.put_words(
-            plan.sbox.word(),
-            &ByteFlavor::sbox_image(&paraes_sunway_sim::kernel::sbox::sbox()),
-        );
-        let mut m = Machine::for_params(Trace::default(), &params);
-        let word = plan.buffers[0].word();
-        let mut counter = Counter::new(0);
-        run_batch::<ByteFlavor, Trace>(&mut m, &mut ldm, &plan, shape, word, &mut counter);
-        let out: Vec<u32> = (word..word + 32).map(|w| ldm.word(w)).collect();
-        assert_eq!(
-            *output.get_or_insert_with(|| out.clone()),
-            out,
-            "unroll {unroll}"
-        );
     }
+    // No body holds no iterations.
+    let mut config = SimConfig::new(Variant::Original, Buffering::Double, 1);
+    config.params.original_unroll = 0;
+    assert!(matches!(
+        SunwaySimEngine::new(config),
+        Err(SimError::Config(_))
+    ));
 }
 
 #[test]

@@ -99,7 +99,7 @@ pub fn record_variant(
             match params.original_compilation {
                 Compilation::SourceOrder => written,
                 Compilation::Scheduled(aliasing) => {
-                    schedule::compile_steps(&written, aliasing, plan, params)
+                    schedule::compile_blocks(&written, aliasing, plan, params)
                 }
             }
         }

@@ -85,9 +85,10 @@ fn xor<S: Sink>(m: &mut Machine<S>, a: Scalar, b: Scalar) -> Scalar {
 /// instructions, the last but one a select (`selne`; the vendor compiler emits selects for CPE
 /// code at -O2, e.g. `selge` in swCandle's `RLC/col/test_rlc_multi_p2p/slave.s`). The select
 /// reads the condition and `(x << 1) ^ 0x1b`, which is issued after `x << 1`, so its two
-/// recorded operands carry every dependency. This is the cheapest form: `(x >> 7) * 0x1b` as a multiply would wait 7 cycles
-/// (`mull` at cycle 3, its user at 10, in the compiler's CPE schedule in swCandle's
-/// `memory/stream_sw/gldst/slave.s`), and expanded into shifts and adds it takes 7 instructions.
+/// recorded operands carry every dependency. This is the cheapest form: `(x >> 7) * 0x1b` as a
+/// multiply would wait 7 cycles (`mull` at cycle 3, its user at 10, in the compiler's CPE
+/// schedule in swCandle's `memory/stream_sw/gldst/slave.s`, built at -O0), and expanded into
+/// shifts and adds it takes 7 instructions.
 #[inline(always)]
 fn xtime<S: Sink>(m: &mut Machine<S>, x: Scalar) -> Scalar {
     let high = m.alu(x, Scalar::imm(0x80), |v, bit| v & bit);
@@ -98,9 +99,9 @@ fn xtime<S: Sink>(m: &mut Machine<S>, x: Scalar) -> Scalar {
     m.alu(y, Scalar::imm(0xff), |v, mask| v & mask)
 }
 
-/// The cipher of one block at LDM byte address `at`, step by step, shaped as FIPS-197's
-/// `Cipher`: the first AddRoundKey, a loop over the rounds but the last, then the last round
-/// without MixColumns.
+/// The cipher of one block at LDM byte address `at`, in place, step by step, with FIPS-197's
+/// round structure (as tiny-AES-c's `Cipher` has it): the first AddRoundKey, a loop over the
+/// rounds but the last, then the last round without MixColumns.
 fn cipher_block<S: Sink>(
     m: &mut Machine<S>,
     ldm: &mut Ldm,
