@@ -301,7 +301,7 @@ fn sensitivity() {
     }
     // The original rung's other compiled readings (the ratios' denominators): how the compiler
     // orders each basic block, then how far it unrolls the C loops, the rest at the defaults.
-    for (compilation, name) in [
+    let orders = [
         (Compilation::SourceOrder, "issued in source order"),
         (
             Compilation::Scheduled(Aliasing::Undistinguished),
@@ -311,34 +311,32 @@ fn sensitivity() {
             Compilation::Scheduled(Aliasing::Exact),
             "scheduled, exact bytes told apart",
         ),
-    ] {
+    ]
+    .map(|(compilation, name)| {
         let params = Params {
             original_compilation: compilation,
             ..defaults.clone()
         };
-        sensitivity_row(
-            &params,
-            [
-                defaults.p0_latency.to_string(),
-                format!("default; original {name}"),
-                "Fig. 5 steps".into(),
-            ],
-        );
-    }
-    for (unroll, name) in [
+        (params, format!("original {name}"))
+    });
+    let unrolls = [
         (1, "kept"),
         (2, "unrolled 2 times"),
         (16, "unrolled completely"),
-    ] {
+    ]
+    .map(|(unroll, name)| {
         let params = Params {
             original_unroll: unroll,
             ..defaults.clone()
         };
+        (params, format!("original's loops {name}"))
+    });
+    for (params, reading) in orders.into_iter().chain(unrolls) {
         sensitivity_row(
             &params,
             [
                 defaults.p0_latency.to_string(),
-                format!("default; original's loops {name}"),
+                format!("default; {reading}"),
                 "Fig. 5 steps".into(),
             ],
         );

@@ -7,7 +7,7 @@ use paraes_core::{Direction, Job, KeySize, Mode};
 use paraes_sunway_sim::kernel::layout::{byte_transpose, columns_to_states, states_to_columns};
 use paraes_sunway_sim::kernel::{
     record_batch, record_variant, run_batch, ByteFlavor, CipherShape, Counter, ExtractFlavor,
-    Flavor, SelldwFlavor,
+    Flavor, SelldwFlavor, BATCH_WORDS,
 };
 use paraes_sunway_sim::ldm::Ldm;
 use paraes_sunway_sim::ldm_plan::LdmPlan;
@@ -120,8 +120,27 @@ fn bad_configurations_are_refused() {
     }
 }
 
-/// Records a batch of real random data (not the zeroed one the model records) and compares.
-fn real_trace<F: Flavor>(plan: &LdmPlan, shape: CipherShape, seed: u32) -> Trace {
+/// The LDM plan of `variant` under the default parameters, double buffered.
+fn default_plan(variant: Variant) -> LdmPlan {
+    let p = Params::DEFAULT;
+    LdmPlan::new(
+        variant,
+        Buffering::Double,
+        p.ldm_bytes,
+        p.ldm_reserved_bytes,
+        p.ldm_buffer_bytes,
+    )
+    .unwrap()
+}
+
+/// Runs a batch of real random data (not the zeroed one the model records) on a machine built
+/// as `params` say, recording it: the trace and the batch's words afterwards.
+fn real_run<F: Flavor>(
+    plan: &LdmPlan,
+    shape: CipherShape,
+    seed: u32,
+    params: &Params,
+) -> (Trace, Vec<u32>) {
     let mut ldm = Ldm::new(plan.total_bytes);
     for w in 0..plan.total_bytes / 4 {
         ldm.set_word(w, lanes(seed + w as u32)[w % 8]);
@@ -129,31 +148,19 @@ fn real_trace<F: Flavor>(plan: &LdmPlan, shape: CipherShape, seed: u32) -> Trace
     // Random data everywhere, but a real S-box (its entries are the next round's indices).
     let sbox: Vec<u32> = F::sbox_image(&paraes_sunway_sim::kernel::sbox::sbox());
     ldm.put_words(plan.sbox.word(), &sbox);
-    let mut m = Machine::new(Trace::default());
+    let mut m = Machine::for_params(Trace::default(), params);
     let mut counter = Counter::new(u128::from(seed) << 64 | u128::from(u64::MAX - 3));
-    run_batch::<F, Trace>(
-        &mut m,
-        &mut ldm,
-        plan,
-        shape,
-        plan.buffers[0].word(),
-        &mut counter,
-    );
-    m.sink
+    let word = plan.buffers[0].word();
+    run_batch::<F, Trace>(&mut m, &mut ldm, plan, shape, word, &mut counter);
+    let out = (word..word + BATCH_WORDS).map(|w| ldm.word(w)).collect();
+    (m.sink, out)
 }
 
 #[test]
 fn the_instruction_stream_does_not_depend_on_the_data() {
     let p = Params::DEFAULT;
     for variant in [Variant::Original, Variant::Simd, Variant::Selldw] {
-        let plan = LdmPlan::new(
-            variant,
-            Buffering::Double,
-            p.ldm_bytes,
-            p.ldm_reserved_bytes,
-            p.ldm_buffer_bytes,
-        )
-        .unwrap();
+        let plan = default_plan(variant);
         for shape in [
             CipherShape {
                 direction: Direction::Encrypt,
@@ -178,9 +185,9 @@ fn the_instruction_stream_does_not_depend_on_the_data() {
             };
             for seed in 1..4 {
                 let real = match variant {
-                    Variant::Original => real_trace::<ByteFlavor>(&plan, shape, seed),
-                    Variant::Simd => real_trace::<ExtractFlavor>(&plan, shape, seed),
-                    _ => real_trace::<SelldwFlavor>(&plan, shape, seed),
+                    Variant::Original => real_run::<ByteFlavor>(&plan, shape, seed, &p).0,
+                    Variant::Simd => real_run::<ExtractFlavor>(&plan, shape, seed, &p).0,
+                    _ => real_run::<SelldwFlavor>(&plan, shape, seed, &p).0,
                 };
                 assert_eq!(real.counts(), model.counts(), "{variant} {shape:?}");
                 assert_eq!(real.instrs, model.instrs, "{variant} {shape:?}");
@@ -226,14 +233,7 @@ fn the_original_s_loops_close_a_basic_block_every_unroll_iterations() {
     // of `trips` iterations closes a body every `unroll` iterations with its counter update,
     // compare and branch, and has no branch left when unrolled completely.
     let p = Params::DEFAULT;
-    let plan = LdmPlan::new(
-        Variant::Original,
-        Buffering::Double,
-        p.ldm_bytes,
-        p.ldm_reserved_bytes,
-        p.ldm_buffer_bytes,
-    )
-    .unwrap();
+    let plan = default_plan(Variant::Original);
     let position = |op| Op::ALL.iter().position(|&o| o == op).unwrap();
     for (direction, rounds, ctr) in [
         (Direction::Encrypt, 10, false),
@@ -295,19 +295,7 @@ fn the_original_s_loops_close_a_basic_block_every_unroll_iterations() {
             ];
             assert_eq!(*work.get_or_insert(aes), aes, "{shape:?} unroll {unroll}");
             // And the same bytes come out (recorded, so the loop control runs too).
-            let mut ldm = Ldm::new(plan.total_bytes);
-            for w in 0..plan.total_bytes / 4 {
-                ldm.set_word(w, lanes(w as u32)[w % 8]);
-            }
-            ldm.put_words(
-                plan.sbox.word(),
-                &ByteFlavor::sbox_image(&paraes_sunway_sim::kernel::sbox::sbox()),
-            );
-            let mut m = Machine::for_params(Trace::default(), &params);
-            let word = plan.buffers[0].word();
-            let mut counter = Counter::new(0);
-            run_batch::<ByteFlavor, Trace>(&mut m, &mut ldm, &plan, shape, word, &mut counter);
-            let out: Vec<u32> = (word..word + 32).map(|w| ldm.word(w)).collect();
+            let (_, out) = real_run::<ByteFlavor>(&plan, shape, 0, &params);
             assert_eq!(*output.get_or_insert_with(|| out.clone()), out, "{shape:?}");
         }
     }
@@ -323,14 +311,7 @@ fn the_original_s_loops_close_a_basic_block_every_unroll_iterations() {
 #[test]
 fn pipelined_unit_is_two_selldw_batches_reordered() {
     let p = Params::DEFAULT;
-    let plan = LdmPlan::new(
-        Variant::Pipelined,
-        Buffering::Double,
-        p.ldm_bytes,
-        p.ldm_reserved_bytes,
-        p.ldm_buffer_bytes,
-    )
-    .unwrap();
+    let plan = default_plan(Variant::Pipelined);
     let shape = CipherShape {
         direction: Direction::Encrypt,
         rounds: 10,
@@ -364,15 +345,7 @@ fn pipelined_unit_is_two_selldw_batches_reordered() {
 #[test]
 fn the_selldw_round_counts_match_the_paper() {
     // Per SubBytes of one row register: 3 vsrlw + 4 vandw, 32 selldw, 4 moves, 3 vsllw + 3 vorw.
-    let p = Params::DEFAULT;
-    let plan = LdmPlan::new(
-        Variant::Selldw,
-        Buffering::Double,
-        p.ldm_bytes,
-        p.ldm_reserved_bytes,
-        p.ldm_buffer_bytes,
-    )
-    .unwrap();
+    let plan = default_plan(Variant::Selldw);
     let mut ldm = Ldm::new(plan.total_bytes);
     let mut m = Machine::new(Trace::default());
     let shape = CipherShape {

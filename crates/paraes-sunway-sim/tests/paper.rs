@@ -3,7 +3,7 @@
 //! that moves a figure out of its band fails here.
 
 use paraes_core::{Direction, KeySize, Mode};
-use paraes_sunway_sim::params::{Aliasing, Compilation, Pipelining, P0_LATENCY_BRACKET};
+use paraes_sunway_sim::params::{Aliasing, Compilation, Params, Pipelining, P0_LATENCY_BRACKET};
 use paraes_sunway_sim::{Buffering, SimConfig, SimReport, SunwaySimEngine, Variant};
 
 const PAPER_PEAK_GBPS: f64 = 107.9;
@@ -19,6 +19,13 @@ fn predict(config: SimConfig, bytes: u64) -> SimReport {
 
 fn one_cg(variant: Variant) -> f64 {
     predict(SimConfig::new(variant, Buffering::Double, 1), 256 << 20).gbps()
+}
+
+/// The original rung on one CG at 256 MiB, Gbps, with its parameters changed by `change`.
+fn original_with(change: impl FnOnce(&mut Params)) -> f64 {
+    let mut config = SimConfig::new(Variant::Original, Buffering::Double, 1);
+    change(&mut config.params);
+    predict(config, 256 << 20).gbps()
 }
 
 #[test]
@@ -133,18 +140,13 @@ fn the_paper_s_original_lies_between_the_ways_its_c_can_be_compiled() {
     // apart: each reading gains more than the last, and the paper's ladder (4.6x and 6.9x over
     // its original) lies between the exact and the source-order readings (docs/SUNWAY.md, "The
     // original rung as compiled C").
-    let original = |compilation| {
-        let mut config = SimConfig::new(Variant::Original, Buffering::Double, 1);
-        config.params.original_compilation = compilation;
-        predict(config, 256 << 20).gbps()
-    };
     let readings = [
         Compilation::SourceOrder,
         Compilation::Scheduled(Aliasing::Undistinguished),
         Compilation::Scheduled(Aliasing::ByArray),
         Compilation::Scheduled(Aliasing::Exact),
     ]
-    .map(original);
+    .map(|compilation| original_with(|p| p.original_compilation = compilation));
     assert!(readings.windows(2).all(|w| w[0] < w[1]), "{readings:?}");
     assert_eq!(readings[2], one_cg(Variant::Original), "the default");
     let [written, .., exact] = readings;
@@ -164,12 +166,7 @@ fn unrolling_the_original_s_loops_further_makes_it_faster() {
     // One iteration per loop body (swCandle's -OPT:unroll_times=0), 2, 4 (the default: the
     // compiler's -O2 loop notes) and complete: larger blocks give the scheduler more to overlap
     // and fewer loop branches.
-    let original = |unroll| {
-        let mut config = SimConfig::new(Variant::Original, Buffering::Double, 1);
-        config.params.original_unroll = unroll;
-        predict(config, 256 << 20).gbps()
-    };
-    let readings = [1, 2, 4, 16].map(original);
+    let readings = [1, 2, 4, 16].map(|unroll| original_with(|p| p.original_unroll = unroll));
     assert!(readings.windows(2).all(|w| w[0] < w[1]), "{readings:?}");
     assert_eq!(readings[2], one_cg(Variant::Original), "the default");
 }
