@@ -16,6 +16,12 @@ pub fn advice(error: &anyhow::Error) -> Option<String> {
                         "if you trust this file, allow it with --max-kdf-mib {cost_mib}"
                     ))
                 }
+                ContainerError::UnverifiedSlot => {
+                    return Some(
+                        "if you trust this file, open it with --allow-unverified-slot (rekey with it overwrites that slot)"
+                            .to_owned(),
+                    )
+                }
                 ContainerError::BadIdentity(why) if why.starts_with("no identity") => {
                     return Some("make one with `paraes keygen --x25519`".to_owned())
                 }

@@ -144,6 +144,12 @@ pub struct UnlockArgs {
     /// [default: 3072].
     #[arg(long, value_name = "MIB")]
     pub max_kdf_mib: Option<u64>,
+
+    /// Open a file whose second stanza slot the opening key does not authenticate (left by
+    /// tampering, by a rekey an older paraes did not finish, or made to show different
+    /// recipients different content): that slot is ignored, and rekey overwrites it.
+    #[arg(long)]
+    pub allow_unverified_slot: bool,
 }
 
 /// The options of `dec` and `verify` that can open a container: at least one is required.

@@ -1,5 +1,7 @@
 //! `info`: a container's header fields, and what can be checked without a key: that the
 //! body's length is one the chunk layout allows (else the file was truncated or extended).
+//! Nothing it shows is authenticated (that needs a key), so it advises nothing because of a
+//! stanza slot; it reports temporaries an interrupted rekey left beside the file.
 
 use anyhow::{bail, Result};
 use paraes_core::container::{Access, ContainerError, StanzaKind, UnverifiedHeader, V1KeySource};
@@ -48,12 +50,22 @@ pub fn run(args: &InfoArgs) -> Result<()> {
             p.lanes,
             hex::encode(p.salt)
         ),
-        Access::V2 { stanzas, older } => {
-            println!("opens with:   {}", list_stanzas(stanzas));
-            if let Some(older) = older {
+        Access::V2 { slots, ignored } => {
+            for slot in slots {
                 println!(
-                    "also:         {} (an older stanza set: a rekey was interrupted; rekey again to finish it)",
-                    list_stanzas(older)
+                    "slot {}:       generation {}: {}",
+                    slot.position,
+                    slot.generation,
+                    list_stanzas(&slot.stanzas)
+                );
+            }
+            if slots.len() > 1 {
+                println!("              (two slots: a key shows whether both are authentic)");
+            }
+            for (position, why) in ignored {
+                println!(
+                    "slot {position}:       ignored: does not parse ({})",
+                    crate::advice::one_line(why)
                 );
             }
         }
@@ -73,6 +85,12 @@ pub fn run(args: &InfoArgs) -> Result<()> {
         }
     }
     println!("authenticity: not checked (that needs the key: paraes dec)");
+    if let Some(path) = input.path() {
+        let stale = crate::rekey::leftovers(path);
+        if !stale.is_empty() {
+            println!("leftovers:    {}", crate::rekey::leftovers_warning(&stale));
+        }
+    }
     if let Some(why) = broken {
         bail!(
             "{} is damaged: {why}, so it was truncated or had bytes appended",

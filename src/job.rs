@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{bail, Result};
 use paraes_core::container::{
-    self, Argon2Params, BodyParams, ContainerError, Identity, Opened, Recipient, Unlock,
-    UnverifiedHeader,
+    self, Argon2Params, BodyAccess, BodyParams, ContainerError, Identity, Opened, Recipient,
+    Unlock, UnverifiedHeader,
 };
 use paraes_core::pipeline::StreamSpec;
 use paraes_core::{Direction, Engine, ExpandedKey, Key, Mode};
@@ -277,9 +277,15 @@ pub fn prepare(
                 .iter()
                 .any(|i| matches!(i, Identity::Passphrase(..)));
             let _turn = has_passphrase.then(kdf_turn);
-            let opened = unverified.open(&unlock)?;
+            // A file's body is checked against the key where it can be read at offsets; a
+            // pipe's chunks are all checked as they stream (docs/FORMAT.md).
+            let body = match &input {
+                Input::File(file, _) => BodyAccess::File(file),
+                Input::Stdin(_) => BodyAccess::Stream,
+            };
+            let opened = unverified.open(&unlock, body)?;
             if plan.show_data_key {
-                show_data_key(&opened);
+                show_data_key(&opened)?;
             }
             (header_bytes, opened)
         }
@@ -364,9 +370,13 @@ fn warn_ecb(warn: Warn<'_>) {
     WARNED.call_once(|| warn("ECB leaks patterns (equal 16-byte blocks encrypt equally): prefer --mode ctr unless you need ECB"));
 }
 
-/// `--show-data-key`: the body key and counter on stderr, and how to use them.
-fn show_data_key(opened: &Opened) {
+/// `--show-data-key`: the body key and counter on stderr, and how to use them. Refused for
+/// format v1, whose body key is the user's own key K (it opens every file K opens).
+fn show_data_key(opened: &Opened) -> Result<()> {
     let info = opened.info();
+    if info.version == 1 {
+        bail!("--show-data-key refuses format v1 files: their body key is your own key itself (it opens every file that key opens); decrypt this file and encrypt it again to get a file whose data key can be shown");
+    }
     let key = zeroize::Zeroizing::new(hex::encode(opened.body_key().as_bytes()));
     eprintln!("paraes: warning: showing this file's data key: anyone who sees it can read this file (but not forge it)");
     eprintln!("data key:   {}", key.as_str());
@@ -380,6 +390,7 @@ fn show_data_key(opened: &Opened) {
         container::TAG_LEN,
         info.params.chunk_size
     );
+    Ok(())
 }
 
 /// A reader that keeps a copy of what it read (the exact header bytes, for MPI ranks).

@@ -127,6 +127,7 @@ impl KeyPlan {
         Ok(Unlock {
             identities,
             max_kdf_mib: self.max_kdf_mib,
+            allow_unverified_slot: self.allow_unverified_slot,
         })
     }
 }

@@ -209,6 +209,22 @@ impl Output {
         }
     }
 
+    /// The unfinished output file itself, to read back what was written before
+    /// [`Output::commit`] (rekey checks its copy), when the output is a file.
+    pub fn file(&self) -> Option<&File> {
+        match self {
+            Output::File {
+                temp: Temporary::Anonymous(file),
+                ..
+            } => Some(file),
+            Output::File {
+                temp: Temporary::Named(named),
+                ..
+            } => Some(named.as_file()),
+            _ => None,
+        }
+    }
+
     /// Whether the output is a file (not a stream).
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub fn is_file(&self) -> bool {

@@ -134,6 +134,8 @@ pub struct KeyPlan {
     pub identities: Vec<PathBuf>,
     /// The Argon2id cap for opening (MiB x passes).
     pub max_kdf_mib: u64,
+    /// `--allow-unverified-slot`: open despite a second slot the file key does not verify.
+    pub allow_unverified_slot: bool,
 }
 
 impl KeyPlan {
@@ -172,6 +174,7 @@ impl KeyPlan {
         if let Some(cap) = unlock.max_kdf_mib {
             self.max_kdf_mib = cap;
         }
+        self.allow_unverified_slot = unlock.allow_unverified_slot;
         self
     }
 

@@ -1,46 +1,53 @@
 //! `rekey`: new stanzas for the same file key, written in place when they fit the header
-//! (each write durable before the next) or into a rewritten copy renamed over the file; the
-//! body bytes never change.
+//! (published, read back and confirmed before the old slot is wiped, each write durable before
+//! the next) or into a rewritten copy that is confirmed and then renamed over the file; the
+//! body bytes never change. docs/FORMAT.md, "Rekey without re-encrypting".
 
-use std::fs;
-use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::fs::{self, File};
+use std::io::{BufReader, Write};
+use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use paraes_core::container::{Rekey, UnverifiedHeader};
+use paraes_core::container::{BodyAccess, HeaderWrite, InPlace, Opened, Rekey, UnverifiedHeader};
+use paraes_core::positioned::ReadAt;
 
+use crate::output::{Output, Reach};
 use crate::plan::RekeyPlan;
-use crate::signals::{named_done, set_pending, Pending};
 
 /// `rekey`: new stanzas for the same file key; in place when they fit, else a rewritten file
-/// renamed over the old one. The body bytes never change.
+/// renamed over the old one. A symbolic link is rekeyed at its target.
 pub fn run(args: &RekeyPlan) -> Result<()> {
     let warn = crate::job::warner(args.quiet);
     let shown = args.file.display();
-    let mut file = fs::OpenOptions::new()
+    // Through a link, the container rekeyed is the link's target, in place or rewritten
+    // beside it; the link stays a link.
+    let target = fs::canonicalize(&args.file)
+        .with_context(|| format!("cannot open {shown} for rekeying"))?;
+    let file = fs::OpenOptions::new()
         .read(true)
         .write(true)
-        .open(&args.file)
+        .open(&target)
         .with_context(|| format!("cannot open {shown} for rekeying"))?;
-    if !file.metadata()?.is_file() {
+    let meta = file.metadata()?;
+    if !meta.is_file() {
         bail!("{shown} is not a regular file");
     }
-    let unverified = UnverifiedHeader::read(&mut std::io::BufReader::new(&file))
-        .with_context(|| format!("{shown}"))?;
+    let stale = leftovers(&target);
+    if !stale.is_empty() {
+        warn(&leftovers_warning(&stale));
+    }
+    let unverified =
+        UnverifiedHeader::read(&mut BufReader::new(&file)).with_context(|| format!("{shown}"))?;
     let unlock = args.open.unlock(&warn)?;
-    let opened = unverified.open(&unlock)?;
+    // The body check proves the opened file key is the body's before anything is written.
+    let opened = unverified.open(&unlock, BodyAccess::File(&file))?;
     let recipients = args.new.recipients(&warn)?;
-    match opened.rekey(&recipients)? {
-        Rekey::InPlace(writes) => {
-            use std::os::unix::fs::FileExt;
-            for write in writes {
-                // Each write is durable before the next: at every instant the old or the new
-                // stanzas open the file (docs/FORMAT.md).
-                file.write_all_at(&write.bytes, write.offset)
-                    .and_then(|()| file.sync_data())
-                    .with_context(|| format!("writing the new header of {shown} failed (the file still opens with the old or the new keys)"))?;
-            }
+    let plan = opened.rekey(&recipients)?;
+    match &plan {
+        Rekey::InPlace(in_place) => {
+            rekey_in_place(&file, &opened, &plan, in_place)
+                .with_context(|| format!("rekeying {shown} failed"))?;
             if !args.quiet {
                 eprintln!("paraes: rekeyed {shown} in place (body untouched)");
             }
@@ -49,35 +56,27 @@ pub fn run(args: &RekeyPlan) -> Result<()> {
             header,
             body_offset,
         } => {
-            let dir = args
-                .file
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            let mut temp = tempfile::Builder::new()
-                .prefix(".paraes-rekey.")
-                .tempfile_in(dir)
-                .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-            // A signal removes it (SIGKILL can leave this hidden, clearly named file).
-            set_pending(Pending::Named(temp.path().to_path_buf()));
-            let mode = file.metadata()?.permissions().mode();
-            use std::io::{Seek, SeekFrom};
-            let copied = temp
-                .as_file()
-                .set_permissions(fs::Permissions::from_mode(mode))
-                .and_then(|()| temp.write_all(&header))
-                .and_then(|()| file.seek(SeekFrom::Start(body_offset)))
-                .and_then(|_| std::io::copy(&mut file, temp.as_file_mut()))
-                .and_then(|_| temp.as_file().sync_all());
-            copied.with_context(|| {
-                format!("writing the rekeyed copy of {shown} failed ({shown} is unchanged)")
-            })?;
-            let temp_path = temp.path().to_path_buf();
-            let persisted = temp.persist(&args.file);
-            named_done(&temp_path);
-            set_pending(Pending::Nothing);
-            persisted
-                .map_err(|e| e.error)
+            if meta.nlink() > 1 {
+                bail!(
+                    "{shown} has {} hard links and its new stanzas need a larger header: a rewritten copy would replace this name only and leave the other links with the old stanzas; remove the other links (find -samefile) or rekey a copy",
+                    meta.nlink()
+                );
+            }
+            let output = Output::create(Some(&target), true, true, Reach::ThisMachine, false)?;
+            let copy = output.file().expect("a path gives a file output");
+            copy.set_permissions(fs::Permissions::from_mode(meta.permissions().mode()))
+                .and_then(|()| write_copy(copy, header, &file, *body_offset, meta.len()))
+                .with_context(|| {
+                    format!("writing the rekeyed copy of {shown} failed ({shown} is unchanged)")
+                })?;
+            opened
+                .confirm_rekey(&plan, BodyAccess::File(copy))
+                .with_context(|| {
+                    format!("the rekeyed copy of {shown} did not read back ({shown} is unchanged)")
+                })?;
+            // Durable, renamed over the target, and the directory synced.
+            output
+                .commit()
                 .with_context(|| format!("replacing {shown} failed ({shown} is unchanged)"))?;
             if !args.quiet {
                 eprintln!("paraes: rekeyed {shown} (the new stanzas needed a larger header: the body was copied unchanged)");
@@ -85,4 +84,95 @@ pub fn run(args: &RekeyPlan) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Publishes the new slot (each write durable), reads the header back and confirms it, and
+/// only then wipes the old slot. If publishing or the check fails, the new slot's generation
+/// is zeroed again, so the file is as it was: the old keys open it, and no unverified slot
+/// is left for the next reader to refuse.
+fn rekey_in_place(file: &File, opened: &Opened, plan: &Rekey, in_place: &InPlace) -> Result<()> {
+    let durable = |write: &HeaderWrite| {
+        file.write_all_at(&write.bytes, write.offset)
+            .and_then(|()| file.sync_data())
+    };
+    let published = in_place
+        .publish
+        .iter()
+        .try_for_each(durable)
+        .context("writing the new stanzas failed")
+        .and_then(|()| {
+            opened
+                .confirm_rekey(plan, BodyAccess::File(file))
+                .context("the new stanzas did not read back as written")
+        });
+    if let Err(e) = published {
+        // The first publish write zeroes the same 8 bytes: undo the generation.
+        let undone = durable(&in_place.publish[0]);
+        let state = match undone {
+            Ok(()) => "the file is unchanged: the old keys open it",
+            Err(_) => "the old keys still open it; rekey again to finish",
+        };
+        return Err(e.context(state.to_owned()));
+    }
+    for write in &in_place.wipe {
+        durable(write).context(
+            "wiping the old stanzas failed (the old and the new keys open the file; rekey again to finish)",
+        )?;
+    }
+    Ok(())
+}
+
+/// Writes `header`, then the body of `old` (from `body_offset` to `old_len`), to `copy`.
+fn write_copy(
+    mut copy: &File,
+    header: &[u8],
+    old: &File,
+    body_offset: u64,
+    old_len: u64,
+) -> std::io::Result<()> {
+    copy.write_all(header)?;
+    let mut body = ReadAt::new(old, body_offset, old_len.saturating_sub(body_offset));
+    std::io::copy(&mut body, &mut copy)?;
+    copy.flush()
+}
+
+/// Temporaries that a killed rekey (or write) of `container` can leave beside it: this
+/// version's hidden `.NAME.*.paraes-tmp` and older versions' `.paraes-rekey.*`.
+pub fn leftovers(container: &Path) -> Vec<PathBuf> {
+    let dir = match container.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let Some(name) = container.file_name().and_then(|n| n.to_str()) else {
+        return Vec::new();
+    };
+    let ours = format!(".{name}.");
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| {
+            let entry_name = entry.file_name();
+            let entry_name = entry_name.to_string_lossy();
+            entry_name.starts_with(".paraes-rekey.")
+                || (entry_name.starts_with(&ours) && entry_name.ends_with(".paraes-tmp"))
+        })
+        .map(|entry| entry.path())
+        .collect();
+    found.sort();
+    found
+}
+
+/// The warning about `stale` temporaries.
+pub fn leftovers_warning(stale: &[PathBuf]) -> String {
+    let names: Vec<String> = stale
+        .iter()
+        .map(|p| crate::advice::one_line(&p.display().to_string()))
+        .collect();
+    format!(
+        "{} temporary file(s) of an interrupted rekey or write lie beside this container ({}): remove them once no paraes runs there",
+        stale.len(),
+        names.join(", ")
+    )
 }

@@ -64,7 +64,7 @@ fn verify_one(path: &Path, unlock: &Unlock, engine: &dyn Engine, threads: usize)
         ContainerError::NotAContainer => anyhow!("not a paraes container (no paraes header)"),
         other => other.into(),
     })?;
-    let opened = header.open(unlock)?;
+    let opened = header.open(unlock, container::BodyAccess::File(&file))?;
     container::verify_file(&opened, engine, &file, threads)?;
     Ok(size)
 }

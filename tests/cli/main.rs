@@ -18,5 +18,6 @@ mod roundtrip;
 mod secrets;
 mod stanzas;
 mod tamper;
+mod trust;
 mod v1_compat;
 mod verify;

@@ -58,7 +58,7 @@ fn every_stanza_kind_and_mixes_open_from_the_cli() {
     ]);
     assert_success(&out, "enc to a mix");
     let info = String::from_utf8(s.run(&["info", "f.paraes"]).stdout).unwrap();
-    assert!(info.contains("opens with:   key file, passphrase (Argon2id m=65536 KiB t=3 p=4), X25519 recipient, ML-KEM-768 + X25519 recipient, X25519 recipient"), "{info}");
+    assert!(info.contains("slot 0:       generation 1: key file, passphrase (Argon2id m=65536 KiB t=3 p=4), X25519 recipient, ML-KEM-768 + X25519 recipient, X25519 recipient"), "{info}");
     for unlock in [
         &["-k", "team.key"][..],
         &["-i", "alice.id"],

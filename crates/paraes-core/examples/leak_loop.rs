@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use paraes_core::container::{self, Identity, Recipient, Unlock, UnverifiedHeader};
+use paraes_core::container::{self, BodyAccess, Identity, Recipient, Unlock, UnverifiedHeader};
 use paraes_core::pipeline;
 use paraes_core::seeded::SplitMix64;
 use paraes_core::{CpuEngine, Direction, Key, KeySize, Mode};
@@ -185,10 +185,14 @@ fn round_trip(dir: &Path, trip: usize, plain: &[u8], rng: &mut SplitMix64) -> Re
     // Decrypt: like `paraes dec`.
     {
         let engine = CpuEngine::new(None).map_err(|e| err("engine", &e))?;
-        let mut input = BufReader::new(File::open(&sealed_path).map_err(|e| err("open", &e))?);
+        let file = File::open(&sealed_path).map_err(|e| err("open", &e))?;
+        let mut input = BufReader::new(&file);
         let unverified = UnverifiedHeader::read(&mut input).map_err(|e| err("read header", &e))?;
         let opened = unverified
-            .open(&Unlock::new(vec![Identity::Key(key.clone())]))
+            .open(
+                &Unlock::new(vec![Identity::Key(key.clone())]),
+                BodyAccess::File(&file),
+            )
             .map_err(|e| err("open", &e))?;
         let mut output = BufWriter::new(File::create(&opened_path).map_err(|e| err("create", &e))?);
         let spec = opened.stream_spec(&engine, Direction::Decrypt);

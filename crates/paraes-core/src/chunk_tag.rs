@@ -12,7 +12,10 @@ use crate::polyval::Polyval;
 pub const TAG_LEN: usize = 16;
 
 /// Computes and checks chunk tags: `AES-256(K_tag, POLYVAL(H, ciphertext, length) xor N)` with
-/// `N = index || last flag`, the tag construction of AES-GCM-SIV (RFC 8452) over the ciphertext.
+/// `N = index (8 bytes, little-endian) || last flag (1 byte) || 7 zero bytes`. Modelled on
+/// AES-GCM-SIV's tag (RFC 8452) over the ciphertext, but not that tag: the length block holds
+/// only the ciphertext's bit length, and no bit of the block is cleared before encryption
+/// (RFC 8452 clears the top bit); docs/FORMAT.md gives it byte for byte.
 /// Reordering, duplication, truncation and appending all change `N` or the hashed data.
 #[derive(Clone)]
 pub struct Authenticator {

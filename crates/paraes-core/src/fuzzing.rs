@@ -4,7 +4,7 @@
 //! of the stable API.
 
 use crate::container::{
-    self, Argon2Params, Identity, Recipient, SecretIdentity, Unlock, UnverifiedHeader,
+    self, Argon2Params, BodyAccess, Identity, Recipient, SecretIdentity, Unlock, UnverifiedHeader,
 };
 use crate::cpu::CpuEngine;
 use crate::engine::{Direction, Mode};
@@ -64,6 +64,7 @@ pub fn unlock() -> Unlock {
     Unlock {
         identities,
         max_kdf_mib: 1,
+        allow_unverified_slot: false,
     }
 }
 
@@ -140,7 +141,9 @@ pub fn decrypt_container_into(data: &[u8], output: &mut Vec<u8>) -> Result<(), S
     output.clear();
     let mut input = data;
     let unverified = UnverifiedHeader::read(&mut input).map_err(|e| e.to_string())?;
-    let opened = unverified.open(&unlock()).map_err(|e| e.to_string())?;
+    let opened = unverified
+        .open(&unlock(), BodyAccess::Bytes(data))
+        .map_err(|e| e.to_string())?;
     let chunk_size = opened.info().params.chunk_size;
     let engine = CpuEngine::new(Some(1)).map_err(|e| e.to_string())?;
     let spec = opened.stream_spec(&engine, Direction::Decrypt);
@@ -194,4 +197,18 @@ pub fn all_paths(data: &[u8]) {
     let _ = decrypt_container(data);
     let _ = decrypt_raw(Mode::Ctr, data);
     let _ = decrypt_raw(Mode::Ecb, data);
+}
+
+/// `container` with stanza slot `position` (0 or 1) replaced by a valid slot of `generation`
+/// that wraps a fresh file key of the forger's own for `recipients` (the planted slots of
+/// issue 25: one for the victim's public recipient, or a second recipient's slot of a file
+/// that shows two recipients different content). Panics on a container that is not v2.
+pub fn plant_slot(
+    container: &[u8],
+    position: usize,
+    recipients: &[Recipient],
+    generation: u64,
+) -> Vec<u8> {
+    crate::container::plant_slot(container, position, recipients, generation)
+        .expect("a v2 container to plant a slot in")
 }

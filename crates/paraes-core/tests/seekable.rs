@@ -34,7 +34,7 @@ fn seal(mode: Mode, size: KeySize, len: usize, seed: u64) -> Sealed {
 fn opened(bytes: &[u8]) -> container::Opened {
     UnverifiedHeader::read(&mut &bytes[..])
         .unwrap()
-        .open(&unlock())
+        .open(&unlock(), container::BodyAccess::Bytes(bytes))
         .unwrap()
 }
 

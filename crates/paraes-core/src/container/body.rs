@@ -1,7 +1,9 @@
 //! A container's body read without the pipeline: its chunk layout from its length, checking
 //! every chunk tag without decrypting ([`verify`], [`verify_file`] on several cores), and a
 //! seekable plaintext reader that authenticates and decrypts only the chunks a read touches
-//! ([`SeekableReader`], as age's `DecryptReaderAt` and rage's `StreamReader` do).
+//! ([`SeekableReader`], as age's `DecryptReaderAt` and rage's `StreamReader` do), and the
+//! body check that ties a candidate file key to the body before anything trusts it
+//! ([`BodyAccess`]: the first and the last chunk tag verify).
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -10,7 +12,100 @@ use crate::engine::{Direction, Engine, Mode};
 use crate::pipeline::{self, Chunk, ChunkReader, PipelineError, Segment, StreamSpec};
 use crate::positioned::ReadAt;
 
-use super::{BodyParams, Opened, TAG_LEN};
+use super::{Authenticator, BodyParams, ContainerError, Opened, UnverifiedHeader, TAG_LEN};
+
+/// How a reader of a container can reach its bytes, for the body check of docs/FORMAT.md
+/// ("Opening a file"): a file key is accepted only if the first and the last chunk tag of the
+/// body verify under it, where the body can be read at offsets.
+#[derive(Clone, Copy, Debug)]
+pub enum BodyAccess<'a> {
+    /// The whole container file, read at offsets (its own offset is not moved).
+    File(&'a File),
+    /// The whole container in memory.
+    Bytes(&'a [u8]),
+    /// A stream (a pipe): the body cannot be read ahead, so no body check runs when opening;
+    /// the pipeline still checks every chunk tag before any plaintext goes out.
+    Stream,
+}
+
+impl BodyAccess<'_> {
+    /// Bytes of the whole container, if it can be read at offsets.
+    fn len(&self) -> io::Result<Option<u64>> {
+        match self {
+            BodyAccess::File(file) => Ok(Some(file.metadata()?.len())),
+            BodyAccess::Bytes(bytes) => Ok(Some(bytes.len() as u64)),
+            BodyAccess::Stream => Ok(None),
+        }
+    }
+
+    /// Fills `buf` from byte `at` of the container.
+    fn read_exact_at(&self, buf: &mut [u8], at: u64) -> io::Result<()> {
+        match self {
+            BodyAccess::File(file) => std::os::unix::fs::FileExt::read_exact_at(*file, buf, at),
+            BodyAccess::Bytes(bytes) => {
+                let range = usize::try_from(at)
+                    .ok()
+                    .and_then(|at| Some(at..at.checked_add(buf.len())?))
+                    .filter(|range| range.end <= bytes.len())
+                    .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+                buf.copy_from_slice(&bytes[range]);
+                Ok(())
+            }
+            BodyAccess::Stream => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "a stream cannot be read at offsets",
+            )),
+        }
+    }
+
+    /// Reads the container's header from its first byte (a rekey reads back what it wrote).
+    pub(crate) fn read_header(&self) -> Result<UnverifiedHeader, ContainerError> {
+        match self {
+            BodyAccess::File(file) => {
+                let len = file.metadata()?.len();
+                UnverifiedHeader::read(&mut io::BufReader::new(ReadAt::new(file, 0, len)))
+            }
+            BodyAccess::Bytes(bytes) => UnverifiedHeader::read(&mut &bytes[..]),
+            BodyAccess::Stream => Err(ContainerError::Io(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "a stream cannot be read again",
+            ))),
+        }
+    }
+
+    /// Whether the first and the last chunk tag of the body (from `body_start`) verify under
+    /// `auth`. `Ok(None)`: nothing to check here (a stream, or a body length that no writer
+    /// makes, which the stream reports as truncated or extended).
+    pub(crate) fn ends_verify(
+        &self,
+        params: BodyParams,
+        body_start: u64,
+        auth: &Authenticator,
+    ) -> Result<Option<bool>, ContainerError> {
+        let Some(file_len) = self.len()? else {
+            return Ok(None);
+        };
+        let Ok(layout) = params.layout(file_len.saturating_sub(body_start)) else {
+            return Ok(None);
+        };
+        let last = layout.chunks - 1;
+        let mut record = Vec::new();
+        for index in [0, last] {
+            let ciphertext_len = if index == last {
+                layout.last_chunk_len
+            } else {
+                params.chunk_size as u64
+            } as usize;
+            record.resize(ciphertext_len + TAG_LEN, 0);
+            self.read_exact_at(&mut record, body_start + index * layout.record_len)?;
+            let (ciphertext, tag) = record.split_at(ciphertext_len);
+            if !auth.verify(index, index == last, ciphertext, tag) {
+                return Ok(Some(false));
+            }
+        }
+        Ok(Some(true))
+    }
+}
 
 /// Where a body's chunks lie, from its length alone (docs/FORMAT.md): `chunks` records of
 /// `chunk_size` ciphertext bytes plus a tag, the last one shorter.
@@ -87,9 +182,11 @@ pub fn verify(
     verify_segment(&spec, opened, Segment::WHOLE, input)
 }
 
-/// [`verify`] of the container file `file` on `threads` threads: the body is cut into one
-/// contiguous run of chunks per thread, each read at its position and checked apart (chunk
-/// tags are independent of each other), so reading and checking spread over the cores.
+/// [`verify`] of the container file `file` on `threads` threads (at most
+/// [`pipeline::BUFFERS`], one chunk buffer each, so memory stays bounded whatever the core
+/// count): the body is cut into one contiguous run of chunks per thread, each read at its
+/// position and checked apart (chunk tags are independent of each other), so reading and
+/// checking spread over the cores.
 pub fn verify_file(
     opened: &Opened,
     engine: &dyn Engine,
@@ -105,9 +202,7 @@ pub fn verify_file(
         .params
         .layout(body_len)
         .map_err(|_| PipelineError::Truncated(chunk_count_hint(opened, body_len)))?;
-    let per_thread = layout.chunks.div_ceil(threads.max(1) as u64);
-    // Every segment holds at least one chunk (5 chunks on 4 threads: 2, 2, 1).
-    let segments = layout.chunks.div_ceil(per_thread);
+    let (per_thread, segments) = runs(layout.chunks, threads);
     let spec = &spec;
     std::thread::scope(|scope| {
         let runs: Vec<_> = (0..segments)
@@ -148,6 +243,15 @@ pub fn verify_file(
             None => Ok(plaintext),
         }
     })
+}
+
+/// How [`verify_file`] cuts `chunks` for `threads` threads: chunks per run, and runs (at most
+/// [`pipeline::BUFFERS`]; every run holds at least one chunk: 5 chunks on 4 threads are
+/// 2, 2, 1).
+fn runs(chunks: u64, threads: usize) -> (u64, u64) {
+    let threads = threads.clamp(1, pipeline::BUFFERS) as u64;
+    let per_run = chunks.div_ceil(threads);
+    (per_run, chunks.div_ceil(per_run))
 }
 
 /// The index of the chunk a body of `body_len` bytes would end in (for the error of a body
@@ -397,6 +501,22 @@ mod tests {
         assert_eq!(layout(c + 16 + 17, Mode::Ctr), Ok((2, c + 1)));
         assert_eq!(layout(32, Mode::Ecb), Ok((1, 16)));
         assert_eq!(layout(c + 16 + 32, Mode::Ecb), Ok((2, c + 16)));
+    }
+
+    #[test]
+    fn verify_runs_at_most_one_buffer_per_pipeline_buffer_whatever_the_core_count() {
+        assert_eq!(runs(5, 4), (2, 3));
+        assert_eq!(runs(1, 64), (1, 1));
+        for threads in [1, 2, 8, 9, 64, 1024] {
+            for chunks in [1, 7, 8, 9, 1000, 1 << 30] {
+                let (per_run, count) = runs(chunks, threads);
+                assert!(
+                    count <= pipeline::BUFFERS as u64,
+                    "{chunks} chunks on {threads}"
+                );
+                assert!(per_run * count >= chunks && per_run * (count - 1) < chunks);
+            }
+        }
     }
 
     #[test]

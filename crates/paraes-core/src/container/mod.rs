@@ -16,7 +16,9 @@ mod v2;
 
 use std::io::Read;
 
-pub use body::{verify, verify_file, BodyLayout, LayoutError, RangeError, SeekableReader};
+pub use body::{
+    verify, verify_file, BodyAccess, BodyLayout, LayoutError, RangeError, SeekableReader,
+};
 pub use identity::{
     parse_identities, parse_recipients, HybridIdentity, HybridRecipient, PublicRecipient,
     SecretIdentity, X25519Identity, X25519Recipient,
@@ -26,7 +28,7 @@ pub use keys::{
     DEFAULT_ARGON2_LANES, DEFAULT_ARGON2_MEMORY_KIB, DEFAULT_MAX_KDF_MIB, MAX_ARGON2_ITERATIONS,
     MAX_ARGON2_LANES, MAX_ARGON2_MEMORY_KIB, TAG_LEN,
 };
-pub use rekey::{HeaderWrite, Rekey};
+pub use rekey::{HeaderWrite, InPlace, Rekey};
 pub use stanza::{Identity, Recipient, StanzaKind};
 pub use v1::V1KeySource;
 
@@ -49,6 +51,8 @@ pub const MIN_CHUNK_SIZE: usize = 4 << 10;
 pub const MAX_CHUNK_SIZE: usize = 64 << 20;
 /// Most stanzas one header may hold.
 pub const MAX_STANZAS: usize = v2::MAX_STANZAS;
+/// The generation of a new file's stanza slot; each rekey adds one.
+const FIRST_GENERATION: u64 = 1;
 
 /// Why a container could not be written or read.
 #[derive(Debug, thiserror::Error)]
@@ -73,11 +77,28 @@ pub enum ContainerError {
         "none of the given keys, passphrases or identities opens this file (it opens with: {0})"
     )]
     NoMatchingStanza(String),
+    /// Another stanza slot parses but is not authenticated by the file key that opened the
+    /// file: two slots that disagree (docs/FORMAT.md, "Opening a file").
+    #[error("the header holds a second stanza slot that the key which opened the file does not authenticate: the header was tampered with, a rekey by an older paraes was interrupted, or the file was made to show different content to different recipients")]
+    UnverifiedSlot,
+    /// A stanza opened and its slot verified, but the body's chunk tags do not verify under
+    /// that file key (and no other slot's key fits the body).
+    #[error("a stanza opened, but the body was not encrypted under the key it holds: the header or the body was replaced")]
+    BodyKeyMismatch,
+    /// A rekey would need a slot generation past the largest a slot may hold.
+    #[error(
+        "the header's rekey generation is at its limit: decrypt the file and encrypt it again"
+    )]
+    GenerationExhausted,
+    /// What a rekey wrote, read back from the file, does not open with the file key.
+    #[error("the rekeyed header read back from the file does not open with the file's key ({0})")]
+    RekeyNotConfirmed(String),
     /// Format v1: the header tag does not verify under the given key or passphrase.
     #[error("wrong key or passphrase, or the container header was changed")]
     WrongKeyOrDamagedHeader,
-    /// A passphrase stanza asks for more Argon2id work than the reader allows.
-    #[error("the passphrase stanza asks for Argon2id memory x passes of {cost_mib} MiB, above the cap of {cap_mib} MiB")]
+    /// The passphrase stanzas of a header ask for more Argon2id work, in all, than the reader
+    /// allows.
+    #[error("the passphrase stanzas ask for Argon2id memory x passes of {cost_mib} MiB in all, above the cap of {cap_mib} MiB")]
     KdfTooCostly {
         /// What the header asks for (MiB x passes).
         cost_mib: u64,
@@ -190,31 +211,51 @@ pub struct HeaderInfo {
 pub enum Access {
     /// Format v1: with the key K itself, or a passphrase.
     V1(V1KeySource),
-    /// Format v2: with any stanza of the newest slot; `older` lists the stanzas of a second,
-    /// older slot (a rekey was interrupted between its two writes).
+    /// Format v2: with a stanza of a slot. Before a key opens the file nothing here is
+    /// authenticated (a slot may be planted); after, every slot listed verified under the
+    /// file key, except one that `--allow-unverified-slot` let through.
     V2 {
-        /// The stanzas of the newest slot.
-        stanzas: Vec<StanzaKind>,
-        /// The stanzas of an older slot, if one is present.
-        older: Option<Vec<StanzaKind>>,
+        /// The slots that parse, by position in the file.
+        slots: Vec<SlotInfo>,
+        /// Slots that do not parse, by position, and why (a slot being written or wiped by
+        /// a rekey, or damage): ignored.
+        ignored: Vec<(usize, String)>,
     },
 }
 
-/// How to try to open a container: identities to try, and the most Argon2id work to accept.
+/// One v2 stanza slot as parsed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlotInfo {
+    /// Position of the slot in the header (0 or 1).
+    pub position: usize,
+    /// Its rekey generation.
+    pub generation: u64,
+    /// Its stanzas.
+    pub stanzas: Vec<StanzaKind>,
+}
+
+/// How to try to open a container: identities to try, the most Argon2id work to accept, and
+/// whether a second slot that the file key does not authenticate may be ignored.
 #[derive(Clone)]
 pub struct Unlock {
     /// Keys, passphrases and secret identities, tried in turn.
     pub identities: Vec<Identity>,
-    /// The most Argon2id memory x passes (MiB) a passphrase stanza may ask for.
+    /// The most Argon2id memory x passes (MiB) the passphrase stanzas of a header may ask for
+    /// in all (both slots together).
     pub max_kdf_mib: u64,
+    /// Open a v2 file even when its other slot parses but does not verify under the file key
+    /// that opened it ([`ContainerError::UnverifiedSlot`] otherwise): that slot is ignored,
+    /// and a rekey may overwrite it.
+    pub allow_unverified_slot: bool,
 }
 
 impl Unlock {
-    /// Tries `identities` with the default Argon2id cap.
+    /// Tries `identities` with the default Argon2id cap, refusing unverified slots.
     pub fn new(identities: Vec<Identity>) -> Self {
         Unlock {
             identities,
             max_kdf_mib: DEFAULT_MAX_KDF_MIB,
+            allow_unverified_slot: false,
         }
     }
 }
@@ -265,15 +306,28 @@ impl UnverifiedHeader {
             });
         }
         let header = V2Header::read(&first, input)?;
-        let stanzas = header.slots[0].kinds()?;
-        let older = header.slots.get(1).map(v2::Slot::kinds).transpose()?;
+        let mut slots = header
+            .slots
+            .iter()
+            .map(|slot| {
+                Ok(SlotInfo {
+                    position: slot.index,
+                    generation: slot.generation,
+                    stanzas: slot.kinds()?,
+                })
+            })
+            .collect::<Result<Vec<_>, ContainerError>>()?;
+        slots.sort_by_key(|slot| slot.position);
         Ok(UnverifiedHeader {
             info: HeaderInfo {
                 version: v2::VERSION,
                 params: header.preamble.params,
                 counter,
                 header_len: header.preamble.header_len(),
-                access: Access::V2 { stanzas, older },
+                access: Access::V2 {
+                    slots,
+                    ignored: header.ignored.clone(),
+                },
             },
             parsed: Parsed::V2(header),
         })
@@ -284,81 +338,135 @@ impl UnverifiedHeader {
         &self.info
     }
 
-    /// Opens the header with the first identity that opens a stanza (newest slot first) and
-    /// whose header tag then verifies.
-    pub fn open(self, unlock: &Unlock) -> Result<Opened, ContainerError> {
+    /// Opens the header with an identity (docs/FORMAT.md, "Opening a file"). v2: a stanza's
+    /// file key D is taken only if its slot's tag verifies under D and, where `body` can be
+    /// read at offsets, the body's first and last chunk tags verify under D (else the next
+    /// stanza or slot is tried); then every other slot that parses must verify under D too,
+    /// unless [`Unlock::allow_unverified_slot`]. Argon2id runs only if the passphrase
+    /// stanzas of all slots together ask for no more than the cap.
+    pub fn open(self, unlock: &Unlock, body: BodyAccess<'_>) -> Result<Opened, ContainerError> {
         match &self.parsed {
-            Parsed::V1(header) => {
-                let mut tried_key = false;
-                for identity in &unlock.identities {
-                    let key = match identity {
-                        Identity::Key(key) => Some(key.clone()),
-                        Identity::Passphrase(passphrase) => {
-                            if let V1KeySource::Passphrase(params) = &header.key_source {
-                                if params.cost_mib() > unlock.max_kdf_mib {
-                                    return Err(ContainerError::KdfTooCostly {
-                                        cost_mib: params.cost_mib(),
-                                        cap_mib: unlock.max_kdf_mib,
-                                    });
-                                }
-                            }
-                            header.passphrase_key(passphrase)?
-                        }
-                        Identity::Secret(_) => None,
-                    };
-                    if let Some(key) = key {
-                        tried_key = true;
-                        if let Some(keys) = header.open(&key) {
-                            let secret = FileSecret::from_bytes(key.as_bytes());
-                            return Ok(self.opened(secret, keys, None));
-                        }
-                    }
-                }
-                Err(if tried_key {
-                    ContainerError::WrongKeyOrDamagedHeader
-                } else {
-                    ContainerError::NoMatchingStanza(match header.key_source {
-                        V1KeySource::RawKey => "a key file (format v1)".into(),
-                        V1KeySource::Passphrase(_) => "a passphrase (format v1)".into(),
-                    })
-                })
-            }
-            Parsed::V2(header) => {
-                let mut opened_a_stanza = false;
-                // A stanza refused (e.g. too costly a passphrase) does not stop another
-                // identity from opening another stanza; it is reported if nothing opens.
-                let mut refused = None;
-                for slot in &header.slots {
-                    for stanza in &slot.stanzas {
-                        for identity in &unlock.identities {
-                            let file_key = match stanza.unwrap(identity, unlock.max_kdf_mib) {
-                                Ok(Some(file_key)) => file_key,
-                                Ok(None) => continue,
-                                Err(e) => {
-                                    refused.get_or_insert(e);
-                                    continue;
-                                }
-                            };
-                            opened_a_stanza = true;
-                            if let Some(opened) = self.open_v2(header, slot, file_key) {
-                                return Ok(opened);
-                            }
-                        }
-                    }
-                }
-                Err(if opened_a_stanza {
-                    ContainerError::DamagedHeader
-                } else if let Some(refused) = refused {
-                    refused
-                } else {
-                    ContainerError::NoMatchingStanza(describe(&self.info.access))
-                })
-            }
+            Parsed::V1(header) => self.open_v1(header, unlock),
+            Parsed::V2(header) => self.open_v2(header, unlock, body),
         }
     }
 
+    fn open_v1(&self, header: &V1Header, unlock: &Unlock) -> Result<Opened, ContainerError> {
+        let mut tried_key = false;
+        for identity in &unlock.identities {
+            let key = match identity {
+                Identity::Key(key) => Some(key.clone()),
+                Identity::Passphrase(passphrase) => {
+                    if let V1KeySource::Passphrase(params) = &header.key_source {
+                        if params.cost_mib() > unlock.max_kdf_mib {
+                            return Err(ContainerError::KdfTooCostly {
+                                cost_mib: params.cost_mib(),
+                                cap_mib: unlock.max_kdf_mib,
+                            });
+                        }
+                    }
+                    header.passphrase_key(passphrase)?
+                }
+                Identity::Secret(_) => None,
+            };
+            if let Some(key) = key {
+                tried_key = true;
+                if let Some(keys) = header.open(&key) {
+                    let secret = FileSecret::from_bytes(key.as_bytes());
+                    return Ok(self.opened(secret, keys, None));
+                }
+            }
+        }
+        Err(if tried_key {
+            ContainerError::WrongKeyOrDamagedHeader
+        } else {
+            ContainerError::NoMatchingStanza(describe(&self.info.access))
+        })
+    }
+
+    fn open_v2(
+        &self,
+        header: &V2Header,
+        unlock: &Unlock,
+        body: BodyAccess<'_>,
+    ) -> Result<Opened, ContainerError> {
+        // The Argon2id cap holds for the file, not per stanza: a planted second slot cannot
+        // double the work (docs/FORMAT.md). Over the cap, no passphrase stanza is tried.
+        let kdf_total: u64 = header
+            .slots
+            .iter()
+            .flat_map(|slot| &slot.stanzas)
+            .filter_map(|stanza| match stanza.kind() {
+                Ok(StanzaKind::Passphrase(params)) => Some(params.cost_mib()),
+                _ => None,
+            })
+            .sum();
+        let too_costly = kdf_total > unlock.max_kdf_mib;
+        let mut opened_a_stanza = false;
+        let mut body_mismatch = false;
+        // A stanza refused (e.g. too costly a passphrase) does not stop another identity from
+        // opening another stanza; it is reported if nothing opens.
+        let mut refused = None;
+        // Slots are tried newest first only to save work: the checks below decide.
+        for slot in &header.slots {
+            for stanza in &slot.stanzas {
+                for identity in &unlock.identities {
+                    if too_costly && stanza.kind == stanza::KIND_PASSPHRASE {
+                        refused.get_or_insert(ContainerError::KdfTooCostly {
+                            cost_mib: kdf_total,
+                            cap_mib: unlock.max_kdf_mib,
+                        });
+                        continue;
+                    }
+                    let file_key = match stanza.unwrap(identity, unlock.max_kdf_mib) {
+                        Ok(Some(file_key)) => file_key,
+                        Ok(None) => continue,
+                        Err(e) => {
+                            refused.get_or_insert(e);
+                            continue;
+                        }
+                    };
+                    opened_a_stanza = true;
+                    let Some(mut opened) = self.open_v2_slot(header, slot, file_key) else {
+                        continue;
+                    };
+                    let auth = opened.authenticator();
+                    let body_start = self.info.header_len as u64;
+                    match body.ends_verify(self.info.params, body_start, auth)? {
+                        Some(false) => {
+                            body_mismatch = true;
+                            continue;
+                        }
+                        Some(true) => opened.body_checked = true,
+                        None => {}
+                    }
+                    let header_keys = V2Keys::new(&opened.secret);
+                    let others_verify = header
+                        .slots
+                        .iter()
+                        .filter(|other| other.index != slot.index)
+                        .all(|other| other.verify(&header.preamble_bytes, &header_keys));
+                    if !others_verify && !unlock.allow_unverified_slot {
+                        return Err(ContainerError::UnverifiedSlot);
+                    }
+                    return Ok(opened);
+                }
+            }
+        }
+        Err(if body_mismatch {
+            ContainerError::BodyKeyMismatch
+        } else if opened_a_stanza {
+            ContainerError::DamagedHeader
+        } else if let Some(refused) = refused {
+            refused
+        } else {
+            ContainerError::NoMatchingStanza(describe(&self.info.access))
+        })
+    }
+
     /// Opens the header with the file's secret itself, as another process of the same job
-    /// received it from the one that opened the file (an MPI rank). The header tag is checked.
+    /// received it from the one that opened the file (an MPI rank): that process applied the
+    /// rules of [`UnverifiedHeader::open`]; here the header tag of a slot is checked.
     pub fn open_with_secret(self, secret: &FileSecret) -> Result<Opened, ContainerError> {
         match &self.parsed {
             Parsed::V1(header) => {
@@ -372,23 +480,47 @@ impl UnverifiedHeader {
             Parsed::V2(header) => header
                 .slots
                 .iter()
-                .find_map(|slot| self.open_v2(header, slot, secret.clone()))
+                .find_map(|slot| self.open_v2_slot(header, slot, secret.clone()))
                 .ok_or(ContainerError::DamagedHeader),
         }
     }
 
-    fn open_v2(&self, header: &V2Header, slot: &v2::Slot, file_key: FileSecret) -> Option<Opened> {
-        if !slot.verify(&header.preamble_bytes, &V2Keys::new(&file_key)) {
+    /// `slot` opened with `file_key`, if the slot's tag verifies under it. The next rekey
+    /// generation comes from the slots this key authenticates, never from another.
+    fn open_v2_slot(
+        &self,
+        header: &V2Header,
+        slot: &v2::Slot,
+        file_key: FileSecret,
+    ) -> Option<Opened> {
+        let header_keys = V2Keys::new(&file_key);
+        if !slot.verify(&header.preamble_bytes, &header_keys) {
             return None;
         }
+        let newest_authentic = header
+            .slots
+            .iter()
+            .filter(|s| s.verify(&header.preamble_bytes, &header_keys))
+            .map(|s| s.generation)
+            .max()
+            .unwrap_or(slot.generation);
         let keys = V2Keys::stream(&file_key, &header.preamble_bytes, header.preamble.params);
         let rekey = RekeyState {
             preamble: header.preamble,
             preamble_bytes: header.preamble_bytes,
             opened_slot: slot.index,
-            next_generation: header.slots.iter().map(|s| s.generation).max().unwrap_or(0) + 1,
+            newest_generation: newest_authentic,
         };
-        Some(self.opened(file_key, keys, Some(rekey)))
+        let mut opened = self.opened(file_key, keys, Some(rekey));
+        // Once opened, the facts shown are the authenticated ones only.
+        if let Access::V2 { slots, .. } = &mut opened.info.access {
+            slots.retain(|info| {
+                header.slots.iter().any(|s| {
+                    s.index == info.position && s.verify(&header.preamble_bytes, &header_keys)
+                })
+            });
+        }
+        Some(opened)
     }
 
     fn opened(&self, secret: FileSecret, keys: StreamKeys, rekey: Option<RekeyState>) -> Opened {
@@ -397,6 +529,7 @@ impl UnverifiedHeader {
             secret,
             keys,
             rekey,
+            body_checked: false,
         }
     }
 }
@@ -406,39 +539,49 @@ fn describe(access: &Access) -> String {
     match access {
         Access::V1(V1KeySource::RawKey) => "a key file (format v1)".into(),
         Access::V1(V1KeySource::Passphrase(_)) => "a passphrase (format v1)".into(),
-        Access::V2 { stanzas, .. } => {
-            let mut counts: Vec<(String, usize)> = Vec::new();
-            for kind in stanzas {
-                let name = match kind {
-                    StanzaKind::Passphrase(_) => "passphrase".to_string(),
-                    other => other.to_string(),
-                };
-                match counts.iter_mut().find(|(n, _)| *n == name) {
-                    Some((_, count)) => *count += 1,
-                    None => counts.push((name, 1)),
-                }
-            }
-            counts
-                .into_iter()
-                .map(|(name, count)| {
-                    if count == 1 {
-                        name
-                    } else {
-                        format!("{count} x {name}")
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
+        // Nothing here is authenticated: this only lists what the slots claim, each apart.
+        Access::V2 { slots, .. } => slots
+            .iter()
+            .map(|slot| count_kinds(&slot.stanzas))
+            .collect::<Vec<_>>()
+            .join("; or "),
     }
 }
 
+/// `kinds` named, with counts ("2 x X25519 recipient, passphrase").
+fn count_kinds(kinds: &[StanzaKind]) -> String {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for kind in kinds {
+        let name = match kind {
+            StanzaKind::Passphrase(_) => "passphrase".to_string(),
+            other => other.to_string(),
+        };
+        match counts.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, count)) => *count += 1,
+            None => counts.push((name, 1)),
+        }
+    }
+    counts
+        .into_iter()
+        .map(|(name, count)| {
+            if count == 1 {
+                name
+            } else {
+                format!("{count} x {name}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What a rekey of an opened v2 file needs: the preamble, which slot the file key opened, and
+/// the newest generation among the slots that key authenticates.
 #[derive(Clone, Copy, Debug)]
 struct RekeyState {
     preamble: Preamble,
     preamble_bytes: [u8; v2::PREAMBLE_LEN],
     opened_slot: usize,
-    next_generation: u64,
+    newest_generation: u64,
 }
 
 /// A verified (or freshly sealed) container: its facts, and the keys its stream runs with.
@@ -447,6 +590,9 @@ pub struct Opened {
     secret: FileSecret,
     keys: StreamKeys,
     rekey: Option<RekeyState>,
+    /// Whether the body's first and last chunk tags verified under this file key when it
+    /// was opened (a rekey needs that proof before it writes anything).
+    body_checked: bool,
 }
 
 impl std::fmt::Debug for Opened {
@@ -515,7 +661,7 @@ pub fn seal(
         counter,
         slot_len: Preamble::slot_len_for(v2::slot_bytes_needed(&stanzas)),
     };
-    let (header, rekey) = v2_header(preamble, &stanzas, &file_key, 1);
+    let (header, rekey) = v2_header(preamble, &stanzas, &file_key, FIRST_GENERATION);
     let keys = V2Keys::stream(&file_key, &rekey.preamble_bytes, params);
     let opened = Opened {
         info: HeaderInfo {
@@ -524,13 +670,18 @@ pub fn seal(
             counter,
             header_len: header.len(),
             access: Access::V2 {
-                stanzas: stanzas.iter().map(Stanza::kind).collect::<Result<_, _>>()?,
-                older: None,
+                slots: vec![SlotInfo {
+                    position: 0,
+                    generation: FIRST_GENERATION,
+                    stanzas: stanzas.iter().map(Stanza::kind).collect::<Result<_, _>>()?,
+                }],
+                ignored: Vec::new(),
             },
         },
         secret: file_key,
         keys,
         rekey: Some(rekey),
+        body_checked: false,
     };
     Ok((header, opened))
 }
@@ -590,9 +741,41 @@ fn v2_header(
         preamble,
         preamble_bytes,
         opened_slot: 0,
-        next_generation: generation + 1,
+        newest_generation: generation,
     };
     (header, state)
+}
+
+/// The hostile-input harness's forger (docs/FORMAT.md, "Opening a file"): `file` with slot
+/// `position` replaced by a valid slot of `generation` whose stanzas, for `recipients`, wrap a
+/// fresh file key of the forger's own, with a correct tag under that key. Someone who knows
+/// only public recipients can make it; readers must not let it replace or shadow the real slot.
+#[cfg(any(test, feature = "testing"))]
+pub(crate) fn plant_slot(
+    file: &[u8],
+    position: usize,
+    recipients: &[Recipient],
+    generation: u64,
+) -> Result<Vec<u8>, ContainerError> {
+    let first: &[u8; 32] = file
+        .get(..32)
+        .and_then(|b| b.try_into().ok())
+        .ok_or(ContainerError::TruncatedHeader)?;
+    let header = V2Header::read(first, &mut &file[32..])?;
+    let forged_key = FileSecret::random()?;
+    let stanzas = make_stanzas(recipients, &forged_key)?;
+    let slot = v2::encode_slot(
+        &header.preamble_bytes,
+        header.preamble.slot_len,
+        generation,
+        &stanzas,
+        &V2Keys::new(&forged_key),
+    )
+    .ok_or_else(|| ContainerError::BadRecipients("the forged stanzas do not fit".into()))?;
+    let at = header.preamble.slot_offset(position);
+    let mut out = file.to_vec();
+    out[at..at + slot.len()].copy_from_slice(&slot);
+    Ok(out)
 }
 
 #[cfg(test)]

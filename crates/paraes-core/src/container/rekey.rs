@@ -1,12 +1,15 @@
 //! Rekey without re-encrypting: new stanzas wrap the same file key D, so the body and its
-//! tags stay as they are. In place, the new slot goes into the idle slot and is made durable
-//! before the old slot is wiped: a crash, kill or full disk at any point leaves a file that the
-//! old or the new keys open. When the new stanzas do not fit, the caller writes a new file
-//! with a larger header and the same body, and renames it over the old one.
+//! tags stay as they are. In place, the new slot is published into the idle slot (written with
+//! a zero generation, which does not parse, then its generation) and read back before the old
+//! slot is wiped (generation first): a crash, kill or full disk at any point leaves a file that
+//! the old or the new keys open, and no torn slot parses. When the new stanzas do not fit, the
+//! caller writes a new file with a larger header and the same body, checks it, and renames it
+//! over the old one. docs/FORMAT.md, "Rekey without re-encrypting".
 
+use super::body::BodyAccess;
 use super::stanza::Stanza;
-use super::v2::{self, Preamble, V2Keys};
-use super::{make_stanzas, v2_header, ContainerError, Opened, Recipient};
+use super::v2::{self, Preamble, V2Keys, GENERATION_LEN, MAX_GENERATION};
+use super::{make_stanzas, v2_header, ContainerError, Opened, Parsed, Recipient};
 
 /// One write of an in-place rekey: `bytes` at byte `offset` of the container.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -17,13 +20,33 @@ pub struct HeaderWrite {
     pub bytes: Vec<u8>,
 }
 
+/// An in-place rekey: apply `publish` in order, each write durable (fsync) before the next;
+/// read the header back and [`Opened::confirm_rekey`] it; only then apply `wipe` the same way.
+#[derive(Clone, Debug)]
+pub struct InPlace {
+    /// The idle slot's generation zeroed (a damaged or unverified slot stops parsing before
+    /// anything else changes), the new slot with its generation field zero, then the
+    /// generation alone (one aligned 8-byte write inside one 512-byte sector).
+    pub publish: [HeaderWrite; 3],
+    /// The old slot's generation zeroed (so it stops parsing at once), then the rest of it.
+    pub wipe: [HeaderWrite; 2],
+}
+
+impl InPlace {
+    /// Every write, in the order they are made.
+    pub fn writes(&self) -> impl Iterator<Item = &HeaderWrite> {
+        self.publish.iter().chain(&self.wipe)
+    }
+}
+
 /// How to carry out a rekey.
 #[derive(Clone, Debug)]
 pub enum Rekey {
-    /// Apply the writes in order, making each durable (fsync) before the next.
-    InPlace(Vec<HeaderWrite>),
+    /// The new stanzas fit the header's idle slot.
+    InPlace(InPlace),
     /// The new stanzas need a larger header: write `header`, then the old file's bytes from
-    /// `body_offset` to its end, to a new file, and rename it over the old one.
+    /// `body_offset` to its end, to a new file, [`Opened::confirm_rekey`] it, and rename it
+    /// over the old one.
     Rewrite {
         /// The new header.
         header: Vec<u8>,
@@ -32,53 +55,11 @@ pub enum Rekey {
     },
 }
 
-impl Opened {
-    /// Replaces the stanzas with new ones for `recipients`, keeping the file key, the body and
-    /// every chunk tag. Format v1 files cannot be rekeyed (their body key is the user's key).
-    pub fn rekey(&self, recipients: &[Recipient]) -> Result<Rekey, ContainerError> {
-        let Some(state) = self.rekey else {
-            return Err(ContainerError::BadRecipients(
-                "a format v1 file cannot be rekeyed (its body is encrypted with the user's key \
-                 itself): decrypt it and encrypt it again"
-                    .into(),
-            ));
-        };
-        let stanzas: Vec<Stanza> = make_stanzas(recipients, &self.secret)?;
-        let slot = v2::encode_slot(
-            &state.preamble_bytes,
-            state.preamble.slot_len,
-            state.next_generation,
-            &stanzas,
-            &V2Keys::new(&self.secret),
-        );
-        match slot {
-            Some(slot) => {
-                let idle = 1 - state.opened_slot;
-                Ok(Rekey::InPlace(vec![
-                    HeaderWrite {
-                        offset: state.preamble.slot_offset(idle) as u64,
-                        bytes: slot,
-                    },
-                    HeaderWrite {
-                        offset: state.preamble.slot_offset(state.opened_slot) as u64,
-                        bytes: vec![0; state.preamble.slot_len],
-                    },
-                ]))
-            }
-            None => {
-                let preamble = Preamble {
-                    slot_len: Preamble::slot_len_for(v2::slot_bytes_needed(&stanzas)),
-                    ..state.preamble
-                };
-                let (header, _) =
-                    v2_header(preamble, &stanzas, &self.secret, state.next_generation);
-                Ok(Rekey::Rewrite {
-                    header,
-                    body_offset: state.preamble.header_len() as u64,
-                })
-            }
-        }
-    }
+/// Where a rekey's new slot lies and which generation it has (for the read-back check).
+#[derive(Clone, Copy, Debug)]
+struct NewSlot {
+    position: usize,
+    generation: u64,
 }
 
 impl Rekey {
@@ -86,9 +67,9 @@ impl Rekey {
     /// tests and small files).
     pub fn apply_to(&self, old: &[u8]) -> Vec<u8> {
         match self {
-            Rekey::InPlace(writes) => {
+            Rekey::InPlace(in_place) => {
                 let mut out = old.to_vec();
-                for write in writes {
+                for write in in_place.writes() {
                     let at = write.offset as usize;
                     out[at..at + write.bytes.len()].copy_from_slice(&write.bytes);
                 }
@@ -102,6 +83,142 @@ impl Rekey {
                 out.extend_from_slice(&old[*body_offset as usize..]);
                 out
             }
+        }
+    }
+}
+
+impl Opened {
+    /// Replaces the stanzas with new ones for `recipients`, keeping the file key, the body and
+    /// every chunk tag. Needs a file opened with its body at hand (the body check proved that
+    /// D is the body's key); the new generation is one more than the newest the file key
+    /// authenticates. Format v1 files cannot be rekeyed (their body key is the user's key).
+    pub fn rekey(&self, recipients: &[Recipient]) -> Result<Rekey, ContainerError> {
+        let Some(state) = self.rekey else {
+            return Err(ContainerError::BadRecipients(
+                "a format v1 file cannot be rekeyed (its body is encrypted with the user's key \
+                 itself): decrypt it and encrypt it again"
+                    .into(),
+            ));
+        };
+        if !self.body_checked {
+            return Err(ContainerError::RekeyNotConfirmed(
+                "the body was not checked against the file key before the rekey: rekey a \
+                 container file, not a stream"
+                    .into(),
+            ));
+        }
+        let generation = state
+            .newest_generation
+            .checked_add(1)
+            .filter(|g| *g <= MAX_GENERATION)
+            .ok_or(ContainerError::GenerationExhausted)?;
+        let stanzas: Vec<Stanza> = make_stanzas(recipients, &self.secret)?;
+        let slot = v2::encode_slot(
+            &state.preamble_bytes,
+            state.preamble.slot_len,
+            generation,
+            &stanzas,
+            &V2Keys::new(&self.secret),
+        );
+        match slot {
+            Some(mut slot) => {
+                let idle = state.preamble.slot_offset(1 - state.opened_slot) as u64;
+                let old = state.preamble.slot_offset(state.opened_slot) as u64;
+                let generation_bytes = slot[..GENERATION_LEN].to_vec();
+                slot[..GENERATION_LEN].fill(0);
+                let slot_len = state.preamble.slot_len;
+                Ok(Rekey::InPlace(InPlace {
+                    publish: [
+                        HeaderWrite {
+                            offset: idle,
+                            bytes: vec![0; GENERATION_LEN],
+                        },
+                        HeaderWrite {
+                            offset: idle,
+                            bytes: slot,
+                        },
+                        HeaderWrite {
+                            offset: idle,
+                            bytes: generation_bytes,
+                        },
+                    ],
+                    wipe: [
+                        HeaderWrite {
+                            offset: old,
+                            bytes: vec![0; GENERATION_LEN],
+                        },
+                        HeaderWrite {
+                            offset: old + GENERATION_LEN as u64,
+                            bytes: vec![0; slot_len - GENERATION_LEN],
+                        },
+                    ],
+                }))
+            }
+            None => {
+                let preamble = Preamble {
+                    slot_len: Preamble::slot_len_for(v2::slot_bytes_needed(&stanzas)),
+                    ..state.preamble
+                };
+                let (header, _) = v2_header(preamble, &stanzas, &self.secret, generation);
+                Ok(Rekey::Rewrite {
+                    header,
+                    body_offset: state.preamble.header_len() as u64,
+                })
+            }
+        }
+    }
+
+    /// Checks what a rekey wrote, read back from the rekeyed container (after `publish` for
+    /// in place, before the rename for a rewrite): the same preamble, the new slot in its
+    /// place with its generation and a tag that verifies under this file's key, and the
+    /// body's first and last chunk tags verifying under it.
+    pub fn confirm_rekey(
+        &self,
+        rekey: &Rekey,
+        rekeyed: BodyAccess<'_>,
+    ) -> Result<(), ContainerError> {
+        let fail = |why: &str| ContainerError::RekeyNotConfirmed(why.to_owned());
+        let Some(state) = self.rekey else {
+            return Err(fail("a format v1 file cannot be rekeyed"));
+        };
+        let expected = match rekey {
+            Rekey::InPlace(in_place) => NewSlot {
+                position: 1 - state.opened_slot,
+                generation: u64::from_be_bytes(
+                    in_place.publish[2].bytes[..]
+                        .try_into()
+                        .map_err(|_| fail("no generation"))?,
+                ),
+            },
+            Rekey::Rewrite { header, .. } => NewSlot {
+                position: 0,
+                generation: u64::from_be_bytes(
+                    header[v2::PREAMBLE_LEN..v2::PREAMBLE_LEN + GENERATION_LEN]
+                        .try_into()
+                        .expect("8 bytes"),
+                ),
+            },
+        };
+        let header = rekeyed.read_header()?;
+        let Parsed::V2(parsed) = &header.parsed else {
+            return Err(fail("the header read back is not format v2"));
+        };
+        if parsed.preamble_bytes[..32] != state.preamble_bytes[..32] {
+            return Err(fail("the preamble read back differs"));
+        }
+        let slot = parsed
+            .slots
+            .iter()
+            .find(|s| s.index == expected.position && s.generation == expected.generation)
+            .ok_or_else(|| fail("the new stanza slot is not there"))?;
+        let opened = header
+            .open_v2_slot(parsed, slot, self.secret.clone())
+            .ok_or_else(|| fail("the new stanza slot's tag does not verify"))?;
+        let body_start = header.info.header_len as u64;
+        match rekeyed.ends_verify(header.info.params, body_start, opened.authenticator())? {
+            Some(true) => Ok(()),
+            Some(false) => Err(fail("the body's chunk tags do not verify")),
+            None => Err(fail("the body's length is not one a writer makes")),
         }
     }
 }

@@ -44,9 +44,13 @@ fn encrypt(recipients: &[Recipient], plain: &[u8]) -> Vec<u8> {
 }
 
 fn decrypt(file: &[u8], identities: Vec<Identity>) -> Result<Vec<u8>, String> {
+    decrypt_with(file, &Unlock::new(identities))
+}
+
+fn decrypt_with(file: &[u8], unlock: &Unlock) -> Result<Vec<u8>, String> {
     let mut input = file;
     let opened = UnverifiedHeader::read(&mut input)
-        .and_then(|h| h.open(&Unlock::new(identities)))
+        .and_then(|h| h.open(unlock, BodyAccess::Bytes(file)))
         .map_err(|e| e.to_string())?;
     let engine = CpuEngine::new(Some(1)).unwrap();
     let spec = opened.stream_spec(&engine, Direction::Decrypt);
@@ -314,10 +318,13 @@ fn costly_passphrase_stanzas_are_refused_before_argon2_runs() {
     });
     let opened = UnverifiedHeader::read(&mut &costly_mixed[..])
         .unwrap()
-        .open(&Unlock::new(vec![
-            Identity::Passphrase(passphrase("a")),
-            Identity::Key(key(1)),
-        ]));
+        .open(
+            &Unlock::new(vec![
+                Identity::Passphrase(passphrase("a")),
+                Identity::Key(key(1)),
+            ]),
+            BodyAccess::Bytes(&costly_mixed),
+        );
     // The slot tag covers the changed parameters, so the key's stanza opens but the header
     // does not verify: refused as damaged, never by running the costly Argon2id.
     assert!(
@@ -328,7 +335,7 @@ fn costly_passphrase_stanzas_are_refused_before_argon2_runs() {
     unlock.max_kdf_mib = 0;
     let err = UnverifiedHeader::read(&mut &file[..])
         .unwrap()
-        .open(&unlock)
+        .open(&unlock, BodyAccess::Bytes(&file))
         .unwrap_err();
     assert!(matches!(err, ContainerError::KdfTooCostly { .. }), "{err}");
 }
@@ -368,7 +375,10 @@ fn open_with_secret_checks_the_header() {
     let file = encrypt(&[Recipient::Key(key(1))], &plain());
     let opened = UnverifiedHeader::read(&mut &file[..])
         .unwrap()
-        .open(&Unlock::new(vec![Identity::Key(key(1))]))
+        .open(
+            &Unlock::new(vec![Identity::Key(key(1))]),
+            BodyAccess::Stream,
+        )
         .unwrap();
     let again = UnverifiedHeader::read(&mut &file[..])
         .unwrap()
@@ -385,7 +395,7 @@ fn open_with_secret_checks_the_header() {
 fn open_file(file: &[u8], identity: Identity) -> Opened {
     UnverifiedHeader::read(&mut &file[..])
         .unwrap()
-        .open(&Unlock::new(vec![identity]))
+        .open(&Unlock::new(vec![identity]), BodyAccess::Bytes(file))
         .unwrap()
 }
 
@@ -456,7 +466,7 @@ fn rekey_that_does_not_fit_rewrites_the_header_and_keeps_the_body() {
 fn an_interrupted_rekey_leaves_a_file_the_old_or_the_new_key_opens() {
     let data = plain();
     let file = encrypt(&[Recipient::Key(key(1))], &data);
-    let Rekey::InPlace(writes) = open_file(&file, Identity::Key(key(1)))
+    let Rekey::InPlace(in_place) = open_file(&file, Identity::Key(key(1)))
         .rekey(&[Recipient::Key(key(2))])
         .unwrap()
     else {
@@ -464,11 +474,10 @@ fn an_interrupted_rekey_leaves_a_file_the_old_or_the_new_key_opens() {
     };
     let mut states = 0;
     let mut current = file.clone();
-    for write in &writes {
+    for write in in_place.writes() {
         let len = write.bytes.len();
-        let cuts = (0..=len)
-            .step_by(37)
-            .chain([1, 9, 10, 13, 77, 100, len - 1, len]);
+        // Every byte offset: the reader refuses no torn state (no override needed).
+        let cuts = 0..=len;
         for cut in cuts.filter(|&c| c <= len) {
             let mut torn = current.clone();
             let at = write.offset as usize;
@@ -502,7 +511,10 @@ fn format_v1_headers_still_open() {
     assert_eq!(parsed.info().version, 1);
     assert_eq!(parsed.info().header_len, header.len());
     let opened = parsed
-        .open(&Unlock::new(vec![Identity::Key(k.clone())]))
+        .open(
+            &Unlock::new(vec![Identity::Key(k.clone())]),
+            BodyAccess::Stream,
+        )
         .unwrap();
     assert_eq!(
         opened.body_key().as_bytes(),
@@ -510,11 +522,10 @@ fn format_v1_headers_still_open() {
         "v1's body key is K"
     );
     assert!(opened.rekey(&[Recipient::Key(k.clone())]).is_err());
-    let wrong = UnverifiedHeader::read(&mut &header[..])
-        .unwrap()
-        .open(&Unlock::new(vec![Identity::Key(
-            Key::new(&[8; 24]).unwrap(),
-        )]));
+    let wrong = UnverifiedHeader::read(&mut &header[..]).unwrap().open(
+        &Unlock::new(vec![Identity::Key(Key::new(&[8; 24]).unwrap())]),
+        BodyAccess::Stream,
+    );
     assert!(matches!(
         wrong,
         Err(ContainerError::WrongKeyOrDamagedHeader)
@@ -522,8 +533,270 @@ fn format_v1_headers_still_open() {
     for i in 0..header.len() {
         let mut bad = header.clone();
         bad[i] ^= 0x10;
-        let refused = UnverifiedHeader::read(&mut &bad[..])
-            .and_then(|h| h.open(&Unlock::new(vec![Identity::Key(k.clone())])));
+        let refused = UnverifiedHeader::read(&mut &bad[..]).and_then(|h| {
+            h.open(
+                &Unlock::new(vec![Identity::Key(k.clone())]),
+                BodyAccess::Stream,
+            )
+        });
         assert!(refused.is_err(), "v1 flip of byte {i} accepted");
     }
+}
+
+/// Offset of slot `position` (0 or 1) in `file`.
+fn slot_offset(file: &[u8], position: usize) -> usize {
+    let header = V2Header::read(file[..32].try_into().unwrap(), &mut &file[32..]).unwrap();
+    header.preamble.slot_offset(position)
+}
+
+/// `file` with `bytes` written at `at`.
+fn planted(file: &[u8], at: usize, bytes: &[u8]) -> Vec<u8> {
+    let mut out = file.to_vec();
+    out[at..at + bytes.len()].copy_from_slice(bytes);
+    out
+}
+
+/// The 13 bytes of issue 25's P0: a slot of generation `generation` with one empty stanza of
+/// an unknown kind, planted in the idle slot by someone with no key.
+fn planted_generation(file: &[u8], generation: u64) -> Vec<u8> {
+    let mut slot = generation.to_be_bytes().to_vec();
+    slot.extend_from_slice(&[0, 1, 9, 0, 0]);
+    planted(file, slot_offset(file, 1), &slot)
+}
+
+fn allowing(identities: Vec<Identity>) -> Unlock {
+    Unlock {
+        allow_unverified_slot: true,
+        ..Unlock::new(identities)
+    }
+}
+
+/// Rekeys the whole container `file` (opened with `unlock`) to `recipients`, in memory.
+fn rekeyed(file: &[u8], unlock: &Unlock, recipients: &[Recipient]) -> Result<Vec<u8>, String> {
+    let opened = UnverifiedHeader::read(&mut &file[..])
+        .and_then(|h| h.open(unlock, BodyAccess::Bytes(file)))
+        .map_err(|e| e.to_string())?;
+    let plan = opened.rekey(recipients).map_err(|e| e.to_string())?;
+    let out = plan.apply_to(file);
+    opened
+        .confirm_rekey(&plan, BodyAccess::Bytes(&out))
+        .map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+#[test]
+fn a_planted_slot_of_generation_2_pow_64_minus_1_is_ignored_and_rekey_keeps_the_file() {
+    let data = plain();
+    let file = planted_generation(&encrypt(&[Recipient::Key(key(1))], &data), u64::MAX);
+    // It does not parse, so it changes nothing: the file opens, and two rekeys in a row
+    // leave a file the newest key opens (the old code wrapped the generation to 0 and lost it).
+    assert_eq!(decrypt(&file, vec![Identity::Key(key(1))]).unwrap(), data);
+    let once = rekeyed(
+        &file,
+        &Unlock::new(vec![Identity::Key(key(1))]),
+        &[Recipient::Key(key(2))],
+    )
+    .unwrap();
+    assert_eq!(decrypt(&once, vec![Identity::Key(key(2))]).unwrap(), data);
+    let twice = rekeyed(
+        &once,
+        &Unlock::new(vec![Identity::Key(key(2))]),
+        &[Recipient::Key(key(3))],
+    )
+    .unwrap();
+    assert_eq!(decrypt(&twice, vec![Identity::Key(key(3))]).unwrap(), data);
+}
+
+#[test]
+fn a_planted_slot_of_generation_2_pow_64_minus_2_is_refused_and_never_sets_the_generation() {
+    let data = plain();
+    let file = planted_generation(&encrypt(&[Recipient::Key(key(1))], &data), u64::MAX - 1);
+    // It parses but no key authenticates it: refused by default, named as such.
+    let refused = decrypt(&file, vec![Identity::Key(key(1))]).unwrap_err();
+    assert!(refused.contains("does not authenticate"), "{refused}");
+    // With the override, the rekey takes its generation from the slot the key opened (2, not
+    // 2^64 - 1) and overwrites the planted slot; each file after it opens with no override.
+    let once = rekeyed(
+        &file,
+        &allowing(vec![Identity::Key(key(1))]),
+        &[Recipient::Key(key(2))],
+    )
+    .unwrap();
+    assert_eq!(decrypt(&once, vec![Identity::Key(key(2))]).unwrap(), data);
+    assert!(decrypt(&once, vec![Identity::Key(key(1))]).is_err());
+    let twice = rekeyed(
+        &once,
+        &Unlock::new(vec![Identity::Key(key(2))]),
+        &[Recipient::Key(key(3))],
+    )
+    .unwrap();
+    assert_eq!(decrypt(&twice, vec![Identity::Key(key(3))]).unwrap(), data);
+    let header = UnverifiedHeader::read(&mut &twice[..]).unwrap();
+    let Access::V2 { slots, .. } = &header.info().access else {
+        panic!("v2");
+    };
+    assert_eq!(slots.len(), 1);
+    assert_eq!(slots[0].generation, 3, "1, then 2, then 3");
+}
+
+#[test]
+fn a_valid_slot_planted_for_the_victims_recipient_is_refused_and_never_replaces_the_real_one() {
+    let data = plain();
+    let victim = SecretIdentity::generate_x25519().unwrap();
+    let file = encrypt(&[Recipient::Public(victim.recipient())], &data);
+    // The attacker knows only the victim's public recipient: a slot of generation 7 wrapping
+    // a file key D' of their own, with a correct tag under D'.
+    let attacked = plant_slot(&file, 1, &[Recipient::Public(victim.recipient())], 7).unwrap();
+    let me = || vec![Identity::Secret(victim.clone())];
+    // By default: refused (the slots disagree), before any rekey writes anything.
+    let refused = decrypt(&attacked, me()).unwrap_err();
+    assert!(refused.contains("does not authenticate"), "{refused}");
+    let refused = rekeyed(&attacked, &Unlock::new(me()), &[Recipient::Key(key(2))]).unwrap_err();
+    assert!(refused.contains("does not authenticate"), "{refused}");
+    // With the override: the planted D' fails the body check, so the real slot opens the
+    // file; the rekey overwrites the planted slot and the new key opens the file.
+    assert_eq!(decrypt_with(&attacked, &allowing(me())).unwrap(), data);
+    let after = rekeyed(&attacked, &allowing(me()), &[Recipient::Key(key(2))]).unwrap();
+    assert_eq!(decrypt(&after, vec![Identity::Key(key(2))]).unwrap(), data);
+    // Where the body cannot be read ahead (a pipe), the planted key is not taken silently
+    // either: the pipeline's first chunk tag refuses it.
+    let streamed = UnverifiedHeader::read(&mut &attacked[..])
+        .unwrap()
+        .open(&allowing(me()), BodyAccess::Stream);
+    if let Ok(opened) = streamed {
+        let engine = CpuEngine::new(Some(1)).unwrap();
+        let spec = opened.stream_spec(&engine, Direction::Decrypt);
+        let body = &attacked[header_len(&attacked)..];
+        assert!(pipeline::run(&spec, &mut &body[..], &mut Vec::new(), &|_| {}).is_err());
+    }
+}
+
+/// Issue 25's P1: two slots that wrap different file keys, each with a valid tag under its
+/// own key (Alice's and Bob's), so the file could show each a different authenticated
+/// plaintext. Each recipient's reader refuses it.
+#[test]
+fn two_slots_wrapping_different_file_keys_are_refused_for_either_recipient() {
+    let data = plain();
+    let alice = SecretIdentity::generate_x25519().unwrap();
+    let bob = SecretIdentity::generate_x25519().unwrap();
+    let file = encrypt(&[Recipient::Public(alice.recipient())], &data);
+    let two_faced = plant_slot(&file, 1, &[Recipient::Public(bob.recipient())], 1).unwrap();
+    for (who, id) in [("alice", &alice), ("bob", &bob)] {
+        for body in [BodyAccess::Bytes(&two_faced), BodyAccess::Stream] {
+            let opened = UnverifiedHeader::read(&mut &two_faced[..])
+                .unwrap()
+                .open(&Unlock::new(vec![Identity::Secret(id.clone())]), body);
+            assert!(
+                matches!(
+                    opened,
+                    Err(ContainerError::UnverifiedSlot | ContainerError::BodyKeyMismatch)
+                ),
+                "{who} {body:?}: {opened:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn rekey_refuses_a_generation_past_2_pow_64_minus_2() {
+    let (_, sealed) = seal(params(Mode::Ctr), &[Recipient::Key(key(1))]).unwrap();
+    let state = sealed.rekey.unwrap();
+    let (header, _) = v2_header(
+        state.preamble,
+        &make_stanzas(&[Recipient::Key(key(1))], &sealed.secret).unwrap(),
+        &sealed.secret,
+        v2::MAX_GENERATION,
+    );
+    let engine = CpuEngine::new(Some(1)).unwrap();
+    let spec = sealed.stream_spec(&engine, Direction::Encrypt);
+    let mut file = header;
+    pipeline::run(&spec, &mut &plain()[..], &mut file, &|_| {}).unwrap();
+    assert_eq!(
+        decrypt(&file, vec![Identity::Key(key(1))]).unwrap(),
+        plain()
+    );
+    let refused = rekeyed(
+        &file,
+        &Unlock::new(vec![Identity::Key(key(1))]),
+        &[Recipient::Key(key(2))],
+    )
+    .unwrap_err();
+    assert!(refused.contains("generation is at its limit"), "{refused}");
+}
+
+#[test]
+fn rekey_needs_the_body_checked_and_confirms_what_it_wrote() {
+    let data = plain();
+    let file = encrypt(&[Recipient::Key(key(1))], &data);
+    let streamed = UnverifiedHeader::read(&mut &file[..])
+        .unwrap()
+        .open(
+            &Unlock::new(vec![Identity::Key(key(1))]),
+            BodyAccess::Stream,
+        )
+        .unwrap();
+    assert!(matches!(
+        streamed.rekey(&[Recipient::Key(key(2))]),
+        Err(ContainerError::RekeyNotConfirmed(_))
+    ));
+    let opened = open_file(&file, Identity::Key(key(1)));
+    let plan = opened.rekey(&[Recipient::Key(key(2))]).unwrap();
+    let Rekey::InPlace(in_place) = &plan else {
+        panic!("fits in place");
+    };
+    // What publish wrote, read back: confirmed; with a byte of the new slot lost: refused.
+    let mut published = file.clone();
+    for write in &in_place.publish {
+        let at = write.offset as usize;
+        published[at..at + write.bytes.len()].copy_from_slice(&write.bytes);
+    }
+    opened
+        .confirm_rekey(&plan, BodyAccess::Bytes(&published))
+        .unwrap();
+    let mut lost = published.clone();
+    lost[in_place.publish[1].offset as usize + 20] ^= 1;
+    assert!(opened
+        .confirm_rekey(&plan, BodyAccess::Bytes(&lost))
+        .is_err());
+    // A rewrite whose body copy lost its last byte is refused before any rename.
+    let big: Vec<Recipient> = (0..4)
+        .map(|_| Recipient::Public(SecretIdentity::generate_hybrid().unwrap().recipient()))
+        .collect();
+    let plan = opened.rekey(&big).unwrap();
+    assert!(matches!(plan, Rekey::Rewrite { .. }));
+    let copy = plan.apply_to(&file);
+    opened
+        .confirm_rekey(&plan, BodyAccess::Bytes(&copy))
+        .unwrap();
+    assert!(opened
+        .confirm_rekey(&plan, BodyAccess::Bytes(&copy[..copy.len() - 1]))
+        .is_err());
+}
+
+#[test]
+fn the_argon2_cap_holds_for_both_slots_together() {
+    let data = plain();
+    let cost = cheap(1).cost_mib();
+    let file = encrypt(&[Recipient::Passphrase(passphrase("a"), cheap(1))], &data);
+    // A rekey interrupted after publishing: both slots hold a passphrase stanza.
+    let Rekey::InPlace(in_place) = open_file(&file, Identity::Passphrase(passphrase("a")))
+        .rekey(&[Recipient::Passphrase(passphrase("b"), cheap(2))])
+        .unwrap()
+    else {
+        panic!("fits in place");
+    };
+    let mut both = file.clone();
+    for write in &in_place.publish {
+        let at = write.offset as usize;
+        both[at..at + write.bytes.len()].copy_from_slice(&write.bytes);
+    }
+    let capped = |cap: u64| Unlock {
+        max_kdf_mib: cap,
+        ..Unlock::new(vec![Identity::Passphrase(passphrase("a"))])
+    };
+    assert_eq!(decrypt_with(&both, &capped(2 * cost)).unwrap(), data);
+    let refused = decrypt_with(&both, &capped(2 * cost - 1)).unwrap_err();
+    assert!(refused.contains("in all, above the cap"), "{refused}");
+    // One slot alone stays within a cap of one stanza's cost.
+    assert_eq!(decrypt_with(&file, &capped(cost)).unwrap(), data);
 }

@@ -24,6 +24,11 @@ pub(crate) const HEADER_ALIGN: usize = 4096;
 pub(crate) const MAX_SLOT_LEN: usize = 1 << 20;
 /// Most stanzas in a slot.
 pub(crate) const MAX_STANZAS: usize = 255;
+/// The largest generation a slot may hold: 2^64 - 1, like 0, marks a slot that does not parse
+/// (a torn or planted one), so a checked add can never wrap into either.
+pub(crate) const MAX_GENERATION: u64 = u64::MAX - 1;
+/// Bytes of a slot's generation field, its first bytes.
+pub(crate) const GENERATION_LEN: usize = 8;
 /// Bytes of a slot tag.
 const SLOT_TAG_LEN: usize = 32;
 /// Slot bytes before the stanzas: generation (8) and stanza count (2).
@@ -201,7 +206,8 @@ pub(crate) fn encode_slot(
 }
 
 /// Parses one slot. `Ok(None)`: empty (all zero). A slot that does not parse is an error for
-/// that slot only: the other may still open the file (a rekey interrupted mid-write).
+/// that slot only: the other may still open the file (a rekey interrupted mid-write). A
+/// generation of 0 (a slot being published or wiped) or 2^64 - 1 does not parse.
 fn parse_slot(index: usize, bytes: Vec<u8>) -> Result<Option<Slot>, String> {
     if bytes.iter().all(|&b| b == 0) {
         return Ok(None);
@@ -210,7 +216,7 @@ fn parse_slot(index: usize, bytes: Vec<u8>) -> Result<Option<Slot>, String> {
     let count = usize::from(u16::from_be_bytes(
         bytes[8..10].try_into().expect("2 bytes"),
     ));
-    if generation == 0 || count == 0 || count > MAX_STANZAS {
+    if !(1..=MAX_GENERATION).contains(&generation) || count == 0 || count > MAX_STANZAS {
         return Err(format!("generation {generation} with {count} stanzas"));
     }
     let mut stanzas = Vec::with_capacity(count);
@@ -250,12 +256,14 @@ fn parse_slot(index: usize, bytes: Vec<u8>) -> Result<Option<Slot>, String> {
     }))
 }
 
-/// A v2 header as read: preamble and the slots that parse, newest first.
+/// A v2 header as read: preamble, the slots that parse (newest first: an order that saves
+/// work, never one that decides anything), and the positions of those that do not, with why.
 #[derive(Debug)]
 pub(crate) struct V2Header {
     pub(crate) preamble: Preamble,
     pub(crate) preamble_bytes: [u8; PREAMBLE_LEN],
     pub(crate) slots: Vec<Slot>,
+    pub(crate) ignored: Vec<(usize, String)>,
 }
 
 impl V2Header {
@@ -273,14 +281,15 @@ impl V2Header {
             match parse_slot(index, bytes) {
                 Ok(Some(slot)) => slots.push(slot),
                 Ok(None) => {}
-                Err(why) => damaged.push(why),
+                Err(why) => damaged.push((index, why)),
             }
         }
         if slots.is_empty() {
             return Err(ContainerError::BadHeader(if damaged.is_empty() {
                 "no stanzas: nothing can open this file".into()
             } else {
-                format!("no readable stanza slot ({})", damaged.join("; "))
+                let whys: Vec<&str> = damaged.iter().map(|(_, why)| why.as_str()).collect();
+                format!("no readable stanza slot ({})", whys.join("; "))
             }));
         }
         slots.sort_by_key(|slot| std::cmp::Reverse(slot.generation));
@@ -288,6 +297,7 @@ impl V2Header {
             preamble,
             preamble_bytes,
             slots,
+            ignored: damaged,
         })
     }
 }

@@ -1,0 +1,356 @@
+//! The findings of issue 25's hostile review of format v2, end to end through the binary: a
+//! planted idle slot (generation 2^64-1 or 2^64-2, or a valid slot for the victim's public
+//! recipient) never lets a rekey destroy the file; two slots that wrap different file keys
+//! (one file, two authenticated plaintexts) are refused; `--show-data-key` never prints a v1
+//! user key; a rekey through a link rekeys the link's target and refuses hard-linked files on
+//! the rewrite path; `info` trusts no slot and reports temporaries a killed rekey left.
+
+use paraes_core::container::{parse_recipients, Recipient};
+use paraes_core::fuzzing::plant_slot;
+
+use crate::common::{assert_error, assert_success, seeded_bytes, Scratch, V1_FIXTURES};
+
+/// Offset of slot 1 in a container with one key-file stanza (a 4 KiB header).
+const SLOT_1: usize = 64 + 2016;
+
+/// A scratch directory with `plain.bin` sealed as `victim.paraes` for `old.key`.
+fn victim() -> (Scratch, Vec<u8>) {
+    let s = Scratch::new();
+    let plain = seeded_bytes(25, 50_000);
+    s.write("plain.bin", &plain);
+    for (name, seed) in [("old.key", 1), ("new.key", 2), ("newer.key", 3)] {
+        s.key_file(name, 256, seed, true);
+    }
+    let out = s.run(&[
+        "enc",
+        "-q",
+        "-k",
+        "old.key",
+        "plain.bin",
+        "-o",
+        "victim.paraes",
+    ]);
+    assert_success(&out, "enc");
+    (s, plain)
+}
+
+/// Plants the 13 bytes of issue 25's P0 (a slot of `generation` holding one empty stanza of an
+/// unknown kind) in slot 1 of `name`, as anyone with write access and no key can.
+fn plant_generation(s: &Scratch, name: &str, generation: u64) {
+    let mut file = s.read(name);
+    let mut slot = generation.to_be_bytes().to_vec();
+    slot.extend_from_slice(&[0, 1, 9, 0, 0]);
+    file[SLOT_1..SLOT_1 + slot.len()].copy_from_slice(&slot);
+    s.write(name, &file);
+}
+
+/// The plaintext `paraes dec -q NAME -o - UNLOCK...` writes, if it succeeds.
+fn opens(s: &Scratch, name: &str, unlock: &[&str]) -> Option<Vec<u8>> {
+    let out = s.run(&[&["dec", "-q", name, "-o", "-"][..], unlock].concat());
+    out.status.success().then_some(out.stdout)
+}
+
+fn rekey(s: &Scratch, args: &[&str]) -> std::process::Output {
+    s.run(&[&["rekey", "-q"][..], args].concat())
+}
+
+/// A new X25519 identity file `name`; returns its recipient.
+fn identity(s: &Scratch, name: &str) -> String {
+    assert_success(&s.run(&["keygen", "--x25519", "-o", name]), "keygen");
+    let out = s.run(&["keygen", "-y", name]);
+    assert_success(&out, "keygen -y");
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+fn public(recipient: &str) -> Recipient {
+    Recipient::Public(parse_recipients(recipient).unwrap().remove(0))
+}
+
+#[test]
+fn a_planted_generation_of_2_pow_64_minus_1_never_lets_rekey_destroy_the_file() {
+    let (s, plain) = victim();
+    plant_generation(&s, "victim.paraes", u64::MAX);
+    assert_success(
+        &s.run(&["verify", "-k", "old.key", "victim.paraes"]),
+        "verify",
+    );
+    let info = assert_success(&s.run(&["info", "victim.paraes"]), "info");
+    let info = info + &String::from_utf8_lossy(&s.run(&["info", "victim.paraes"]).stdout);
+    assert!(!info.contains("rekey"), "info advises a rekey: {info}");
+    let out = rekey(
+        &s,
+        &[
+            "-k",
+            "old.key",
+            "--new-key-file",
+            "new.key",
+            "victim.paraes",
+        ],
+    );
+    assert_success(&out, "first rekey");
+    assert_eq!(
+        opens(&s, "victim.paraes", &["-k", "new.key"]),
+        Some(plain.clone())
+    );
+    let out = rekey(
+        &s,
+        &[
+            "-k",
+            "new.key",
+            "--new-key-file",
+            "newer.key",
+            "victim.paraes",
+        ],
+    );
+    assert_success(&out, "second rekey");
+    assert_eq!(
+        opens(&s, "victim.paraes", &["-k", "newer.key"]),
+        Some(plain)
+    );
+}
+
+#[test]
+fn a_planted_generation_of_2_pow_64_minus_2_is_refused_and_rekey_takes_the_real_generation() {
+    let (s, plain) = victim();
+    plant_generation(&s, "victim.paraes", u64::MAX - 1);
+    for args in [
+        &["verify", "-k", "old.key", "victim.paraes"][..],
+        &["dec", "-k", "old.key", "victim.paraes", "-o", "out"],
+        &[
+            "rekey",
+            "-k",
+            "old.key",
+            "--new-key-file",
+            "new.key",
+            "victim.paraes",
+        ],
+    ] {
+        let err = assert_error(&s.run(args), args[0]);
+        assert!(err.contains("does not authenticate"), "{}: {err}", args[0]);
+        assert!(
+            err.contains("--allow-unverified-slot"),
+            "{}: {err}",
+            args[0]
+        );
+    }
+    assert!(!s.exists("out"));
+    // With the override, twice in a row: each rekey leaves a file the newest key opens
+    // without any override.
+    let out = rekey(
+        &s,
+        &[
+            "-k",
+            "old.key",
+            "--allow-unverified-slot",
+            "--new-key-file",
+            "new.key",
+            "victim.paraes",
+        ],
+    );
+    assert_success(&out, "rekey over the planted slot");
+    assert_eq!(
+        opens(&s, "victim.paraes", &["-k", "new.key"]),
+        Some(plain.clone())
+    );
+    let out = rekey(
+        &s,
+        &[
+            "-k",
+            "new.key",
+            "--new-key-file",
+            "newer.key",
+            "victim.paraes",
+        ],
+    );
+    assert_success(&out, "second rekey");
+    assert_eq!(
+        opens(&s, "victim.paraes", &["-k", "newer.key"]),
+        Some(plain)
+    );
+    let info = String::from_utf8(s.run(&["info", "victim.paraes"]).stdout).unwrap();
+    assert!(info.contains("generation 3"), "{info}");
+}
+
+#[test]
+fn a_valid_slot_planted_for_the_victims_recipient_never_replaces_the_real_one() {
+    let s = Scratch::new();
+    let plain = seeded_bytes(26, 50_000);
+    s.write("plain.bin", &plain);
+    s.key_file("new.key", 256, 2, true);
+    let me = identity(&s, "victim.id");
+    let out = s.run(&["enc", "-q", "-r", &me, "plain.bin", "-o", "victim.paraes"]);
+    assert_success(&out, "enc");
+    // Made from the victim's public recipient alone.
+    let planted = plant_slot(&s.read("victim.paraes"), 1, &[public(&me)], 7);
+    s.write("victim.paraes", &planted);
+    let err = assert_error(
+        &rekey(
+            &s,
+            &[
+                "-i",
+                "victim.id",
+                "--new-key-file",
+                "new.key",
+                "victim.paraes",
+            ],
+        ),
+        "rekey",
+    );
+    assert!(err.contains("does not authenticate"), "{err}");
+    assert_eq!(s.read("victim.paraes"), planted, "a refused rekey wrote");
+    let err = assert_error(
+        &s.run(&["verify", "-i", "victim.id", "victim.paraes"]),
+        "verify",
+    );
+    assert!(err.contains("does not authenticate"), "{err}");
+    // With the override the planted key fails the body check, so the real slot opens the
+    // file and the rekey overwrites the planted one.
+    let out = rekey(
+        &s,
+        &[
+            "-i",
+            "victim.id",
+            "--allow-unverified-slot",
+            "--new-key-file",
+            "new.key",
+            "victim.paraes",
+        ],
+    );
+    assert_success(&out, "rekey with the override");
+    assert_eq!(opens(&s, "victim.paraes", &["-k", "new.key"]), Some(plain));
+}
+
+#[test]
+fn a_file_with_slots_for_two_recipients_under_different_file_keys_is_refused() {
+    let s = Scratch::new();
+    s.write("order.txt", b"TRANSFER 100 EUR TO ALICE\n");
+    let alice = identity(&s, "alice.id");
+    let bob = identity(&s, "bob.id");
+    let out = s.run(&["enc", "-q", "-r", &alice, "order.txt", "-o", "two.paraes"]);
+    assert_success(&out, "enc");
+    // Slot 1 wraps another file key for Bob, with a valid tag under it: with a chunk tag that
+    // verifies under both keys (v2's chunk MAC does not commit to its key), Bob would read
+    // other content. Each reader refuses the file before any plaintext.
+    let two_faced = plant_slot(&s.read("two.paraes"), 1, &[public(&bob)], 1);
+    s.write("two.paraes", &two_faced);
+    for id in ["alice.id", "bob.id"] {
+        for command in [
+            &["dec", "-i", id, "two.paraes", "-o", "-"][..],
+            &["verify", "-i", id, "two.paraes"],
+        ] {
+            let out = s.run(command);
+            let err = assert_error(&out, &format!("{} {id}", command[0]));
+            assert!(
+                out.stdout.is_empty() || command[0] == "verify",
+                "{id}: plaintext came out"
+            );
+            assert!(
+                err.contains("does not authenticate") || err.contains("not encrypted under"),
+                "{id}: {err}"
+            );
+        }
+    }
+}
+
+#[test]
+fn show_data_key_never_prints_a_v1_files_user_key() {
+    let s = crate::common::v1_fixtures();
+    let key_text = String::from_utf8(std::fs::read(format!("{V1_FIXTURES}/k128.key")).unwrap())
+        .unwrap()
+        .trim()
+        .to_lowercase();
+    let out = s.run(&["dec", "--show-data-key", "ctr-128.paraes", "-o", "out"]);
+    let out = if out.status.success() {
+        out
+    } else {
+        s.run(&[
+            "dec",
+            "-k",
+            "k128.key",
+            "--show-data-key",
+            "ctr-128.paraes",
+            "-o",
+            "out",
+        ])
+    };
+    let err = assert_error(&out, "--show-data-key on v1");
+    assert!(err.contains("v1"), "{err}");
+    assert!(
+        !err.to_lowercase().contains(&key_text),
+        "the user's key was printed"
+    );
+    assert!(!s.exists("out"));
+}
+
+#[test]
+fn rekey_through_a_symbolic_link_rekeys_its_target_and_refuses_hard_links_on_rewrite() {
+    let (s, plain) = victim();
+    std::os::unix::fs::symlink("victim.paraes", s.path("link.paraes")).unwrap();
+    // Three post-quantum recipients do not fit the 4 KiB header: the rewrite path.
+    let mut args = vec!["-k".to_owned(), "old.key".to_owned()];
+    for i in 0..3 {
+        let out = s.run(&["keygen", "--pq", "-o", &format!("pq{i}.id")]);
+        assert_success(&out, "keygen --pq");
+        let r = s.run(&["keygen", "-y", &format!("pq{i}.id")]);
+        args.extend([
+            "--new-recipient".to_owned(),
+            String::from_utf8(r.stdout).unwrap().trim().to_owned(),
+        ]);
+    }
+    args.push("link.paraes".to_owned());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_success(&rekey(&s, &args), "rekey through a link");
+    let link = std::fs::symlink_metadata(s.path("link.paraes")).unwrap();
+    assert!(
+        link.file_type().is_symlink(),
+        "the link was replaced by a file"
+    );
+    assert_eq!(
+        opens(&s, "victim.paraes", &["-i", "pq0.id"]),
+        Some(plain.clone())
+    );
+    assert_eq!(
+        opens(&s, "victim.paraes", &["-k", "old.key"]),
+        None,
+        "the target kept its old stanzas"
+    );
+    // A file with another hard link is refused on the rewrite path, and left as it was.
+    let out = s.run(&[
+        "enc",
+        "-q",
+        "-k",
+        "old.key",
+        "plain.bin",
+        "-o",
+        "linked.paraes",
+    ]);
+    assert_success(&out, "enc");
+    std::fs::hard_link(s.path("linked.paraes"), s.path("other-name.paraes")).unwrap();
+    let before = s.read("linked.paraes");
+    let mut args = args;
+    *args.last_mut().unwrap() = "linked.paraes";
+    let err = assert_error(&rekey(&s, &args), "rekey of a hard-linked file");
+    assert!(err.contains("hard links"), "{err}");
+    assert_eq!(s.read("linked.paraes"), before);
+    assert_eq!(s.read("other-name.paraes"), before);
+}
+
+#[test]
+fn info_and_rekey_report_temporaries_a_killed_rekey_left() {
+    let (s, _) = victim();
+    s.write(".victim.paraes.a1b2c3.paraes-tmp", b"left by SIGKILL");
+    s.write(".paraes-rekey.XyZ123", b"left by an older paraes");
+    let info = String::from_utf8(s.run(&["info", "victim.paraes"]).stdout).unwrap();
+    assert!(info.contains(".victim.paraes.a1b2c3.paraes-tmp"), "{info}");
+    assert!(info.contains(".paraes-rekey.XyZ123"), "{info}");
+    let out = s.run(&[
+        "rekey",
+        "-k",
+        "old.key",
+        "--new-key-file",
+        "new.key",
+        "victim.paraes",
+    ]);
+    let err = assert_success(&out, "rekey");
+    assert!(err.contains(".paraes-rekey.XyZ123"), "{err}");
+}
