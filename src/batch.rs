@@ -8,12 +8,15 @@
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use anyhow::{bail, Result};
 use paraes_core::pipeline::Stages;
+use rustix::fs::{mkdirat, openat, statat, AtFlags, FileType, Mode, OFlags, CWD};
+use rustix::io::Errno;
 
 use crate::job::{self, Credentials, Reported};
 use crate::local;
@@ -202,24 +205,85 @@ pub fn run(
     Ok(summary)
 }
 
-/// Creates the directories between `dir` and the output `path` (an --output-dir tree).
+/// Creates the directories between `dir` and the output `path` (an --output-dir tree). `dir`
+/// itself is the user's: it is created when missing and may be a symbolic link. Below it,
+/// every directory must be a real one: each is created or opened relative to the one above
+/// without following links (`mkdirat`, `openat` with `O_NOFOLLOW`), so a link planted in the
+/// tree (`out/sub -> /elsewhere`) fails this file instead of sending its output elsewhere.
 pub fn make_parents(dir: &Path, path: &Path) -> Result<()> {
     let parent = path.parent().unwrap_or(dir);
-    fs::create_dir_all(parent).map_err(|e| {
-        // A file where a directory of the tree should be: say so, not "File exists".
-        let in_the_way = parent
-            .ancestors()
-            .find(|p| fs::metadata(p).is_ok_and(|m| !m.is_dir()));
-        match in_the_way {
-            Some(file) => anyhow::anyhow!(
-                "cannot create the output directory {}: {} is a file, not a directory; give --output-dir a directory",
-                parent.display(),
-                file.display()
-            ),
-            None => anyhow::anyhow!(
-                "cannot create the output directory {}: {e}",
-                parent.display()
-            ),
+    let not_a_directory = |file: &Path| {
+        anyhow::anyhow!(
+            "cannot create the output directory {}: {} is a file, not a directory; give --output-dir a directory",
+            parent.display(),
+            file.display()
+        )
+    };
+    let failed = |e: std::io::Error| {
+        anyhow::anyhow!(
+            "cannot create the output directory {}: {e}",
+            parent.display()
+        )
+    };
+    if let Err(e) = fs::create_dir_all(dir) {
+        return Err(match dir.ancestors().find(|p| is_file(p)) {
+            Some(file) => not_a_directory(file),
+            None => failed(e),
+        });
+    }
+    let mut at = open_directory(CWD, dir, OFlags::empty()).map_err(|e| {
+        if is_file(dir) {
+            not_a_directory(dir)
+        } else {
+            failed(e)
         }
-    })
+    })?;
+    let below = parent.strip_prefix(dir).map_err(|_| {
+        anyhow::anyhow!(
+            "{} is not below the output directory {}",
+            path.display(),
+            dir.display()
+        )
+    })?;
+    let mut walked = dir.to_path_buf();
+    for component in below.components() {
+        let Component::Normal(name) = component else {
+            bail!(
+                "{} is not below the output directory {}",
+                path.display(),
+                dir.display()
+            );
+        };
+        walked.push(name);
+        match mkdirat(&at, name, Mode::from_raw_mode(0o777)) {
+            Ok(()) | Err(Errno::EXIST) => {}
+            Err(e) => return Err(failed(e.into())),
+        }
+        at = open_directory(&at, name, OFlags::NOFOLLOW).map_err(|e| {
+            match statat(&at, name, AtFlags::SYMLINK_NOFOLLOW).map(|s| FileType::from_raw_mode(s.st_mode)) {
+                Ok(FileType::Symlink) => anyhow::anyhow!(
+                    "{} is a symbolic link: paraes does not write through links below --output-dir; remove it or choose another --output-dir",
+                    walked.display()
+                ),
+                Ok(kind) if kind != FileType::Directory => not_a_directory(&walked),
+                _ => failed(e),
+            }
+        })?;
+    }
+    Ok(())
+}
+
+/// Opens the directory `name` relative to `at` (with `extra` flags), for walking down from it.
+fn open_directory(
+    at: impl AsFd,
+    name: impl rustix::path::Arg,
+    extra: OFlags,
+) -> std::io::Result<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | extra;
+    Ok(openat(at, name, flags, Mode::empty())?)
+}
+
+/// Whether `path` is there and is not a directory (through links).
+fn is_file(path: &Path) -> bool {
+    fs::metadata(path).is_ok_and(|m| !m.is_dir())
 }

@@ -10,7 +10,7 @@ use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
 /// One input found, and the relative name of its output below an `--output-dir` (before the
 /// `.paraes` suffix is added or removed).
@@ -36,19 +36,30 @@ pub struct Skipped {
     pub unlisted: Vec<(PathBuf, String)>,
 }
 
+/// The most a `--files-from` list may hold: a list from `/dev/zero` or an endless pipe fails
+/// here instead of filling memory (64 MiB is about a million names).
+pub const MAX_LIST_BYTES: u64 = 64 << 20;
+
 /// Reads a `--files-from` list: names separated by newlines, or by NUL with `null`; empty
-/// names are ignored. `-` is standard input.
+/// names are ignored. `-` is standard input. A list over [`MAX_LIST_BYTES`] is refused.
 pub fn read_list(list: &Path, null: bool) -> Result<Vec<PathBuf>> {
     let mut bytes = Vec::new();
+    // One byte past the limit tells a list of exactly the limit from a longer one.
+    let mut read = |from: &mut dyn Read| from.take(MAX_LIST_BYTES + 1).read_to_end(&mut bytes);
     if list == Path::new("-") {
-        std::io::stdin()
-            .lock()
-            .read_to_end(&mut bytes)
+        read(&mut std::io::stdin().lock())
             .context("reading the file list from standard input failed")?;
     } else {
         fs::File::open(list)
-            .and_then(|mut f| f.read_to_end(&mut bytes))
+            .and_then(|mut f| read(&mut f))
             .with_context(|| format!("cannot read the file list {}", list.display()))?;
+    }
+    if bytes.len() as u64 > MAX_LIST_BYTES {
+        bail!(
+            "--files-from {}: more than {} MiB of names: split the list",
+            list.display(),
+            MAX_LIST_BYTES >> 20
+        );
     }
     let separator = if null { b'\0' } else { b'\n' };
     Ok(bytes

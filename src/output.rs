@@ -8,7 +8,9 @@
 use std::fs::{self, File};
 use std::io::{self, IsTerminal, Read, Write};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{bail, Context, Result};
 use rustix::fs::{AtFlags, Mode, OFlags, CWD};
@@ -26,16 +28,43 @@ pub enum Input {
 }
 
 impl Input {
-    /// Opens `path` (`None`: standard input).
+    /// Opens `path` (`None`: standard input). In a many-file run (see
+    /// [`regular_inputs_only`]) only a regular file is opened; otherwise a FIFO or device is
+    /// read as a stream.
     pub fn open(path: Option<&Path>) -> Result<Self> {
         let Some(path) = path else {
             return Ok(Input::Stdin(io::stdin()));
         };
+        if REGULAR_INPUTS_ONLY.load(Ordering::Relaxed) {
+            return Self::open_regular(path);
+        }
         let shown = path.display();
         if path.is_dir() {
             bail!("{shown} is a directory, not a file");
         }
         let file = File::open(path).with_context(|| format!("cannot open {shown}"))?;
+        Ok(Input::File(file, path.to_path_buf()))
+    }
+
+    /// Opens `path` only if it is a regular file, without ever waiting: a FIFO with no writer
+    /// would block the run forever, and a device could be read without end. It is looked at
+    /// before opening (so no FIFO or device is opened at all), then opened with `O_NONBLOCK`
+    /// and looked at again through the descriptor (so a file swapped meanwhile is caught too).
+    fn open_regular(path: &Path) -> Result<Self> {
+        if let Ok(meta) = fs::metadata(path) {
+            refuse_irregular(path, &meta)?;
+        }
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+        let file = rustix::fs::open(path, flags, Mode::empty())
+            .map(File::from)
+            .map_err(io::Error::from)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        let meta = file
+            .metadata()
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        refuse_irregular(path, &meta)?;
+        // A regular file never blocks, but leave the descriptor as a plain open would be.
+        rustix::fs::fcntl_setfl(&file, rustix::fs::fcntl_getfl(&file)? - OFlags::NONBLOCK)?;
         Ok(Input::File(file, path.to_path_buf()))
     }
 
@@ -75,6 +104,45 @@ impl Read for Input {
             Input::Stdin(stdin) => stdin.read(buf),
             Input::File(file, _) => file.read(buf),
         }
+    }
+}
+
+/// Set once a many-file run is planned: from then on [`Input::open`] takes regular files only.
+static REGULAR_INPUTS_ONLY: AtomicBool = AtomicBool::new(false);
+
+/// Makes [`Input::open`] refuse FIFOs, devices and sockets for the rest of this process: a
+/// many-file run reads regular files only (one input alone may be a stream).
+pub fn regular_inputs_only() {
+    REGULAR_INPUTS_ONLY.store(true, Ordering::Relaxed);
+}
+
+/// Why an input of a many-file run that `meta` describes is refused: it is a FIFO, device or
+/// socket (`None` for a regular file or a directory, which fails on its own).
+pub fn not_regular(path: &Path, meta: &fs::Metadata) -> Option<String> {
+    let kind = meta.file_type();
+    let what = if kind.is_file() || kind.is_dir() {
+        return None;
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "a device"
+    };
+    Some(format!(
+        "{} is not a regular file ({what}): many-file runs take regular files only; give it alone to stream it",
+        path.display()
+    ))
+}
+
+/// Refuses an input of a many-file run that `meta` says is not a regular file.
+fn refuse_irregular(path: &Path, meta: &fs::Metadata) -> Result<()> {
+    if meta.is_dir() {
+        bail!("{} is a directory, not a file", path.display());
+    }
+    match not_regular(path, meta) {
+        Some(why) => bail!(why),
+        None => Ok(()),
     }
 }
 

@@ -380,7 +380,8 @@ pub struct ByteRange {
 pub struct VerifyPlan {
     /// The containers.
     pub files: Vec<PathBuf>,
-    /// Directories that could not be listed, and why (failures of the run).
+    /// Inputs refused while planning (directories that could not be listed; FIFOs, devices
+    /// and sockets among many inputs), and why: failures of the run.
     pub unlisted: Vec<(PathBuf, String)>,
     /// How to open them.
     pub keys: KeyPlan,
@@ -654,6 +655,8 @@ fn finish(parts: CryptInputs<'_>) -> Result<CryptPlan> {
     }
     let (engine, runner) = engine_and_runner(command, parts.engine)?;
     let files = if many {
+        // A FIFO or device among many inputs would block or never end the run.
+        crate::output::regular_inputs_only();
         many_files(&parts, runner)?
     } else {
         let input = parts
@@ -897,9 +900,23 @@ fn verify(args: &VerifyArgs) -> Result<VerifyPlan> {
     if found.is_empty() && skipped.unlisted.is_empty() {
         bail!("no containers to check: the directories hold no .paraes files (an empty backup does not verify)");
     }
+    // Opening a FIFO among many inputs would block the run (a stat does not open it).
+    let many = found.len() > 1 || args.list.recursive || args.list.files_from.is_some();
+    let mut unlisted = skipped.unlisted;
+    let mut files = Vec::with_capacity(found.len());
+    for Found { path, .. } in found {
+        let refused = many
+            .then(|| fs::metadata(&path).ok())
+            .flatten()
+            .and_then(|meta| crate::output::not_regular(&path, &meta));
+        match refused {
+            Some(why) => unlisted.push((path, why)),
+            None => files.push(path),
+        }
+    }
     Ok(VerifyPlan {
-        files: found.into_iter().map(|f| f.path).collect(),
-        unlisted: skipped.unlisted,
+        files,
+        unlisted,
         keys,
         quiet: args.quiet,
     })

@@ -1,7 +1,8 @@
 //! Many files in one run (issue 14): several inputs, `--files-from` (newline or NUL, odd
 //! names, standard input), `--recursive` with `--output-dir`, and mixed failures: the other
 //! files still succeed, nothing partial is left, the exit status is 1 with a count; the rules
-//! that keep a run from writing over its own inputs.
+//! that keep a run from writing over its own inputs, and (issue 25) from writing through links
+//! below --output-dir, blocking on a FIFO among its inputs, or reading an endless file list.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -466,4 +467,160 @@ fn a_refused_name_in_a_run_of_several_gives_advice_that_run_accepts() {
         "alone with -o",
     );
     assert_eq!(s.read("a"), b"first");
+}
+
+#[test]
+fn output_dir_components_that_are_links_are_never_written_through() {
+    let s = with_key();
+    std::fs::create_dir_all(s.path("bk/sub")).unwrap();
+    s.write("bk/x", b"x");
+    s.write("bk/sub/y", b"y");
+    s.write("bk/sub/z", b"z");
+    assert_success(
+        &s.run(&["enc", "-q", "-k", "k", "--recursive", "bk"]),
+        "enc",
+    );
+    // Someone who can write into out/ plants out/bk -> ../victim before the run.
+    std::fs::create_dir_all(s.path("out")).unwrap();
+    std::fs::create_dir(s.path("victim")).unwrap();
+    std::os::unix::fs::symlink("../victim", s.path("out/bk")).unwrap();
+    let out = s.run(&[
+        "dec",
+        "-q",
+        "-k",
+        "k",
+        "--recursive",
+        "bk",
+        "--output-dir",
+        "out",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        std::fs::read_dir(s.path("victim"))
+            .unwrap()
+            .next()
+            .is_none(),
+        "written through the link: {err}"
+    );
+    assert!(
+        err.contains("out/bk is a symbolic link: paraes does not write through links below --output-dir; remove it or choose another --output-dir"),
+        "{err}"
+    );
+    assert!(err.contains("3 of 3 files failed"), "{err}");
+    // A link deeper down fails only the files below it; the run goes on with the others.
+    s.remove("out/bk");
+    std::fs::create_dir(s.path("out/bk")).unwrap();
+    std::os::unix::fs::symlink("../../victim", s.path("out/bk/sub")).unwrap();
+    let out = s.run(&[
+        "dec",
+        "-q",
+        "-k",
+        "k",
+        "--recursive",
+        "bk",
+        "--output-dir",
+        "out",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("out/bk/sub is a symbolic link"), "{err}");
+    assert!(err.contains("2 of 3 files failed"), "{err}");
+    assert_eq!(s.read("out/bk/x"), b"x");
+    assert!(std::fs::read_dir(s.path("victim"))
+        .unwrap()
+        .next()
+        .is_none());
+    // The --output-dir itself may be a link: the user named it.
+    std::os::unix::fs::symlink("victim", s.path("named")).unwrap();
+    let out = s.run(&[
+        "dec",
+        "-q",
+        "-k",
+        "k",
+        "--recursive",
+        "bk",
+        "--output-dir",
+        "named",
+    ]);
+    assert_success(&out, "--output-dir a link");
+    assert_eq!(s.read("victim/bk/sub/z"), b"z");
+}
+
+#[test]
+fn a_fifo_among_several_inputs_is_refused_without_blocking_the_run() {
+    let s = with_key();
+    s.write("a", b"first");
+    s.write("b", b"second");
+    let made = Command::new("mkfifo").arg(s.path("fifo")).status().unwrap();
+    assert!(made.success());
+    // No writer ever opens the FIFO: opening it for reading would wait forever.
+    let out = s.bash(r#"timeout 20 "$PARAES" enc -q -k k a fifo b"#);
+    let err = stderr(&out);
+    assert_ne!(
+        out.status.code(),
+        Some(124),
+        "the run blocked on the FIFO: {err}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("paraes: error: fifo: fifo is not a regular file (a FIFO): many-file runs take regular files only; give it alone to stream it"),
+        "{err}"
+    );
+    assert!(err.contains("1 of 3 files failed"), "{err}");
+    assert!(s.exists("a.paraes") && s.exists("b.paraes") && !s.exists("fifo.paraes"));
+    // verify too.
+    let out = s.bash(r#"timeout 20 "$PARAES" verify -k k a.paraes fifo b.paraes"#);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("paraes: error: fifo: fifo is not a regular file (a FIFO)"),
+        "{err}"
+    );
+    assert!(err.contains("1 of 3 files failed"), "{err}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "a.paraes: OK\nb.paraes: OK\n"
+    );
+    // With --output-dir, a device is refused the same way (never read without end).
+    let out = s.bash(r#"timeout 20 "$PARAES" enc -q -k k a /dev/zero --output-dir o"#);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("/dev/zero is not a regular file (a device)"),
+        "{err}"
+    );
+    assert!(s.exists("o/a.paraes") && !s.exists("o/zero.paraes"));
+    // One FIFO alone is still a stream.
+    let out = s.bash(r#"(printf 'streamed' > fifo &); timeout 20 "$PARAES" enc -q -k k fifo"#);
+    assert_success(&out, "one FIFO alone");
+    let back = s.run(&["dec", "-q", "-k", "k", "fifo.paraes", "-o", "-"]);
+    assert_success(&back, "dec");
+    assert_eq!(back.stdout, b"streamed");
+}
+
+#[test]
+fn an_endless_file_list_fails_fast_in_bounded_memory() {
+    let s = with_key();
+    // 2 GiB of address space: far more than 64 MiB of names needs, far less than /dev/zero.
+    for (list, shell) in [
+        (
+            "/dev/zero",
+            r#"ulimit -v 2097152; timeout 20 "$PARAES" enc -q -k k --files-from /dev/zero"#,
+        ),
+        (
+            "-",
+            r#"ulimit -v 2097152; timeout 20 "$PARAES" enc -q -k k --files-from - --null < /dev/zero"#,
+        ),
+    ] {
+        let out = s.bash(shell);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{list}: {err}");
+        assert!(
+            err.contains(&format!(
+                "--files-from {list}: more than 64 MiB of names: split the list"
+            )),
+            "{err}"
+        );
+    }
 }
