@@ -7,6 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use paraes_core::container::{self, SecretIdentity};
 use paraes_core::KeySize;
+use zeroize::Zeroizing;
 
 use crate::cli::KeygenArgs;
 use crate::output::{Output, Reach};
@@ -44,22 +45,32 @@ pub fn run(args: &KeygenArgs) -> Result<()> {
             SecretIdentity::generate_x25519()?
         };
         let recipient = identity.recipient();
-        let text = zeroize::Zeroizing::new(format!(
-            "# paraes identity ({}); keep this file secret\n# recipient: {recipient}\n{}\n",
+        let comments = format!(
+            "# paraes identity ({}); keep this file secret\n# recipient: {recipient}\n",
             if args.pq {
                 "ML-KEM-768 + X25519"
             } else {
                 "X25519"
             },
-            identity.to_secret_text().as_str()
-        ));
+        );
+        let secret = identity.to_secret_text();
+        // Sized once: growing a String would leave copies of the secret in freed memory.
+        let mut text = Zeroizing::new(String::with_capacity(comments.len() + secret.len() + 1));
+        text.push_str(&comments);
+        text.push_str(&secret);
+        text.push('\n');
         write_secret(args.output.as_deref(), args.force, &text)?;
         eprintln!("recipient: {recipient}");
         return Ok(());
     }
     let size = args.bits.unwrap_or(KeySize::Aes256);
-    let mut key = zeroize::Zeroizing::new([0u8; 32]);
+    let mut key = Zeroizing::new([0u8; 32]);
     container::random_bytes(&mut key[..size.bytes()])?;
-    let text = zeroize::Zeroizing::new(format!("{}\n", hex::encode(&key[..size.bytes()])));
-    write_secret(args.output.as_deref(), args.force, &text)
+    // The hex text and its newline, in one wiped buffer (no intermediate String).
+    let mut text = Zeroizing::new([b'\n'; 65]);
+    let digits = 2 * size.bytes();
+    hex::encode_to_slice(&key[..size.bytes()], &mut text[..digits])
+        .expect("the buffer fits 64 hex digits");
+    let text = std::str::from_utf8(&text[..=digits]).expect("hex digits are text");
+    write_secret(args.output.as_deref(), args.force, text)
 }

@@ -5,10 +5,11 @@
 
 use std::fs;
 use std::io::Read;
+use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use paraes_core::container::{
     parse_identities, parse_recipients, Argon2Params, Identity, PublicRecipient, Recipient,
     SecretIdentity, Unlock,
@@ -26,6 +27,10 @@ const MAX_PASSPHRASE_FILE: u64 = 64 * 1024;
 const MAX_TEXT_FILE: u64 = 1 << 20;
 /// Passphrases shorter than this get a warning when a file is encrypted with one.
 const SHORT_PASSPHRASE: usize = 10;
+/// What every identity's text starts with (either case); see `paraes_core::container`.
+const IDENTITY_PREFIX: &str = "PARAES-";
+/// What the recipients' texts start with (either case), the only texts an error may repeat.
+const RECIPIENT_PREFIXES: [&str; 2] = ["paraes1", "paraespq1"];
 
 /// A warning printer (silenced by --quiet).
 pub type Warn<'a> = &'a dyn Fn(&str);
@@ -90,9 +95,8 @@ impl KeyPlan {
             ));
         }
         for text in &self.recipients {
-            let recipient: PublicRecipient = text
-                .parse()
-                .with_context(|| format!("-r {}", shorten(text)))?;
+            let recipient: PublicRecipient =
+                text.parse().with_context(|| recipient_context(text))?;
             out.push(Recipient::Public(recipient));
         }
         for path in &self.recipients_files {
@@ -132,12 +136,28 @@ impl KeyPlan {
     }
 }
 
-/// The start of a long recipient, for error messages.
-fn shorten(text: &str) -> String {
+/// Whether `text` starts with `prefix`, in either case.
+fn starts_with_ignore_case(text: &str, prefix: &str) -> bool {
+    text.as_bytes()
+        .get(..prefix.len())
+        .is_some_and(|start| start.eq_ignore_ascii_case(prefix.as_bytes()))
+}
+
+/// What an error about `-r TEXT` calls it: `-r` and the start of the recipient, or just `-r`
+/// when the text does not start like a recipient (it may be an identity, a key or a passphrase
+/// given by mistake, none of which an error may repeat).
+fn recipient_context(text: &str) -> String {
+    let text = text.trim();
+    if !RECIPIENT_PREFIXES
+        .iter()
+        .any(|prefix| starts_with_ignore_case(text, prefix))
+    {
+        return "-r".to_string();
+    }
     if text.chars().count() > 24 {
-        format!("{}...", text.chars().take(20).collect::<String>())
+        format!("-r {}...", text.chars().take(20).collect::<String>())
     } else {
-        text.to_string()
+        format!("-r {text}")
     }
 }
 
@@ -157,11 +177,12 @@ fn read_key(source: &KeySource, warn: Warn<'_>) -> Result<Key> {
             key_from(file, &format!("the key on file descriptor {fd}"))
         }
         KeySource::Env(var) => {
-            let text =
-                Zeroizing::new(std::env::var(var).with_context(|| {
-                    format!("environment variable {var} is not set (or not text)")
-                })?);
-            parse_hex_key(text.as_bytes(), &format!("the key in ${var}"))
+            // As bytes: `std::env::var`'s error for a value that is not UTF-8 holds the value
+            // and prints it.
+            let value = std::env::var_os(var)
+                .ok_or_else(|| anyhow!("environment variable {var} is not set"))?;
+            let bytes = Zeroizing::new(value.into_vec());
+            parse_hex_key(&bytes, &format!("the key in ${var}"))
         }
         KeySource::Hex(text) => {
             warn("--key puts the key in the process list where other users can see it: prefer --key-file, --key-fd or --key-env");
@@ -190,15 +211,41 @@ fn key_from(reader: impl Read, name: &str) -> Result<Key> {
         .read_to_end(&mut contents)
         .with_context(|| format!("cannot read {name}"))?;
     if contents.len() as u64 > MAX_KEY_FILE {
-        bail!("{name} is not a key (more than {MAX_KEY_FILE} bytes): a key is 16/24/32 raw bytes or 32/48/64 hex digits");
+        return Err(not_a_key(name));
     }
-    if contents.trim_ascii_start().starts_with(b"PARAES-") || contents.starts_with(b"#") {
+    if is_identity_text(&contents) {
         bail!("{name} holds an identity, not a key: give it with -i");
     }
     if looks_like_text(&contents) {
         return parse_hex_key(&contents, name);
     }
-    Key::parse(&contents).with_context(|| name.to_string())
+    Key::parse(&contents).map_err(|_| not_a_key(name))
+}
+
+/// Whether key-file contents are an identity file, judged by the whole content (a raw key may
+/// start with `#` or `P`): text whose lines are blank, `#` comments, or start like an identity
+/// (`PARAES-`, either case), with at least one of those. Random raw bytes are not text.
+fn is_identity_text(contents: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(contents) else {
+        return false;
+    };
+    if text
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+    {
+        return false;
+    }
+    let mut identities = 0;
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if !starts_with_ignore_case(line, IDENTITY_PREFIX) {
+            return false;
+        }
+        identities += 1;
+    }
+    identities > 0
 }
 
 /// Whether key bytes are meant as hex text: printable ASCII and whitespace only (32 random
@@ -208,28 +255,23 @@ fn looks_like_text(bytes: &[u8]) -> bool {
     !text.is_empty() && text.iter().all(|b| b.is_ascii_graphic())
 }
 
-/// Parses a key written as hex, naming the first character that is not a hex digit.
+/// Parses a key written as hex (surrounding whitespace ignored).
 fn parse_hex_key(text: &[u8], name: &str) -> Result<Key> {
     let text = text.trim_ascii();
-    if let Some(at) = text.iter().position(|b| !b.is_ascii_hexdigit()) {
-        let shown = char::from(text[at]);
-        let shown = if shown.is_ascii_graphic() {
-            format!("'{shown}'")
-        } else {
-            format!("byte 0x{:02x}", text[at])
-        };
-        bail!(
-            "{name}: {shown} at position {} is not a hex digit (0-9, a-f): a key is 32, 48 or 64 hex digits",
-            at + 1
-        );
+    if !matches!(text.len(), 32 | 48 | 64) || !text.iter().all(u8::is_ascii_hexdigit) {
+        return Err(not_a_key(name));
     }
-    if !matches!(text.len(), 32 | 48 | 64) {
-        bail!(
-            "{name}: {} hex digits, but a key is 32, 48 or 64 (make one with `paraes keygen`)",
-            text.len()
-        );
-    }
-    Key::parse(text).with_context(|| name.to_string())
+    Key::parse(text).map_err(|_| not_a_key(name))
+}
+
+/// The error for key text or bytes that are not a key. It says what a key is and nothing about
+/// what was given (no character, position or length of it): that may be a passphrase or
+/// another secret given by mistake.
+fn not_a_key(name: &str) -> anyhow::Error {
+    anyhow!(
+        "{name} is not a key: a key is 32, 48 or 64 hex digits, or 16, 24 or 32 random bytes \
+         (make one with `paraes keygen`; a passphrase goes in --passphrase-file)"
+    )
 }
 
 /// Opens a secret file (key or passphrase): refuses a directory, warns when other users can
@@ -279,10 +321,14 @@ fn read_text(path: &Path, what: &str) -> Result<Zeroizing<String>> {
     fs::File::open(path)
         .and_then(|f| f.take(MAX_TEXT_FILE).read_to_end(&mut contents))
         .with_context(|| format!("cannot read {what} {shown}"))?;
-    let text = std::str::from_utf8(&contents)
-        .map(str::to_string)
-        .map_err(|_| anyhow::anyhow!("{what} {shown} is not text"))?;
-    Ok(Zeroizing::new(text))
+    // Moved into the String, not copied; a buffer that is not text is wiped on the way out.
+    match String::from_utf8(std::mem::take(&mut *contents)) {
+        Ok(text) => Ok(Zeroizing::new(text)),
+        Err(e) => {
+            drop(Zeroizing::new(e.into_bytes()));
+            bail!("{what} {shown} is not text")
+        }
+    }
 }
 
 /// The identities of an identity file, warning when other users can read it.
@@ -301,13 +347,54 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_bad_hex_digit_is_named() {
-        let text = b"00112233445566778899aabbccddeeXf";
-        let e = parse_hex_key(text, "k").unwrap_err().to_string();
-        assert!(e.contains("'X' at position 31"), "{e}");
+    fn bad_key_text_is_refused_in_words_that_do_not_depend_on_it() {
+        let expected = not_a_key("k").to_string();
+        for text in [
+            &b"00112233445566778899aabbccddeeXf"[..],
+            b"X0112233445566778899aabbccddeeff",
+            b"0011",
+            b"00112233445566778899aabbccddeeff0",
+        ] {
+            assert_eq!(parse_hex_key(text, "k").unwrap_err().to_string(), expected);
+        }
+        assert!(!expected.contains("position"), "{expected}");
         assert!(parse_hex_key(b"00112233445566778899aabbccddeeff", "k").is_ok());
-        let e = parse_hex_key(b"0011", "k").unwrap_err().to_string();
-        assert!(e.contains("4 hex digits"), "{e}");
+    }
+
+    #[test]
+    fn identity_files_are_told_by_their_whole_content() {
+        let mut raw: Vec<u8> = (0u8..32).collect();
+        raw[0] = b'#';
+        assert!(!is_identity_text(&raw));
+        assert!(key_from(&raw[..], "k").is_ok());
+        raw[..7].copy_from_slice(b"PARAES-");
+        assert!(!is_identity_text(&raw));
+        assert!(key_from(&raw[..], "k").is_ok());
+        for text in [
+            "# me\nPARAES-SECRET-KEY-1QQQ\n",
+            "  paraes-pq-secret-key-1qqq\r\n\n# two\nPARAES-SECRET-KEY-1QQQ",
+        ] {
+            assert!(is_identity_text(text.as_bytes()), "{text}");
+        }
+        for text in [
+            "# only a comment\n",
+            "# key\n00112233",
+            "PARAES-X\u{7}\n",
+            "",
+        ] {
+            assert!(!is_identity_text(text.as_bytes()), "{text}");
+        }
+    }
+
+    #[test]
+    fn only_recipients_are_repeated_in_errors() {
+        assert_eq!(recipient_context("PARAES-SECRET-KEY-1QQQQ"), "-r");
+        assert_eq!(recipient_context("00112233445566778899aabbccddeeff"), "-r");
+        assert_eq!(recipient_context(" paraes1qqq "), "-r paraes1qqq");
+        assert_eq!(
+            recipient_context("PARAESPQ1QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ"),
+            "-r PARAESPQ1QQQQQQQQQQQ..."
+        );
     }
 
     #[test]

@@ -383,7 +383,11 @@ fn errors_say_what_is_wrong_in_the_users_words() {
     );
     s.set_mode("typo.key", 0o600);
     let message = assert_error(&s.run(&["enc", "-k", "typo.key", "f"]), "typo key");
-    assert!(message.contains("'g' at position 33"), "{message}");
+    // What was given is never repeated (a key file may hold a passphrase or another secret).
+    assert!(
+        message.contains("typo.key is not a key") && !message.contains("position"),
+        "{message}"
+    );
     fs::write(s.path("dir/.paraes"), b"x").expect("write");
     let message = assert_error(
         &s.run(&["dec", "-k", "key", "dir/.paraes"]),
@@ -391,11 +395,7 @@ fn errors_say_what_is_wrong_in_the_users_words() {
     );
     assert!(message.contains("leaves no file name"), "{message}");
     let out = s.run(&["enc", "--key", "0011zz", "f"]);
-    assert!(
-        stderr(&out).contains("'z' at position 5"),
-        "{}",
-        stderr(&out)
-    );
+    assert!(stderr(&out).contains("--key is not a key"), "{}", stderr(&out));
 }
 
 #[test]

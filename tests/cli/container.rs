@@ -334,7 +334,7 @@ fn info_shows_the_header() {
         let expected_mode = format!("AES-{bits}-{}", mode.arg().to_uppercase());
         assert_eq!(field("mode"), expected_mode, "{name}");
         assert_eq!(field("chunk size"), format!("{CHUNK} bytes"), "{name}");
-        assert!(field("opens with").contains("key file"), "{name}: {info}");
+        assert!(field("slot 0").contains("key file"), "{name}: {info}");
         let nonce_hex = hex::encode(nonce(container));
         assert!(info.contains(&nonce_hex), "{name}: no nonce in\n{info}");
         let chunks = records(container, HEADER_LEN).len().to_string();

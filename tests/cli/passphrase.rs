@@ -55,7 +55,7 @@ fn round_trips_at_every_key_size_and_mode() {
         let info = String::from_utf8(info.stdout).expect("text");
         let expected_mode = format!("AES-{bits}-{}", mode.arg().to_uppercase());
         assert_eq!(info_field(&info, "mode"), Some(expected_mode), "{info}");
-        let key = info_field(&info, "opens with").unwrap_or_default();
+        let key = info_field(&info, "slot 0").unwrap_or_default();
         assert!(
             key.contains("passphrase (Argon2id"),
             "{what}: no Argon2id line:\n{info}"

@@ -114,6 +114,26 @@ fn bad_recipients_and_identities_are_refused_in_one_line() {
     }
 }
 
+/// The all-zero post-quantum recipient of issue 25: 1,216 zero bytes with a valid checksum. A
+/// file sealed to it would open with no secret at all.
+fn all_zero_pq_recipient() -> String {
+    format!("paraespq1{}dmnwst", "q".repeat(1946))
+}
+
+#[test]
+fn a_degenerate_recipient_is_refused_and_nothing_written() {
+    let s = Scratch::new();
+    s.write("f", b"data");
+    let zero = all_zero_pq_recipient();
+    s.write("list", format!("{zero}\n").as_bytes());
+    let before = s.names();
+    for args in [&["enc", "-r", &zero, "f"][..], &["enc", "-R", "list", "f"]] {
+        let out = s.run(args);
+        let err = s.assert_refused(&out, &before, "an all-zero pq recipient");
+        assert!(err.contains("degenerate"), "{err}");
+    }
+}
+
 #[test]
 fn rekey_swaps_who_can_open_and_keeps_the_body() {
     let s = Scratch::new();

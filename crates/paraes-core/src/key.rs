@@ -71,9 +71,10 @@ pub enum KeyError {
     /// The requested size is not 128, 192 or 256 bits.
     #[error("AES key sizes are 128, 192 or 256 bits, not {0}")]
     BadBits(u32),
-    /// Key text that is neither raw key bytes nor hex digits of a key.
+    /// Key text that is neither raw key bytes nor hex digits of a key. The message tells
+    /// nothing about what was given (it may be another secret).
     #[error(
-        "not a key: expected 16, 24 or 32 raw bytes, or 32, 48 or 64 hex digits \
+        "not a key: a key is 32, 48 or 64 hex digits, or 16, 24 or 32 random bytes \
          (make one with `paraes keygen`)"
     )]
     NotAKey,

@@ -6,7 +6,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use bech32::primitives::decode::CheckedHrpstring;
+use bech32::primitives::decode::{CheckedHrpstring, CheckedHrpstringError};
+use bech32::primitives::iter::{ByteIterExt, Fe32IterExt};
 use bech32::{Bech32, Checksum, Hrp};
 use x_wing::{KeyExport, KeySizeUser, TryKeyInit};
 use zeroize::Zeroizing;
@@ -18,6 +19,13 @@ const X25519_RECIPIENT_HRP: &str = "paraes";
 const X25519_IDENTITY_HRP: &str = "paraes-secret-key-";
 const HYBRID_RECIPIENT_HRP: &str = "paraespq";
 const HYBRID_IDENTITY_HRP: &str = "paraes-pq-secret-key-";
+/// What every identity's text starts with (either case), and no recipient's.
+const SECRET_PREFIX: &str = "paraes-";
+/// Bytes of the ML-KEM-768 encapsulation key at the start of an X-Wing public key (the X25519
+/// key follows): 3 x 384 bytes of 12-bit coefficients (t), then the 32-byte seed rho.
+const MLKEM768_KEY_LEN: usize = 1184;
+/// Bytes of the coefficients t of an ML-KEM-768 encapsulation key.
+const MLKEM768_T_LEN: usize = 3 * 384;
 
 /// Bech32's checksum with a code length that fits a 1,216-byte X-Wing public key (BIP 173
 /// limits strings to 90 characters, and the `bech32` crate's Bech32 to 1,023). Past 1,023
@@ -34,21 +42,100 @@ impl Checksum for LongBech32 {
     const TARGET_RESIDUE: u32 = <Bech32 as Checksum>::TARGET_RESIDUE;
 }
 
-fn encode(hrp: &str, data: &[u8], upper: bool) -> String {
+/// `data` as Bech32 text under `hrp`, written character by character into a buffer sized once
+/// (no reallocation, no intermediate copy in either case), so that an identity's text leaves
+/// no copy behind.
+fn encode(hrp: &str, data: &[u8], upper: bool) -> Zeroizing<String> {
     let hrp = Hrp::parse(hrp).expect("valid prefix");
-    let text = bech32::encode_lower::<LongBech32>(hrp, data).expect("fits the code length");
-    if upper {
-        text.to_ascii_uppercase()
-    } else {
-        text
+    let len = bech32::encoded_length::<LongBech32>(hrp, data).expect("fits the code length");
+    let mut text = Zeroizing::new(String::with_capacity(len));
+    for c in data
+        .iter()
+        .copied()
+        .bytes_to_fes()
+        .with_checksum::<LongBech32>(&hrp)
+        .chars()
+    {
+        text.push(if upper { c.to_ascii_uppercase() } else { c });
     }
+    text
 }
 
-/// The prefix and data of a Bech32 string (either case, not mixed).
+/// The prefix and data of a Bech32 string (either case, not mixed). Errors say what is wrong
+/// without naming any character of the text (it may be a secret).
 fn decode(text: &str) -> Result<(String, Zeroizing<Vec<u8>>), String> {
-    let checked = CheckedHrpstring::new::<LongBech32>(text.trim()).map_err(|e| e.to_string())?;
-    let data = Zeroizing::new(checked.byte_iter().collect::<Vec<u8>>());
+    let checked = CheckedHrpstring::new::<LongBech32>(text.trim()).map_err(|e| match e {
+        CheckedHrpstringError::Checksum(_) => {
+            "its checksum does not match: a character was changed or it was cut short; copy it again"
+        }
+        _ => "it is not Bech32 text (a prefix, 1, then letters and digits in one case): copy it again",
+    }
+    .to_string())?;
+    let mut data = Zeroizing::new(Vec::with_capacity(
+        checked.data_part_ascii_no_checksum().len() * 5 / 8,
+    ));
+    data.extend(checked.byte_iter());
     Ok((checked.hrp().to_lowercase(), data))
+}
+
+/// Whether `text` starts like a secret identity (of any kind, in either case, whole or not).
+fn starts_like_identity(text: &str) -> bool {
+    text.trim_start()
+        .as_bytes()
+        .get(..SECRET_PREFIX.len())
+        .is_some_and(|start| start.eq_ignore_ascii_case(SECRET_PREFIX.as_bytes()))
+}
+
+/// X25519 of `secret` and `public`, or `None` where `public` is a low-order point: the result
+/// is then all zero whatever the secret (RFC 7748 section 6.1), so it would keep nothing
+/// secret. paraes's one check for low-order points: sealing, opening and parsing recipients
+/// all go through it.
+pub(crate) fn x25519_agree(
+    secret: &x25519_dalek::StaticSecret,
+    public: &x25519_dalek::PublicKey,
+) -> Option<x25519_dalek::SharedSecret> {
+    let shared = secret.diffie_hellman(public);
+    shared.was_contributory().then_some(shared)
+}
+
+/// Refuses a low-order X25519 public key (`what` names it in the error).
+fn check_x25519(public: &x25519_dalek::PublicKey, what: &str) -> Result<(), String> {
+    // Any secret tells: a clamped scalar is a multiple of the cofactor 8, so it maps every
+    // low-order point to zero, and (a multiple of neither large prime order) no other point.
+    // This one is public and fixed.
+    let probe = x25519_dalek::StaticSecret::from([0x5a; 32]);
+    x25519_agree(&probe, public)
+        .map(drop)
+        .ok_or_else(|| degenerate(&format!("{what} is a low-order point")))
+}
+
+/// The error for a degenerate public key: what is wrong with it, what it means, what to do.
+fn degenerate(what: &str) -> String {
+    format!(
+        "a degenerate key: {what}, which no real key is, so it would not keep a file secret; \
+         ask its owner for the recipient again (`paraes keygen -y IDENTITY_FILE` prints it)"
+    )
+}
+
+/// An X-Wing public key from its bytes, refusing degenerate ones: an ML-KEM-768 key whose
+/// coefficients t are all zero (then its ciphertexts carry the shared secret in the clear), a
+/// low-order X25519 key, and (in `ml-kem`, FIPS 203 section 7.2's modulus check) a coefficient
+/// of q = 3329 or more.
+fn hybrid_key(bytes: &[u8]) -> Result<x_wing::EncapsulationKey, String> {
+    let expected = <x_wing::EncapsulationKey as KeySizeUser>::key_size();
+    if bytes.len() != expected {
+        return Err(format!("{} bytes of key data, not {expected}", bytes.len()));
+    }
+    if bytes[..MLKEM768_T_LEN].iter().all(|&b| b == 0) {
+        return Err(degenerate("its ML-KEM-768 key is all zero"));
+    }
+    let x25519: [u8; 32] = bytes[MLKEM768_KEY_LEN..].try_into().expect("32 bytes");
+    check_x25519(&x25519_dalek::PublicKey::from(x25519), "its X25519 key")?;
+    x_wing::EncapsulationKey::new_from_slice(bytes).map_err(|_| {
+        "its ML-KEM-768 key has a coefficient of 3329 or more, which no real key has \
+         (FIPS 203 modulus check): copy it again"
+            .to_string()
+    })
 }
 
 /// An X25519 public key a file can be encrypted to.
@@ -122,10 +209,10 @@ impl SecretIdentity {
 
     /// The identity as text (the secret: write it only to a private file).
     pub fn to_secret_text(&self) -> Zeroizing<String> {
-        Zeroizing::new(match self {
+        match self {
             SecretIdentity::X25519(id) => encode(X25519_IDENTITY_HRP, id.0.as_bytes(), true),
             SecretIdentity::Hybrid(id) => encode(HYBRID_IDENTITY_HRP, id.0.as_bytes(), true),
-        })
+        }
     }
 }
 
@@ -141,10 +228,11 @@ impl FromStr for SecretIdentity {
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let bad = |why: String| ContainerError::BadIdentity(why);
         let (hrp, data) = decode(text).map_err(bad)?;
-        let seed: [u8; 32] = data[..]
-            .try_into()
-            .map_err(|_| bad(format!("{} bytes of key data, not 32", data.len())))?;
-        let seed = Zeroizing::new(seed);
+        if data.len() != 32 {
+            return Err(bad(format!("{} bytes of key data, not 32", data.len())));
+        }
+        let mut seed = Zeroizing::new([0u8; 32]);
+        seed.copy_from_slice(&data);
         match hrp.as_str() {
             X25519_IDENTITY_HRP => Ok(SecretIdentity::X25519(X25519Identity(
                 x25519_dalek::StaticSecret::from(*seed),
@@ -185,33 +273,27 @@ impl FromStr for PublicRecipient {
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let bad = |why: String| ContainerError::BadRecipient(why);
+        if starts_like_identity(text) {
+            // Refused before decoding, so that nothing about it (whole or mistyped) is told.
+            return Err(bad(
+                "that is a secret identity (PARAES-SECRET-KEY-1...), not a recipient: give the \
+                 recipient that `paraes keygen -y IDENTITY_FILE` prints"
+                    .into(),
+            ));
+        }
         let (hrp, data) = decode(text).map_err(bad)?;
         match hrp.as_str() {
             X25519_RECIPIENT_HRP => {
                 let bytes: [u8; 32] = data[..]
                     .try_into()
                     .map_err(|_| bad(format!("{} bytes of key data, not 32", data.len())))?;
-                Ok(PublicRecipient::X25519(X25519Recipient(
-                    x25519_dalek::PublicKey::from(bytes),
-                )))
+                let key = x25519_dalek::PublicKey::from(bytes);
+                check_x25519(&key, "its X25519 key").map_err(bad)?;
+                Ok(PublicRecipient::X25519(X25519Recipient(key)))
             }
-            HYBRID_RECIPIENT_HRP => {
-                let expected = <x_wing::EncapsulationKey as KeySizeUser>::key_size();
-                if data.len() != expected {
-                    return Err(bad(format!(
-                        "{} bytes of key data, not {expected}",
-                        data.len()
-                    )));
-                }
-                let key = x_wing::EncapsulationKey::new_from_slice(&data)
-                    .map_err(|_| bad("not a valid ML-KEM-768 + X25519 public key".into()))?;
-                Ok(PublicRecipient::Hybrid(HybridRecipient(Box::new(key))))
-            }
-            other if other.starts_with("paraes-") => Err(bad(
-                "this is a secret identity, not a recipient: share the recipient \
-                 (`paraes keygen -y IDENTITY_FILE` prints it)"
-                    .into(),
-            )),
+            HYBRID_RECIPIENT_HRP => Ok(PublicRecipient::Hybrid(HybridRecipient(Box::new(
+                hybrid_key(&data).map_err(bad)?,
+            )))),
             other => Err(bad(format!(
                 "prefix \"{other}\" (expected {X25519_RECIPIENT_HRP}1... or {HYBRID_RECIPIENT_HRP}1...)"
             ))),

@@ -8,9 +8,11 @@ use aes_gcm_siv::{Aes256GcmSiv, Nonce};
 use hkdf::Hkdf;
 use sha2::Sha256;
 use x_wing::{Decapsulate, Encapsulate};
-use zeroize::Zeroizing;
+use zeroize::{Zeroize, Zeroizing};
 
-use super::identity::{HybridIdentity, PublicRecipient, SecretIdentity, X25519Identity};
+use super::identity::{
+    x25519_agree, HybridIdentity, PublicRecipient, SecretIdentity, X25519Identity,
+};
 use super::keys::{random_bytes, Argon2Params, FileSecret, FILE_KEY_LEN};
 use super::ContainerError;
 use crate::key::Key;
@@ -123,18 +125,18 @@ impl Stanza {
                 random_bytes(&mut seed[..])?;
                 let ephemeral = x25519_dalek::StaticSecret::from(*seed);
                 let share = x25519_dalek::PublicKey::from(&ephemeral);
-                let shared = ephemeral.diffie_hellman(&to.0);
-                if !shared.was_contributory() {
-                    return Err(ContainerError::BadRecipient(
+                // Parsing refused low-order recipients already; this is the same check.
+                let shared = x25519_agree(&ephemeral, &to.0).ok_or_else(|| {
+                    ContainerError::BadRecipient(
                         "a low-order X25519 point, which no real key is".into(),
-                    ));
-                }
+                    )
+                })?;
                 let kek = x25519_kek(shared.as_bytes(), share.as_bytes(), to.0.as_bytes());
                 (KIND_X25519, share.as_bytes().to_vec(), kek)
             }
             Recipient::Public(PublicRecipient::Hybrid(to)) => {
                 let (ciphertext, shared) = to.0.encapsulate();
-                let shared = Zeroizing::new(<[u8; 32]>::from(shared));
+                let shared = Zeroizing::new(shared);
                 let kek = hkdf(None, &shared[..], HYBRID_INFO);
                 (KIND_HYBRID, ciphertext.to_vec(), kek)
             }
@@ -202,10 +204,10 @@ impl Stanza {
                 Identity::Secret(SecretIdentity::X25519(X25519Identity(secret))),
             ) => {
                 let share: [u8; 32] = self.body[..X25519_LEN].try_into().expect("32 bytes");
-                let shared = secret.diffie_hellman(&x25519_dalek::PublicKey::from(share));
-                if !shared.was_contributory() {
+                let Some(shared) = x25519_agree(secret, &x25519_dalek::PublicKey::from(share))
+                else {
                     return Ok(None);
-                }
+                };
                 let recipient = x25519_dalek::PublicKey::from(secret);
                 x25519_kek(shared.as_bytes(), &share, recipient.as_bytes())
             }
@@ -216,7 +218,7 @@ impl Stanza {
                 let ciphertext =
                     x_wing::Ciphertext::try_from(&self.body[..x_wing::CIPHERTEXT_SIZE])
                         .expect("length checked by kind()");
-                let shared = Zeroizing::new(<[u8; 32]>::from(secret.decapsulate(&ciphertext)));
+                let shared = Zeroizing::new(secret.decapsulate(&ciphertext));
                 hkdf(None, &shared[..], HYBRID_INFO)
             }
             _ => return Ok(None),
@@ -226,10 +228,17 @@ impl Stanza {
 }
 
 /// HKDF-SHA256 (RFC 5869) of `ikm` with `salt` and `info`, 32 bytes.
+///
+/// What is wiped: the output; the pseudorandom key PRK, which `Hkdf::new` would drop unwiped
+/// (hence `extract`); the HMAC state keyed with PRK (two SHA-256 states and a block buffer), on
+/// drop at the end of this function, by sha2's and digest's `zeroize` features (the workspace
+/// turns them on). What is not: the `hkdf` crate has no zeroize support of its own, and
+/// `hmac` 0.13 leaves its key-xor-pad block on the stack when it is keyed.
 fn hkdf(salt: Option<&[u8]>, ikm: &[u8], info: &[u8]) -> Zeroizing<[u8; 32]> {
     let mut out = Zeroizing::new([0u8; 32]);
-    Hkdf::<Sha256>::new(salt, ikm)
-        .expand(info, &mut out[..])
+    let (mut prk, kdf) = Hkdf::<Sha256>::extract(salt, ikm);
+    prk.as_mut_slice().zeroize();
+    kdf.expand(info, &mut out[..])
         .expect("32 bytes is a valid HKDF-SHA256 length");
     out
 }
