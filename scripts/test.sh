@@ -3,19 +3,24 @@
 # tests need when it is missing, then runs every test. README.md gives this as the test command
 # and .ci/run calls it, so what CI runs is what a user runs.
 #
-#   1. cargo test --workspace --release           every crate and the CLI end to end
+#   1. cargo test --workspace --release           every crate and the CLI end to end; where
+#                                                 there is no NVIDIA driver the GPU engine's
+#                                                 tests and `paraes --backend gpu` run on the
+#                                                 CUDA stand-in (kernels/aes.cu on the CPU,
+#                                                 built by the tests with g++; under a minute)
 #   2. cargo test --release --features mpi ...    the MPI backend under mpiexec -n 1, 2, 3
 #   3. kernels/check-ptx.sh                       committed PTX is current; ptxas sm_80/sm_90,
 #                                                 no spills (NVRTC/ptxas wheels from PyPI)
 #
-# Tests that need hardware this machine lacks (a GPU) say so loudly in their output.
+# Tests that need hardware this machine lacks (a GPU) run on a stand-in and say so loudly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 echo "== test tools"
 # Debian package names: openssl (raw streams are checked against `openssl enc`), util-linux
 # (script), coreutils (mkfifo, head), mpich + libmpich-dev + libclang-dev (the MPI backend;
-# rsmpi's bindings are generated with libclang), python3-pip (the PTX toolchain's wheels).
+# rsmpi's bindings are generated with libclang), python3-pip (the PTX toolchain's wheels),
+# g++ (the kernel emulator and the CUDA stand-in compile kernels/aes.cu for the host).
 need=()
 command -v openssl >/dev/null || need+=(openssl)
 command -v script >/dev/null || need+=(util-linux)
@@ -25,6 +30,7 @@ compgen -G "/usr/include/*/mpich/mpi.h" >/dev/null || [ -e /usr/include/mpich/mp
   || need+=(libmpich-dev)
 compgen -G "/usr/lib/llvm-*/lib/libclang.so" >/dev/null || need+=(libclang-dev)
 python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+command -v "${CXX:-c++}" >/dev/null || need+=(g++)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   sudo=""

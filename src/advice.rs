@@ -34,9 +34,8 @@ pub fn advice(error: &anyhow::Error) -> Option<String> {
         if let Some(e) = cause.downcast_ref::<GpuError>() {
             return match e {
                 GpuError::BadDevice { .. } => Some("pick another --gpu-device".to_owned()),
-                GpuError::OutOfMemory(_) => {
-                    Some("use a smaller --chunk-size, or --backend cpu".to_owned())
-                }
+                // --chunk-size does not change the GPU's buffers (streams x pieces).
+                GpuError::OutOfMemory(_) => Some("or use --backend cpu".to_owned()),
                 _ => Some("or use --backend cpu".to_owned()),
             };
         }

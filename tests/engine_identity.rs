@@ -1,8 +1,14 @@
 //! The Engine seam's contract: every engine in the workspace gives the same bytes for the same
 //! job, checked by the one conformance kit (`paraes_core::testing::check_engine`). New engines
-//! join by adding themselves to `engines()`.
+//! join by adding themselves to `engines()`. The GPU engine runs on the NVIDIA driver, or, where
+//! there is none, on the CUDA stand-in (crates/paraes-gpu/tests/support/standin.rs), as does
+//! `paraes --backend gpu` end to end; without either, `--backend gpu` is a one-line error.
 
-use std::io::Write;
+#[path = "../crates/paraes-gpu/tests/support/standin.rs"]
+mod standin;
+
+use std::path::Path;
+use std::process::Command;
 
 use paraes_core::testing::{check_engine, Budget};
 use paraes_core::{AesImpl, CpuEngine, Engine};
@@ -42,22 +48,17 @@ fn engines() -> Vec<(Box<dyn Engine>, Budget)> {
         let config = SimConfig::new(variant, buffering, cgs);
         engines.push((Box::new(SunwaySimEngine::new(config).unwrap()), slow));
     }
+    let gpu_budget = match standin::driver() {
+        standin::Driver::Nvidia => fast,
+        standin::Driver::StandIn => slow,
+    };
     for ctr_variant in CtrVariant::ALL {
-        match GpuEngine::new(GpuOptions {
+        let gpu = GpuEngine::new(GpuOptions {
             ctr_variant,
             ..GpuOptions::default()
-        }) {
-            Ok(gpu) => engines.push((Box::new(gpu), fast)),
-            Err(e) if e.is_unavailable() => {
-                // Straight to the stderr handle, past the harness's capture: seen even on success.
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "\n*** SKIPPED the GPU engine ({ctr_variant}) in the identity test: {e} ***\n"
-                );
-                break;
-            }
-            Err(e) => panic!("a GPU is present but its engine failed to start: {e}"),
-        }
+        })
+        .unwrap_or_else(|e| panic!("the GPU engine did not start on {}: {e}", standin::driver()));
+        engines.push((Box::new(gpu), gpu_budget));
     }
     engines
 }
@@ -73,4 +74,176 @@ fn every_engine_passes_the_conformance_kit() {
         let checked = check_engine(engine.as_ref(), 0x5eed, *budget);
         eprintln!("{}: {checked:?}", engine.name());
     }
+}
+
+/// A 16-byte key file `key` in `dir`, readable by its owner only (paraes warns otherwise).
+fn key_file(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("key");
+    std::fs::write(&path, [7u8; 16]).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+/// Runs the paraes binary with `args` (and the environment of this process, which names the
+/// CUDA stand-in where there is no driver); panics unless it succeeds.
+fn paraes(dir: &Path, args: &[&str]) {
+    let out = Command::new(env!("CARGO_BIN_EXE_paraes"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "paraes {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `paraes --backend gpu` end to end: containers (CTR, ECB) decrypted by the CPU engine, and
+/// raw CTR byte-identical to the CPU engine's, at sizes around the GPU's piece and chunk edges.
+#[test]
+fn paraes_backend_gpu_round_trips() {
+    let driver = standin::driver();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    key_file(d);
+    let iv = "f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
+    for (i, len) in [0usize, 1, 4101, (1 << 20) + 3, (5 << 20) + 17]
+        .into_iter()
+        .enumerate()
+    {
+        let data = paraes_core::seeded::SplitMix64::new(i as u64).bytes(len);
+        std::fs::write(d.join("in"), &data).unwrap();
+        for mode in ["ctr", "ecb"] {
+            paraes(
+                d,
+                &[
+                    "enc",
+                    "-m",
+                    mode,
+                    "--backend",
+                    "gpu",
+                    "-k",
+                    "key",
+                    "-o",
+                    "sealed",
+                    "-f",
+                    "-q",
+                    "in",
+                ],
+            );
+            paraes(
+                d,
+                &[
+                    "dec",
+                    "--backend",
+                    "cpu",
+                    "-k",
+                    "key",
+                    "-o",
+                    "back",
+                    "-f",
+                    "-q",
+                    "sealed",
+                ],
+            );
+            assert!(
+                std::fs::read(d.join("back")).unwrap() == data,
+                "{mode} {len} bytes on {driver}"
+            );
+        }
+        for (backend, out) in [("gpu", "raw.gpu"), ("cpu", "raw.cpu")] {
+            let chunk = if len > 1 << 20 { "256KiB" } else { "1MiB" };
+            paraes(
+                d,
+                &[
+                    "enc",
+                    "--raw",
+                    "ctr",
+                    "--iv",
+                    iv,
+                    "--chunk-size",
+                    chunk,
+                    "--backend",
+                    backend,
+                    "-k",
+                    "key",
+                    "-o",
+                    out,
+                    "-f",
+                    "-q",
+                    "in",
+                ],
+            );
+        }
+        assert!(
+            std::fs::read(d.join("raw.gpu")).unwrap() == std::fs::read(d.join("raw.cpu")).unwrap(),
+            "raw CTR {len} bytes: gpu differs from cpu on {driver}"
+        );
+    }
+}
+
+/// Without a driver (and without the stand-in), `--backend gpu` is one line on stderr and exit
+/// status 1: the binary never loads the stand-in on its own.
+#[test]
+fn paraes_backend_gpu_without_a_driver_is_one_line() {
+    if paraes_gpu::driver_installed() && std::env::var_os(paraes_gpu::STANDIN_ENV).is_none() {
+        eprintln!("an NVIDIA driver is installed: the no-driver error cannot be seen here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    key_file(dir.path());
+    std::fs::write(dir.path().join("in"), b"hello").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_paraes"))
+        .current_dir(dir.path())
+        .env_remove(paraes_gpu::STANDIN_ENV)
+        .args(["enc", "--backend", "gpu", "-k", "key", "-o", "out", "in"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("no CUDA driver"), "{stderr}");
+    assert!(!stderr.contains("stand-in"), "{stderr}");
+}
+
+/// Out of GPU memory in the middle of a run (the stand-in refuses the 4th allocation: the
+/// second slot's buffers): one line that says what to do, and no advice about --chunk-size,
+/// which does not change the GPU's buffers.
+#[test]
+fn paraes_backend_gpu_out_of_memory_is_one_line() {
+    if standin::driver() != standin::Driver::StandIn {
+        eprintln!("on a GPU: out-of-memory is checked on the CUDA stand-in only");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    key_file(dir.path());
+    std::fs::write(dir.path().join("in"), vec![5u8; 3 << 20]).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_paraes"))
+        .current_dir(dir.path())
+        .env("PARAES_CUDA_STANDIN_OOM_AFTER", "3")
+        .args([
+            "enc",
+            "--backend",
+            "gpu",
+            "--chunk-size",
+            "2MiB",
+            "-k",
+            "key",
+            "-o",
+            "out",
+            "in",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("out of GPU memory"), "{stderr}");
+    assert!(!stderr.contains("chunk"), "{stderr}");
+    assert!(
+        !dir.path().join("out").exists(),
+        "no partial output: {stderr}"
+    );
 }

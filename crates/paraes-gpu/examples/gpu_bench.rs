@@ -17,7 +17,11 @@
 //!             `--shm DIR` (default /dev/shm), `--skip-tool`, `--tool-only` (only the
 //!             tool table; runs without a GPU, the GPU rows then show the error),
 //!             `--tool-backend B` (the backend in the tool table's "gpu" column, default
-//!             gpu; `cpu` checks the table's own plumbing where there is no GPU).
+//!             gpu; `cpu` checks the table's own plumbing where there is no GPU), `--probe`
+//!             (start the engine, print the device, driver and kernel image, exit: the
+//!             device run's first step, under a second where the engine starts).
+//! On the CUDA stand-in of the tests (PARAES_CUDA_STANDIN; not a GPU) every line and the
+//! JSON say "CUDA stand-in (not a GPU)".
 //! Exit status: 0 all correct, 1 a mismatch, 2 no usable GPU.
 
 use std::path::{Path, PathBuf};
@@ -36,6 +40,29 @@ use serde_json::{json, Value};
 const MIB: usize = 1 << 20;
 const GIB: usize = 1 << 30;
 
+/// Set when the figures come from the CUDA stand-in of the tests (no GPU): every line and
+/// JSON then says so.
+static STANDIN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn on_standin() -> bool {
+    STANDIN.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// `println!`, with " [CUDA stand-in (not a GPU)]" at the end of each line measured on the
+/// stand-in.
+macro_rules! say {
+    () => { println!() };
+    ($($arg:tt)*) => {{
+        let text = format!($($arg)*);
+        if on_standin() {
+            let tag = format!(" [{}]", paraes_gpu::STANDIN_NAME);
+            println!("{}", text.replace('\n', &format!("{tag}\n")) + &tag);
+        } else {
+            println!("{text}");
+        }
+    }};
+}
+
 struct Args {
     json: Option<String>,
     max_bytes: usize,
@@ -46,6 +73,7 @@ struct Args {
     shm: PathBuf,
     tool_only: bool,
     tool_backend: String,
+    probe: bool,
 }
 
 fn args() -> Args {
@@ -59,6 +87,7 @@ fn args() -> Args {
         shm: PathBuf::from("/dev/shm"),
         tool_only: false,
         tool_backend: "gpu".into(),
+        probe: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -82,6 +111,7 @@ fn args() -> Args {
             "--paraes" => args.paraes = Some(PathBuf::from(value("--paraes"))),
             "--skip-tool" => args.paraes = None,
             "--tool-only" => args.tool_only = true,
+            "--probe" => args.probe = true,
             "--tool-backend" => args.tool_backend = value("--tool-backend"),
             "--shm" => args.shm = PathBuf::from(value("--shm")),
             "--tool-max-bytes" => {
@@ -90,9 +120,9 @@ fn args() -> Args {
                     .unwrap_or_else(|_| die("bad --tool-max-bytes"))
             }
             "-h" | "--help" => {
-                println!(
+                say!(
                     "usage: gpu_bench [--json PATH] [--max-bytes N] [--reps N] [--quick] \
-                     [--paraes PATH] [--tool-max-bytes N] [--shm DIR] [--skip-tool] [--tool-only] [--tool-backend B]"
+                     [--paraes PATH] [--tool-max-bytes N] [--shm DIR] [--skip-tool] [--tool-only] [--tool-backend B] [--probe]"
                 );
                 std::process::exit(0);
             }
@@ -158,41 +188,83 @@ fn gb_s(bytes: usize, seconds: f64) -> f64 {
     paraes_core::Throughput::new(bytes as u64, seconds).gb_per_s()
 }
 
-/// Writes the report so far (each section saves, so a run cut off by its time limit still
-/// leaves every finished section's figures).
+/// Writes the report so far (each section, and each row of the tool table, saves, so a run cut
+/// off by its time limit still leaves every finished figure). A failed write is reported and
+/// the run goes on: the printed tables still hold the figures.
 fn save(args: &Args, report: &Value) {
     if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_string_pretty(report).unwrap())
-            .unwrap_or_else(|e| die(&format!("writing {path}: {e}")));
+        let text = serde_json::to_string_pretty(report).unwrap_or_else(|e| e.to_string());
+        if let Err(e) = std::fs::write(path, text) {
+            say!("gpu_bench: could not save {path}: {e} (the figures above are all there is)");
+        }
+    }
+}
+
+/// `--probe`: starts the engine as the benchmark would and prints what it found, or the
+/// reason it cannot start with what the loader and driver say (exit status 2).
+fn probe() -> ! {
+    let started = Instant::now();
+    match GpuEngine::new(GpuOptions::default()) {
+        Ok(gpu) => {
+            let info = gpu.device_info();
+            say!("device: {info}");
+            say!(
+                "driver: CUDA {} ({})",
+                info.driver_cuda(),
+                info.driver_version
+            );
+            say!("kernels: {}", gpu.module_report());
+            say!("engine: {}", gpu.name());
+            say!(
+                "probe: the engine started in {:.3} s",
+                started.elapsed().as_secs_f64()
+            );
+            std::process::exit(0)
+        }
+        Err(e) => {
+            say!("probe: the GPU engine cannot start: {e}");
+            say!(
+                "probe: libcuda loadable: {}; LD_LIBRARY_PATH={:?}",
+                paraes_gpu::driver_installed(),
+                std::env::var("LD_LIBRARY_PATH").unwrap_or_default()
+            );
+            std::process::exit(2)
+        }
     }
 }
 
 fn main() {
     let args = args();
     let started = Instant::now();
+    if std::env::var_os(paraes_gpu::STANDIN_ENV).is_some_and(|v| !v.is_empty()) {
+        STANDIN.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    if args.probe {
+        probe();
+    }
     if args.tool_only {
         // Only the tool table (no GPU needed to run it: GPU rows then show the error).
         let paraes = args
             .paraes
             .clone()
             .unwrap_or_else(|| die("--tool-only needs --paraes PATH"));
-        let table = tool_table(&paraes, &args);
-        if let Some(path) = &args.json {
-            std::fs::write(path, serde_json::to_string_pretty(&table).unwrap())
-                .unwrap_or_else(|e| die(&format!("writing {path}: {e}")));
-        }
+        let table = tool_table(&paraes, &args, &mut |table| save(&args, table));
+        save(&args, &table);
         let failed = table["round_trip_failures"].as_array().map_or(0, Vec::len);
         std::process::exit(i32::from(failed > 0));
     }
     let info = paraes_gpu::probe().unwrap_or_else(|e| die(&e.to_string()));
+    if info.is_standin() {
+        STANDIN.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("device: {info}");
-    println!("host:   {} ({threads} threads)", cpu_model());
+    say!("device: {info}");
+    say!("host:   {} ({threads} threads)", cpu_model());
     let gpu = GpuEngine::new(GpuOptions::default()).unwrap_or_else(|e| die(&e.to_string()));
     let cpu = CpuEngine::new(None).unwrap_or_else(|e| die(&e.to_string()));
-    println!("engines: {} | {}", gpu.name(), cpu.name());
+    say!("engines: {} | {}", gpu.name(), cpu.name());
     let module = gpu.module_report();
-    println!("kernels: {module}; JIT info log: {:?}", module.info_log);
+    say!("kernels: {module}; JIT info log: {:?}", module.info_log);
     // The PTX, JIT-compiled now (run with CUDA_CACHE_DISABLE=1 for a cold JIT): its load
     // time is what the cubins save on every cold start.
     let ptx_load = match GpuEngine::new(GpuOptions {
@@ -200,16 +272,17 @@ fn main() {
         ..GpuOptions::default()
     }) {
         Ok(e) => {
-            println!("PTX for comparison: {}", e.module_report());
+            say!("PTX for comparison: {}", e.module_report());
             json!({ "load_s": e.module_report().load_seconds, "jit_wall_ms": e.module_report().jit_wall_ms, "info_log": e.module_report().info_log })
         }
         Err(e) => {
-            println!("PTX for comparison: FAILED to load: {e}");
+            say!("PTX for comparison: FAILED to load: {e}");
             json!({ "error": e.to_string() })
         }
     };
     let mut report = json!({
-        "measured_on_gpu": true,
+        "measured_on_gpu": !info.is_standin(),
+        "note": if info.is_standin() { paraes_gpu::STANDIN_NAME } else { "" },
         "device": {
             "name": info.name, "compute_capability": format!("{}.{}", info.compute_capability.0, info.compute_capability.1),
             "sms": info.sms, "total_memory": info.total_memory, "driver_cuda_version": info.driver_version,
@@ -267,7 +340,7 @@ fn main() {
                 checks += 1;
                 if !matches!(ok, Ok(true)) {
                     failures += 1;
-                    println!(
+                    say!(
                         "MISMATCH: AES-{} {mode:?} {direction:?} CTR {variant} len {len}: {ok:?}",
                         size.bits()
                     );
@@ -275,7 +348,7 @@ fn main() {
             }
         }
     }
-    println!(
+    say!(
         "correctness: {}/{checks} checks identical to the CPU engine",
         checks - failures
     );
@@ -284,15 +357,19 @@ fn main() {
 
     // 2. Kernel-only rates (device memory in and out, CUDA events, median).
     let kernel_bytes = if args.quick { 64 * MIB } else { GIB };
-    println!(
+    say!(
         "\nkernel only, {} MiB in device memory, median of {} (CUDA events), {} threads/block:",
         kernel_bytes / MIB,
         args.reps,
         gpu.options().threads_per_block
     );
-    println!(
+    say!(
         "{:<10} {:<14} {:>10} {:>12} {:>14}",
-        "key", "kernel", "ms", "Gbps", "device GB/s"
+        "key",
+        "kernel",
+        "ms",
+        "Gbps",
+        "device GB/s"
     );
     let mut kernels = Vec::new();
     for (k, size) in KeySize::ALL.into_iter().enumerate() {
@@ -307,7 +384,7 @@ fn main() {
                 Ok(times) => {
                     let t = median(times.clone());
                     let dev = gb_s(kernel_bytes * kind.device_bytes_per_byte() as usize, t);
-                    println!(
+                    say!(
                         "AES-{:<6} {:<14} {:>10.3} {:>12.1} {:>14.1}",
                         size.bits(),
                         kind.name(),
@@ -317,7 +394,7 @@ fn main() {
                     );
                     kernels.push(json!({ "key_bits": size.bits(), "kernel": kind.name(), "bytes": kernel_bytes, "median_s": t, "gbps": gbps(kernel_bytes, t), "device_gb_s": dev, "times_s": times }));
                 }
-                Err(e) => println!("AES-{} {}: {e}", size.bits(), kind.name()),
+                Err(e) => say!("AES-{} {}: {e}", size.bits(), kind.name()),
             }
         }
     }
@@ -326,14 +403,20 @@ fn main() {
     // dmon.txt has the clock under load).
     let key128 = make_key(KeySize::Aes128, 300);
     let clock_hz = f64::from(info.sm_clock_khz) * 1e3;
-    println!(
+    say!(
         "\nAES-128 kernel variants, {} MiB, median of {}; clocks/block = SMs x peak SM clock / AES blocks per s:",
         kernel_bytes / MIB,
         args.reps
     );
-    println!(
+    say!(
         "{:<30} {:>7} {:>5} {:>8} {:>9} {:>10} {:>13}",
-        "kernel", "threads", "regs", "blk/SM", "ms", "Gbps", "clocks/block"
+        "kernel",
+        "threads",
+        "regs",
+        "blk/SM",
+        "ms",
+        "Gbps",
+        "clocks/block"
     );
     let mut sweep = Vec::new();
     let mut seen = std::collections::HashSet::new();
@@ -354,7 +437,7 @@ fn main() {
                         let med = median(t.seconds.clone());
                         let blocks_per_s = (kernel_bytes / 16) as f64 / med;
                         let clocks = f64::from(info.sms) * clock_hz / blocks_per_s;
-                        println!(
+                        say!(
                             "{:<30} {threads:>7} {:>5} {:>8} {:>9.3} {:>10.1} {:>13.1}",
                             t.kernel,
                             t.registers,
@@ -367,7 +450,7 @@ fn main() {
                             "registers": t.registers, "blocks_per_sm": t.resident_per_sm, "grid": t.grid, "bytes": kernel_bytes,
                             "median_s": med, "gbps": gbps(kernel_bytes, med), "sm_clocks_per_aes_block_at_peak_clock": clocks, "times_s": t.seconds }));
                     }
-                    Err(e) => println!("{} {threads}: {e}", variant.kernel_name(128, kind)),
+                    Err(e) => say!("{} {threads}: {e}", variant.kernel_name(128, kind)),
                 }
             }
         }
@@ -378,7 +461,7 @@ fn main() {
     // 3. Bus and device-memory bandwidth, same run.
     let copy_bytes = if args.quick { 64 * MIB } else { 256 * MIB };
     let mut bandwidth = serde_json::Map::new();
-    println!("\ncopies, median of {}:", args.reps);
+    say!("\ncopies, median of {}:", args.reps);
     for (name, direction, bytes, factor) in [
         ("h2d_pinned", CopyDirection::HostToDevice, copy_bytes, 1.0),
         ("d2h_pinned", CopyDirection::DeviceToHost, copy_bytes, 1.0),
@@ -388,7 +471,7 @@ fn main() {
             Ok(times) => {
                 let t = median(times);
                 let rate = factor * gb_s(bytes, t);
-                println!(
+                say!(
                     "{name:<11} {:>6} MiB: {rate:>8.1} GB/s{}",
                     bytes / MIB,
                     if factor > 1.0 { " (read + write)" } else { "" }
@@ -398,14 +481,14 @@ fn main() {
                     json!({ "bytes": bytes, "median_s": t, "gb_s": rate }),
                 );
             }
-            Err(e) => println!("{name}: {e}"),
+            Err(e) => say!("{name}: {e}"),
         }
     }
     match gpu.time_copy_both_ways(copy_bytes, args.reps) {
         Ok(times) => {
             let t = median(times);
             let rate = gb_s(2 * copy_bytes, t);
-            println!(
+            say!(
                 "h2d+d2h at once {:>3} MiB each way: {rate:>8.1} GB/s total ({:.1} GB/s per direction)",
                 copy_bytes / MIB,
                 rate / 2.0
@@ -415,7 +498,7 @@ fn main() {
                 json!({ "bytes_each_way": copy_bytes, "median_s": t, "gb_s_total": rate, "gb_s_per_direction": rate / 2.0 }),
             );
         }
-        Err(e) => println!("h2d+d2h at once: {e}"),
+        Err(e) => say!("h2d+d2h at once: {e}"),
     }
     let rate = |name: &str| {
         bandwidth
@@ -430,10 +513,15 @@ fn main() {
     // 4. End to end, host memory to host memory, GPU engine vs CPU engine.
     let mut sizes = vec![MIB, 4 * MIB, 16 * MIB, 64 * MIB, 256 * MIB, GIB, 4 * GIB];
     sizes.retain(|&s| s <= args.max_bytes);
-    println!("\nend to end, host memory to host memory, AES-128-CTR, median wall time:");
-    println!(
+    say!("\nend to end, host memory to host memory, AES-128-CTR, median wall time:");
+    say!(
         "{:>9} {:>14} {:>14} {:>14} {:>16} {:>10}",
-        "size", "gpu keystream", "gpu fused", "cpu", "gpu ks, 1MiB calls", "best/cpu"
+        "size",
+        "gpu keystream",
+        "gpu fused",
+        "cpu",
+        "gpu ks, 1MiB calls",
+        "best/cpu"
     );
     let key = make_key(KeySize::Aes128, 400);
     let iv = [0x5au8; 16];
@@ -487,7 +575,7 @@ fn main() {
         if best < cp && crossover.is_none() {
             crossover = Some(size);
         }
-        println!(
+        say!(
             "{:>7}Mi {:>9.2} GB/s {:>9.2} GB/s {:>9.2} GB/s {:>11.2} GB/s {:>9.2}x",
             size / MIB,
             gb_s(size, ks),
@@ -504,17 +592,17 @@ fn main() {
         }));
     }
     match crossover {
-        Some(s) => println!(
+        Some(s) => say!(
             "crossover: the GPU engine beats the CPU engine from {} MiB",
             s / MIB
         ),
-        None => println!(
+        None => say!(
             "crossover: the GPU engine never beat the CPU engine up to {} MiB",
             sizes.last().unwrap_or(&0) / MIB
         ),
     }
     if let Some(last) = e2e.last() {
-        println!(
+        say!(
             "largest size: keystream at {:.0}% of pinned D2H ({d2h:.1} GB/s), fused at {:.0}% of min(H2D, D2H) ({:.1} GB/s)",
             100.0 * last["keystream_vs_d2h"].as_f64().unwrap_or(f64::NAN),
             100.0 * last["fused_vs_min_h2d_d2h"].as_f64().unwrap_or(f64::NAN),
@@ -557,7 +645,7 @@ fn main() {
         };
         let g = run(&gpu, &mut buf);
         let c = run(&cpu, &mut buf);
-        println!(
+        say!(
             "AES-{} {mode:?} {direction:?} {} MiB: gpu {:.2} GB/s, cpu {:.2} GB/s",
             size.bits(),
             big / MIB,
@@ -570,10 +658,16 @@ fn main() {
     save(&args, &report);
     report["engine_ab"] = engine_ab(big, &job);
     save(&args, &report);
-    report["tool"] = match &args.paraes {
-        Some(paraes) => tool_table(paraes, &args),
+    report["tool"] = match args.paraes.clone() {
+        Some(paraes) => {
+            let mut partial = report.clone();
+            tool_table(&paraes, &args, &mut |table| {
+                partial["tool"] = table.clone();
+                save(&args, &partial);
+            })
+        }
         None => {
-            println!("\n*** the end-to-end table through the paraes tool did NOT run: pass --paraes PATH ***");
+            say!("\n*** the end-to-end table through the paraes tool did NOT run: pass --paraes PATH ***");
             json!(null)
         }
     };
@@ -582,12 +676,11 @@ fn main() {
         .map_or(0, Vec::len);
     report["wall_seconds"] = json!(started.elapsed().as_secs_f64());
 
+    save(&args, &report);
     if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_string_pretty(&report).unwrap())
-            .unwrap_or_else(|e| die(&format!("writing {path}: {e}")));
-        println!("\nwrote {path}");
+        say!("\nwrote {path}");
     }
-    println!(
+    say!(
         "done in {:.0} s; correctness: {}",
         started.elapsed().as_secs_f64(),
         if failures == 0 { "PASS" } else { "FAIL" }
@@ -598,7 +691,7 @@ fn main() {
 /// The engine's host-path settings A/B'd on one buffer: sync mode x piece size x CTR variant,
 /// and the kernel variants end to end (does a faster kernel show through the bus at all?).
 fn engine_ab(size: usize, job: &Job<'_>) -> Value {
-    println!(
+    say!(
         "\nA/B, host memory to host memory, AES-128-CTR, {} MiB, median of 3:",
         size / MIB
     );
@@ -632,7 +725,7 @@ fn engine_ab(size: usize, job: &Job<'_>) -> Value {
         }) {
             Ok(e) => e,
             Err(e) => {
-                println!("{variant} {sync} {} MiB {ctr}: {e}", piece >> 20);
+                say!("{variant} {sync} {} MiB {ctr}: {e}", piece >> 20);
                 continue;
             }
         };
@@ -646,7 +739,7 @@ fn engine_ab(size: usize, job: &Job<'_>) -> Value {
                 })
                 .collect(),
         );
-        println!(
+        say!(
             "kernels {variant:<8} sync {sync:<8} piece {:>3} MiB CTR {ctr:<9}: {:>7.2} GB/s",
             piece >> 20,
             gb_s(size, t)
@@ -689,17 +782,38 @@ fn run_tool(paraes: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<f64, S
 /// files in tmpfs, GPU and CPU engines from 1 MiB to --tool-max-bytes, each output decrypted
 /// once and compared with the input; then, at 1 GiB, the GPU's settings A/B'd through the
 /// tool (chunk size, PARAES_GPU_* overrides). Output files are fresh tmpfs pages each run
-/// for both engines alike (ANCHORS.md: fresh tmpfs pages are costly).
-fn tool_table(paraes: &Path, args: &Args) -> Value {
+/// for both engines alike (ANCHORS.md: fresh tmpfs pages are costly). The largest size is cut
+/// to what the free space of the folder holds (input, output and round trip: 3x), `saved` gets
+/// the table after every row, and a file that cannot be written ends the table with a row
+/// saying why.
+fn tool_table(paraes: &Path, args: &Args, saved: &mut dyn FnMut(&Value)) -> Value {
     let dir = args
         .shm
         .join(format!("paraes-gpu-bench-{}", std::process::id()));
     if let Err(e) = std::fs::create_dir_all(&dir) {
-        println!("tool table: cannot create {}: {e}", dir.display());
+        say!("tool table: cannot create {}: {e}", dir.display());
         return json!({ "error": e.to_string() });
     }
     let key = dir.join("key");
-    std::fs::write(&key, random(16, 77)).unwrap();
+    if let Err(e) = std::fs::write(&key, random(16, 77)) {
+        say!("tool table: cannot write {}: {e}", key.display());
+        return json!({ "error": format!("writing the key file: {e}") });
+    }
+    let free = free_bytes(&args.shm);
+    let max_bytes = match free {
+        Some(free) if free / 10 * 3 < args.tool_max_bytes as u64 => {
+            let fits = (free / 10 * 3) as usize / MIB * MIB; // 3 files and 10% to spare
+            say!(
+                "tool table: {} has {} MiB free, so the largest size is {} MiB instead of {} MiB",
+                args.shm.display(),
+                free >> 20,
+                fits / MIB,
+                args.tool_max_bytes / MIB
+            );
+            fits.max(MIB)
+        }
+        _ => args.tool_max_bytes,
+    };
     let (input, output, back) = (dir.join("in"), dir.join("out.paraes"), dir.join("back"));
     let p = |p: &Path| p.to_string_lossy().into_owned();
     let (key_s, in_s, out_s, back_s) = (p(&key), p(&input), p(&output), p(&back));
@@ -734,18 +848,28 @@ fn tool_table(paraes: &Path, args: &Args) -> Value {
         }
         Ok(median(t))
     };
-    println!(
+    say!(
         "\nthe paraes tool end to end (enc --mode ctr, container, AES-128, files in {}), median wall time:",
         args.shm.display()
     );
-    println!(
+    say!(
         "{:>9} {:>12} {:>12} {:>9} {:>10}",
-        "size", "gpu", "cpu", "gpu/cpu", "round trip"
+        "size",
+        "gpu",
+        "cpu",
+        "gpu/cpu",
+        "round trip"
     );
     let mut rows = Vec::new();
-    let mut failures = Vec::new();
+    let mut failures: Vec<String> = Vec::new();
+    let table = |rows: &[Value], ab: &[Value], failures: &[String], complete: bool| {
+        json!({ "paraes": paraes.display().to_string(), "dir": args.shm.display().to_string(),
+            "free_bytes": free, "max_bytes": max_bytes, "rows": rows, "settings_ab": ab,
+            "round_trip_failures": failures, "complete": complete,
+            "note": if on_standin() { paraes_gpu::STANDIN_NAME } else { "" } })
+    };
     let mut size = MIB;
-    while size <= args.tool_max_bytes {
+    while size <= max_bytes {
         let reps = if size <= 64 * MIB {
             5
         } else if size <= GIB {
@@ -753,18 +877,12 @@ fn tool_table(paraes: &Path, args: &Args) -> Value {
         } else {
             2
         };
-        // Write the input in 64 MiB pieces (8 GiB never sits in memory twice).
-        {
-            use std::io::Write as _;
-            let mut f = std::io::BufWriter::new(std::fs::File::create(&input).unwrap());
-            let mut left = size;
-            let mut i = 0;
-            while left > 0 {
-                let n = left.min(64 * MIB);
-                f.write_all(&random(n, 1000 + i)).unwrap();
-                left -= n;
-                i += 1;
-            }
+        if let Err(e) = write_input(&input, size, 1000) {
+            say!("{:>7}Mi cannot write the input: {e}", size / MIB);
+            rows.push(json!({ "bytes": size, "error": format!("writing the input: {e}") }));
+            let _ = std::fs::remove_file(&input);
+            saved(&table(&rows, &[], &failures, false));
+            break;
         }
         let g = time(&enc(&args.tool_backend, &[]), &[], reps);
         // Round trip of the GPU's output through the CPU engine.
@@ -812,7 +930,7 @@ fn tool_table(paraes: &Path, args: &Args) -> Value {
             (Ok(g), Ok(c)) => format!("{:.2}x", c / g),
             _ => "-".into(),
         };
-        println!(
+        say!(
             "{:>7}Mi {:>12} {:>12} {:>9} {:>10}",
             size / MIB,
             fmt(&g),
@@ -822,7 +940,7 @@ fn tool_table(paraes: &Path, args: &Args) -> Value {
         );
         for r in [&g, &c] {
             if let Err(e) = r {
-                println!("  {e}");
+                say!("  {e}");
             }
         }
         rows.push(json!({ "bytes": size, "reps": reps,
@@ -830,29 +948,29 @@ fn tool_table(paraes: &Path, args: &Args) -> Value {
             "gpu_gb_s": g.as_ref().ok().map(|t| gb_s(size, *t)), "cpu_gb_s": c.as_ref().ok().map(|t| gb_s(size, *t)),
             "gpu_error": g.as_ref().err(), "cpu_error": c.as_ref().err(),
             "round_trip_ok": trip.as_ref().map(|r| r.is_ok()) }));
+        saved(&table(&rows, &[], &failures, false));
         size *= 4;
-        if size > args.tool_max_bytes && size / 4 < args.tool_max_bytes {
-            size = args.tool_max_bytes; // end exactly at the largest size (8 GiB by default)
+        if size > max_bytes && size / 4 < max_bytes {
+            size = max_bytes; // end exactly at the largest size (8 GiB by default)
         }
     }
     // Settings A/B through the tool at 1 GiB (or the largest size below it).
-    let ab_size = GIB.min(args.tool_max_bytes);
+    let ab_size = GIB.min(max_bytes);
     let _ = std::fs::remove_file(&input);
-    {
-        use std::io::Write as _;
-        let mut f = std::io::BufWriter::new(std::fs::File::create(&input).unwrap());
-        let mut left = ab_size;
-        while left > 0 {
-            let n = left.min(64 * MIB);
-            f.write_all(&random(n, left as u64)).unwrap();
-            left -= n;
-        }
+    let mut ab = Vec::new();
+    if let Err(e) = write_input(&input, ab_size, 5000) {
+        say!(
+            "tool table: cannot write the {} MiB input of the settings A/B: {e}",
+            ab_size / MIB
+        );
+        ab.push(json!({ "bytes": ab_size, "error": format!("writing the input: {e}") }));
+        let _ = std::fs::remove_dir_all(&dir);
+        return table(&rows, &ab, &failures, false);
     }
-    println!(
+    say!(
         "\nthe tool at {} MiB, GPU settings A/B (median of 3):",
         ab_size / MIB
     );
-    let mut ab = Vec::new();
     let cases: [ToolCase; 10] = [
         ("gpu default", &[], &[]),
         ("gpu --chunk-size 16MiB", &["--chunk-size", "16MiB"], &[]),
@@ -892,17 +1010,52 @@ fn tool_table(paraes: &Path, args: &Args) -> Value {
         };
         let r = time(&enc(backend, extra), env, 3);
         match &r {
-            Ok(t) => println!("{label:<36} {:>8.2} GB/s", gb_s(ab_size, *t)),
-            Err(e) => println!("{label:<36} FAILED: {e}"),
+            Ok(t) => say!("{label:<36} {:>8.2} GB/s", gb_s(ab_size, *t)),
+            Err(e) => say!("{label:<36} FAILED: {e}"),
         }
         ab.push(json!({ "case": label, "args": extra, "env": env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(),
             "bytes": ab_size, "median_s": r.as_ref().ok(), "gb_s": r.as_ref().ok().map(|t| gb_s(ab_size, *t)), "error": r.as_ref().err() }));
+        saved(&table(&rows, &ab, &failures, false));
     }
     let _ = std::fs::remove_dir_all(&dir);
     if !failures.is_empty() {
-        println!("TOOL ROUND TRIP FAILURES: {failures:?}");
+        say!("TOOL ROUND TRIP FAILURES: {failures:?}");
     }
-    json!({ "paraes": paraes.display().to_string(), "dir": args.shm.display().to_string(), "rows": rows, "settings_ab": ab, "round_trip_failures": failures })
+    table(&rows, &ab, &failures, true)
+}
+
+/// Writes `size` pseudo-random bytes to `path` in 64 MiB pieces (8 GiB never sits in memory
+/// twice).
+fn write_input(path: &Path, size: usize, seed: u64) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut left = size;
+    let mut i = 0;
+    while left > 0 {
+        let n = left.min(64 * MIB);
+        f.write_all(&random(n, seed + i))?;
+        left -= n;
+        i += 1;
+    }
+    f.flush()
+}
+
+/// Free bytes in the file system of `dir` (`df`; None where it cannot tell).
+fn free_bytes(dir: &Path) -> Option<u64> {
+    let out = Command::new("df")
+        .args(["-P", "-k"])
+        .arg(dir)
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let kib: u64 = text
+        .lines()
+        .nth(1)?
+        .split_whitespace()
+        .nth(3)?
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
 }
 
 /// Whether two files hold the same bytes (read in 64 MiB pieces).

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # stage-device.sh: builds, HERE (no GPU needed), everything the GPU session runs there (the
 # device machine has the NVIDIA driver but no Rust): the paraes binary, gpu_bench and the
-# GPU test binaries, plus kb.py and the reference kernel, in one folder to carry.
+# GPU test binaries, plus kb.py, the reference kernel, kernels/aes.* and device-run.sh, in
+# one folder that runs on its own (`bash DIR/device-run.sh 1`), with a COMMIT file naming
+# what it was built from.
 #
 # Usage (from the repository root): crates/paraes-gpu/scripts/stage-device.sh [DIR]
 #   DIR defaults to .device-bin; it must be git-ignored to travel as a carried path:
 #   `echo /.device-bin/ >> .git/info/exclude`. Then on the device, two calls of < 10 min:
-#     bash crates/paraes-gpu/scripts/device-run.sh 1    (GPU tests, gpu_bench)
-#     bash crates/paraes-gpu/scripts/device-run.sh 2    (the paraes tool table, kb.py, Nsight Compute)
+#     bash .device-bin/device-run.sh 1    (probe, GPU tests, gpu_bench)
+#     bash .device-bin/device-run.sh 2    (the paraes tool table, kb.py, Nsight Compute)
 #   with carry [".device-bin"]; the files in $OUT go to docs/gpu-results/ unedited.
 # Set CARGO_TARGET_DIR to build elsewhere than target/. The carried total must stay under
 # 64 MiB with the working tree: each binary embeds the PTX and both cubins (~7.3 MB), so
@@ -16,7 +18,8 @@ set -euo pipefail
 dir="${1:-.device-bin}"
 target="${CARGO_TARGET_DIR:-target}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-mkdir -p "$dir"
+root="$(cd "$here/../../.." && pwd)"
+mkdir -p "$dir/kernels"
 cargo build --release --bin paraes
 cargo build --release -p paraes-gpu --example gpu_bench
 cp "$target/release/paraes" "$target/release/examples/gpu_bench" "$dir/"
@@ -29,9 +32,21 @@ cargo test --release -p paraes-gpu --no-run --message-format=json 2>/dev/null |
             gpu_identity | no_gpu) cp "$exe" "$dir/$name" ;;
         esac
     done
-strip "$dir"/paraes "$dir"/gpu_bench "$dir"/gpu_identity "$dir"/no_gpu 2>/dev/null || true
-cp "$here/kb.py" "$dir/"
-anchor="$here/../../../../shared/gpu-first-contact/anchor.ptx"
+bins=("$dir/paraes" "$dir/gpu_bench" "$dir/gpu_identity" "$dir/no_gpu")
+strip "${bins[@]}" 2>/dev/null || echo "stage-device: strip failed: the binaries stay unstripped (larger)" >&2
+chmod +x "${bins[@]}"
+cp "$here/kb.py" "$here/device-run.sh" "$dir/"
+chmod +x "$dir/device-run.sh" "$dir/kb.py"
+cp "$root"/kernels/aes.cu "$root"/kernels/aes.ptx "$root"/kernels/aes.sm_80.cubin "$root"/kernels/aes.sm_90.cubin "$dir/kernels/"
+{
+    git -C "$root" log -1 --format='%H %cd %s' --date=iso
+    if [ -n "$(git -C "$root" status --porcelain --untracked-files=no)" ]; then
+        echo "plus uncommitted changes to: $(git -C "$root" status --porcelain --untracked-files=no | awk '{print $2}' | tr '\n' ' ')"
+    fi
+    echo "staged $(date -u +%FT%TZ) on $(uname -n)"
+} >"$dir/COMMIT"
+anchor="$root/../shared/gpu-first-contact/anchor.ptx"
 if [ -f "$anchor" ]; then cp "$anchor" "$dir/"; else echo "stage-device: no $anchor: kb.py will time ours only" >&2; fi
-ls -la "$dir"
+ls -la "$dir" "$dir/kernels"
 du -sh "$dir"
+cat "$dir/COMMIT"

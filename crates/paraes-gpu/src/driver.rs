@@ -47,18 +47,34 @@ pub struct DeviceInfo {
     pub device_count: usize,
 }
 
+impl DeviceInfo {
+    /// True on the CUDA stand-in of the tests ([`STANDIN_ENV`]): nothing measured on it is a
+    /// GPU figure.
+    pub fn is_standin(&self) -> bool {
+        self.name == STANDIN_NAME
+    }
+
+    /// The driver's CUDA version as `12.4`.
+    pub fn driver_cuda(&self) -> String {
+        format!(
+            "{}.{}",
+            self.driver_version / 1000,
+            self.driver_version % 1000 / 10
+        )
+    }
+}
+
 impl std::fmt::Display for DeviceInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} (sm_{}{}, {} SMs, {:.0} GiB, driver CUDA {}.{})",
+            "{} (sm_{}{}, {} SMs, {:.0} GiB, driver CUDA {})",
             self.name,
             self.compute_capability.0,
             self.compute_capability.1,
             self.sms,
             self.total_memory as f64 / (1u64 << 30) as f64,
-            self.driver_version / 1000,
-            self.driver_version % 1000 / 10
+            self.driver_cuda()
         )
     }
 }
@@ -86,7 +102,72 @@ fn disabled_by_env() -> bool {
     std::env::var_os("PARAES_NO_GPU").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
-/// Loads and initialises the driver once per process; never panics.
+/// The environment variable that names a CUDA stand-in library to load instead of the NVIDIA
+/// driver: a test double that runs kernels/aes.cu on the CPU (kernels/emulate/cuda-standin.cpp,
+/// built by the tests). Only the tests set it; nothing sets it on its own.
+pub const STANDIN_ENV: &str = "PARAES_CUDA_STANDIN";
+
+/// The device name the stand-in reports, so every engine name, timing line and JSON made on it
+/// says what it is.
+pub const STANDIN_NAME: &str = "CUDA stand-in (not a GPU)";
+
+/// True when a CUDA driver library (`libcuda.so`, `libcuda.so.1`, ...) can be loaded here: a
+/// dlopen attempt, nothing cached (the tests ask this before they choose the stand-in).
+pub fn driver_installed() -> bool {
+    // SAFETY: is_culib_present only tries dlopen on the driver's library names and drops what
+    // it opened; it runs no driver code besides library constructors.
+    unsafe { sys::is_culib_present() }
+}
+
+#[cfg(unix)]
+extern "C" {
+    fn dlopen(filename: *const std::ffi::c_char, flag: std::ffi::c_int) -> *mut c_void;
+    fn dlerror() -> *mut std::ffi::c_char;
+}
+
+/// Loads the stand-in named by [`STANDIN_ENV`] and keeps it loaded. Its SONAME is
+/// `libcuda.so`, the first name cudarc asks dlopen for, and dlopen answers a bare name with an
+/// already loaded library of that SONAME: so every driver call then goes to the stand-in.
+#[cfg(unix)]
+fn load_standin(path: &std::ffi::OsStr) -> Result<(), GpuError> {
+    use std::os::unix::ffi::OsStrExt;
+    let failed = |why: String| {
+        GpuError::Driver(format!(
+            "loading the CUDA stand-in {} named by {STANDIN_ENV}: {why}; unset {STANDIN_ENV} or \
+             rebuild the stand-in",
+            path.to_string_lossy()
+        ))
+    };
+    let cpath = CString::new(path.as_bytes()).map_err(|e| failed(e.to_string()))?;
+    const RTLD_NOW: std::ffi::c_int = 2;
+    // SAFETY: `cpath` is a NUL-terminated path that outlives the call; the handle is never
+    // closed, so the library stays loaded for the life of the process.
+    let handle = unsafe { dlopen(cpath.as_ptr(), RTLD_NOW) };
+    if handle.is_null() {
+        // SAFETY: dlerror returns null or a NUL-terminated message owned by the C library,
+        // read at once on this thread.
+        let why = unsafe {
+            let e = dlerror();
+            if e.is_null() {
+                "dlopen failed".to_owned()
+            } else {
+                std::ffi::CStr::from_ptr(e).to_string_lossy().into_owned()
+            }
+        };
+        return Err(failed(why));
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn load_standin(_path: &std::ffi::OsStr) -> Result<(), GpuError> {
+    Err(GpuError::Driver(format!(
+        "{STANDIN_ENV} is set, but the CUDA stand-in runs on Unix only: unset it"
+    )))
+}
+
+/// Loads and initialises the driver once per process; never panics. Where [`STANDIN_ENV`]
+/// names a library, that stand-in is loaded first and answers every driver call.
 pub(crate) fn load_driver() -> Result<(), GpuError> {
     if disabled_by_env() {
         return Err(GpuError::Disabled);
@@ -95,6 +176,9 @@ pub(crate) fn load_driver() -> Result<(), GpuError> {
     DRIVER
         .get_or_init(|| {
             guard("loading the CUDA driver", || {
+                if let Some(path) = std::env::var_os(STANDIN_ENV).filter(|p| !p.is_empty()) {
+                    load_standin(&path)?;
+                }
                 // SAFETY: is_culib_present only tries dlopen on the driver's library names and
                 // drops what it opened; it runs no driver code besides library constructors.
                 if !unsafe { sys::is_culib_present() } {
@@ -327,9 +411,19 @@ impl Device {
             Ok(loaded) => loaded,
             // A cubin the driver refuses (not out of memory): the PTX still may load.
             Err(e) if wanted != KernelImage::Ptx && !matches!(e, GpuError::OutOfMemory(_)) => {
+                // Loud: the PTX costs a JIT of seconds per cold start, and the cause (an old
+                // driver, a damaged image) is worth knowing; the report keeps it too.
+                let refused = format!(
+                    "{e} (driver CUDA {}; the kernels need R550 / CUDA 12.4 or newer)",
+                    info.driver_cuda()
+                );
+                eprintln!(
+                    "paraes-gpu: warning: the driver refused the {wanted}, so the PTX is \
+                     JIT-compiled instead (seconds per cold start): {refused}"
+                );
                 let (module, mut report) = load_module(KernelImage::Ptx)
                     .map_err(|ptx| ptx.with_log(&format!("after the {wanted} failed: {e}")))?;
-                report.cubin_refused = Some(e.to_string());
+                report.cubin_refused = Some(refused);
                 (module, report)
             }
             Err(e) => return Err(e),

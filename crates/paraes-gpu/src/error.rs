@@ -36,8 +36,12 @@ pub enum GpuError {
     /// A panic inside the CUDA bindings (cudarc) or the engine: a bug, never "no GPU".
     #[error("internal error in the GPU engine while {0}: please report this bug")]
     Internal(String),
-    /// Device or pinned host memory ran out.
-    #[error("out of GPU memory while {0}: free the GPU or use smaller chunks")]
+    /// Device or pinned host memory ran out. The engine's buffers are `streams x max_piece`
+    /// of each kind, whatever the caller's buffer size, so smaller calls do not help.
+    #[error(
+        "out of GPU memory while {0}: free GPU memory (`nvidia-smi` lists what holds it) or \
+         give the engine smaller pieces (PARAES_GPU_PIECE, in bytes)"
+    )]
     OutOfMemory(String),
     /// A kernel could not be launched.
     #[error("the AES kernel failed to launch ({0}): please report this")]

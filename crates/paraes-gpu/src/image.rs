@@ -161,6 +161,8 @@ mod tests {
             assert_eq!(u16::from_le_bytes([b[18], b[19]]), 190, "{image}: EM_CUDA");
             let flags = u32::from_le_bytes([b[48], b[49], b[50], b[51]]);
             assert_eq!(flags & 0xff, sm, "{image}: e_flags {flags:#x}");
+            // The driver reads the ELF structures in place: 8-byte aligned (include_aligned!).
+            assert_eq!(b.as_ptr() as usize % 8, 0, "{image} is not 8-byte aligned");
         }
         assert!(!KernelImage::Ptx.bytes().contains(&0));
     }

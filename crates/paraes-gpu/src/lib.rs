@@ -24,7 +24,7 @@ pub mod plan;
 pub mod variant;
 pub mod xor;
 
-pub use driver::{probe, DeviceInfo};
+pub use driver::{driver_installed, probe, DeviceInfo, STANDIN_ENV, STANDIN_NAME};
 pub use engine::{CopyDirection, GpuEngine, KernelTiming};
 pub use error::GpuError;
 pub use image::{ImageChoice, KernelImage, ModuleReport};
@@ -36,12 +36,23 @@ pub use variant::{KernelVariant, SyncMode};
 /// what the driver JIT-compiles on GPUs other than compute capability 8.x and 9.x.
 pub const PTX: &str = include_str!("../../../kernels/aes.ptx");
 
+/// `include_bytes!` with the bytes 8-byte aligned: the driver reads a cubin in place as ELF
+/// structures (8-byte fields), and a misaligned one may be refused, which would cost a PTX JIT.
+macro_rules! include_aligned {
+    ($path:literal) => {{
+        #[repr(C, align(8))]
+        struct Aligned<B: ?Sized>(B);
+        const ALIGNED: &Aligned<[u8]> = &Aligned(*include_bytes!($path));
+        &ALIGNED.0
+    }};
+}
+
 /// SASS for compute capability 8.x, assembled from [`PTX`] by the pinned ptxas
-/// (kernels/build-ptx.sh; kernels/check-ptx.sh checks it is current).
-pub const CUBIN_SM80: &[u8] = include_bytes!("../../../kernels/aes.sm_80.cubin");
+/// (kernels/build-ptx.sh; kernels/check-ptx.sh checks it is current). 8-byte aligned.
+pub const CUBIN_SM80: &[u8] = include_aligned!("../../../kernels/aes.sm_80.cubin");
 
 /// SASS for compute capability 9.x, as [`CUBIN_SM80`].
-pub const CUBIN_SM90: &[u8] = include_bytes!("../../../kernels/aes.sm_90.cubin");
+pub const CUBIN_SM90: &[u8] = include_aligned!("../../../kernels/aes.sm_90.cubin");
 
 /// AES blocks each GPU thread works on per tile (the kernels' `BLOCKS_PER_THREAD`, set in
 /// kernels/build-ptx.py; a test checks that the two agree). Used to size the grid.

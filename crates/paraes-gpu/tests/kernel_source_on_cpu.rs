@@ -1,7 +1,11 @@
 //! Runs the kernel SOURCE, kernels/aes.cu, on the CPU through kernels/emulate/host.cpp
-//! (built here with the system C++ compiler) and compares every kernel, key size and
-//! several launch shapes with the core's AES. This tests the .cu file itself where there is
-//! no GPU; it skips loudly when no C++ compiler is found (set CXX to pick one).
+//! (built here with the system C++ compiler, tests/support/standin.rs) and compares every
+//! kernel, key size and several launch shapes with the core's AES. This tests the .cu file
+//! itself where there is no GPU; without a C++ compiler it fails, saying what to install (set
+//! CXX to pick one).
+
+#[path = "support/standin.rs"]
+mod standin;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -10,42 +14,10 @@ use std::process::{Command, Stdio};
 use paraes_core::seeded::SplitMix64;
 use paraes_core::{modes, AesImpl, Direction, Job, Key, Mode};
 use paraes_gpu::plan::{counter_halves, RoundKeyWords};
-use paraes_gpu::{BLOCKS_PER_THREAD, MAX_THREADS_PER_BLOCK};
 
-fn kernels_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../kernels")
-}
-
-/// Builds the emulator, or None (after a loud line) when there is no C++ compiler.
-fn build() -> Option<PathBuf> {
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-    let exe =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("aes-host-{}", std::process::id()));
-    let output = Command::new(&cxx)
-        .args([
-            "-O2",
-            "-std=c++17",
-            "-Wall",
-            "-Werror",
-            "-Wno-unknown-pragmas",
-        ])
-        .arg(format!("-DBLOCKS_PER_THREAD={BLOCKS_PER_THREAD}"))
-        .arg(format!("-DMAX_THREADS={MAX_THREADS_PER_BLOCK}"))
-        .arg("-o")
-        .arg(&exe)
-        .arg(kernels_dir().join("emulate/host.cpp"))
-        .output();
-    match output {
-        Ok(out) if out.status.success() => Some(exe),
-        Ok(out) => panic!(
-            "{cxx} failed on kernels/emulate/host.cpp:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        ),
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "\n*** SKIPPED: no C++ compiler ({cxx}: {e}) to run kernels/aes.cu on the CPU ***\n");
-            None
-        }
-    }
+/// The emulator, built once per change of its sources (panics when there is no C++ compiler).
+fn build() -> PathBuf {
+    standin::compile("emulate/host.cpp", &[], "aes-host")
 }
 
 fn run(
@@ -100,7 +72,7 @@ fn parse(name: &str) -> (usize, &'static str) {
 
 #[test]
 fn kernel_source_matches_the_core_on_the_cpu() {
-    let Some(exe) = build() else { return };
+    let exe = build();
     let names = kernel_names(&exe);
     // The emulator must list exactly the kernels in the committed PTX (so none escapes).
     let mut in_ptx: Vec<String> = paraes_gpu::PTX
@@ -190,5 +162,4 @@ fn kernel_source_matches_the_core_on_the_cpu() {
         }
     }
     assert_eq!((uniform_launches, carrying_launches), (2, 3));
-    let _ = std::fs::remove_file(exe);
 }

@@ -1,0 +1,96 @@
+// cuda-on-cpu.h: kernels/aes.cu compiled for the host, one emulated GPU thread at a time.
+// Shared by host.cpp (the kernel-source test's emulator) and cuda-standin.cpp (the CPU
+// stand-in for the CUDA driver that CI runs the GPU engine's host code on), so both run the
+// very same kernel source the same way.
+//
+// Emulation: the CUDA qualifiers become plain C++ (__shared__ arrays become static, shared by
+// every emulated thread block, which is harmless because every block fills them with the
+// same tables); __byte_perm and __funnelshift_l are written out from the CUDA documentation.
+// Threads run one after another, so __syncthreads cannot order a block's table fill before
+// its lookups: emulate_launch() therefore first runs one block with no AES blocks to do
+// (every thread fills its share of the kernel's tables and writes nothing), then the grid,
+// which so computes with full tables whether or not its input and output are the same memory.
+// Not thread-safe: the built-in variables and the tables are process-wide; callers serialise.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+struct uint4 {
+    unsigned x, y, z, w;
+};
+static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
+struct Dim3 {
+    unsigned x, y, z;
+};
+static Dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+// CUDA: byte n of the result is byte ((s >> 4n) & 7) of the 8 bytes y:x.
+static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+    uint64_t v = ((uint64_t)y << 32) | x;
+    unsigned r = 0;
+    for (int n = 0; n < 4; ++n) r |= (unsigned)((v >> (8 * ((s >> (4 * n)) & 7))) & 0xff) << (8 * n);
+    return r;
+}
+// CUDA: the high 32 bits of (hi:lo) << (shift & 31).
+static inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned shift) {
+    uint64_t v = ((uint64_t)hi << 32) | lo;
+    return (unsigned)((v << (shift & 31)) >> 32);
+}
+
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __shared__ static
+#define __launch_bounds__(...)
+#define __grid_constant__
+#define __syncthreads() ((void)0)
+// Dynamic shared memory (PAIR kernels): a static array as large as the largest launch.
+#define DYNAMIC_SHARED_WORDS (2 * 256 * 32 + 64 * 32)
+#define DYNAMIC_SHARED(name) static unsigned name[DYNAMIC_SHARED_WORDS]
+
+// Every kernel registers itself here (REGISTER_KERNEL in aes.cu), in definition order.
+struct Entry {
+    std::string name;
+    void* kernel;
+};
+static std::vector<Entry>& registry() {
+    static std::vector<Entry> entries;
+    return entries;
+}
+struct Registrar {
+    Registrar(const char* name, void* kernel) { registry().push_back(Entry{name, kernel}); }
+};
+#define REGISTER_KERNEL(name) static Registrar name##_registrar(#name, (void*)&name);
+
+#include "../aes.cu"
+
+typedef void (*Kernel)(const uint4*, uint4*, u64, u64, u64, const RoundKeys);
+
+// The kernel called `name`, or null.
+static inline Kernel find_kernel(const char* name) {
+    for (const Entry& e : registry())
+        if (e.name == name) return (Kernel)e.kernel;
+    return nullptr;
+}
+
+// One launch of `kernel` on a grid of `grid` blocks of `threads` threads (see the top).
+static inline void emulate_launch(Kernel kernel, unsigned grid, unsigned threads, const uint4* in, uint4* out,
+                                  u64 nblocks, u64 ctr_hi, u64 ctr_lo, const RoundKeys& rk) {
+    blockDim = Dim3{threads, 1, 1};
+    gridDim = Dim3{1, 1, 1};
+    blockIdx = Dim3{0, 0, 0};
+    for (unsigned t = 0; t < threads; ++t) {
+        threadIdx = Dim3{t, 0, 0};
+        kernel(nullptr, nullptr, 0, ctr_hi, ctr_lo, rk);  // the table fill alone
+    }
+    gridDim = Dim3{grid, 1, 1};
+    for (unsigned b = 0; b < grid; ++b)
+        for (unsigned t = 0; t < threads; ++t) {
+            blockIdx = Dim3{b, 0, 0};
+            threadIdx = Dim3{t, 0, 0};
+            kernel(in, out, nblocks, ctr_hi, ctr_lo, rk);
+        }
+}

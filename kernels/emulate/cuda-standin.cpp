@@ -1,0 +1,558 @@
+// cuda-standin.cpp: a CPU stand-in for the CUDA driver calls that paraes-gpu makes, so CI runs
+// the GPU engine's host code (offsets, pieces, counters, streams, events, buffer reuse) where
+// no NVIDIA driver exists. A TEST DOUBLE, NOT A GPU: the device is named "CUDA stand-in (not a
+// GPU)", so every engine name, timing line and JSON made on it says so.
+//
+// Built by the tests (crates/paraes-gpu/tests/support/standin.rs) as a shared library whose
+// SONAME is libcuda.so, and loaded only when the environment variable PARAES_CUDA_STANDIN
+// names it (crates/paraes-gpu/src/driver.rs): cudarc's dlopen("libcuda.so") then finds it
+// already loaded. The shipped binary never builds or loads it on its own.
+//
+// What it does:
+// - "Device" and pinned memory are host allocations; every copy and kernel checks that its
+//   range lies inside one allocation of the right kind (device / pinned), and fails loudly
+//   otherwise, as an illegal address on a GPU would.
+// - Kernels are kernels/aes.cu itself, compiled for the host (cuda-on-cpu.h), looked up by
+//   the entry-point name, which must also be in the loaded image (cubin or PTX). Cubins must
+//   be 8-byte aligned (the driver reads them as ELF structures).
+// - Streams run LAZILY: an enqueued copy or kernel runs only when something waits for it
+//   (cuStreamSynchronize, cuEventSynchronize, or a stream waiting on an event). So a host that
+//   reads a result before waiting for it sees stale bytes, and one that reuses a buffer
+//   before its copy ran sends the wrong bytes: the identity tests catch both. Freeing or
+//   clearing memory that queued work still uses aborts the process with a message.
+// - One lock serialises every call (the emulation is single-threaded).
+// - PARAES_CUDA_STANDIN_OOM_AFTER=N: allocations after the first N fail with
+//   CUDA_ERROR_OUT_OF_MEMORY (tests of the out-of-memory path).
+
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "cuda-on-cpu.h"
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+
+enum : CUresult {
+    SUCCESS = 0,
+    INVALID_VALUE = 1,
+    OUT_OF_MEMORY = 2,
+    NOT_INITIALIZED = 3,
+    INVALID_DEVICE = 101,
+    INVALID_IMAGE = 200,
+    INVALID_HANDLE = 400,
+    NOT_FOUND = 500,
+    NOT_READY = 600,
+    ILLEGAL_ADDRESS = 700,
+};
+
+static const char* error_name(CUresult r) {
+    switch (r) {
+        case SUCCESS: return "CUDA_SUCCESS";
+        case INVALID_VALUE: return "CUDA_ERROR_INVALID_VALUE";
+        case OUT_OF_MEMORY: return "CUDA_ERROR_OUT_OF_MEMORY";
+        case NOT_INITIALIZED: return "CUDA_ERROR_NOT_INITIALIZED";
+        case INVALID_DEVICE: return "CUDA_ERROR_INVALID_DEVICE";
+        case INVALID_IMAGE: return "CUDA_ERROR_INVALID_IMAGE";
+        case INVALID_HANDLE: return "CUDA_ERROR_INVALID_HANDLE";
+        case NOT_FOUND: return "CUDA_ERROR_NOT_FOUND";
+        case NOT_READY: return "CUDA_ERROR_NOT_READY";
+        case ILLEGAL_ADDRESS: return "CUDA_ERROR_ILLEGAL_ADDRESS";
+        default: return nullptr;
+    }
+}
+
+static const char* const DEVICE_NAME = "CUDA stand-in (not a GPU)";
+
+// ---- state (guarded by LOCK) ----
+
+struct Alloc {
+    size_t len;
+    bool pinned;
+};
+struct Stream;
+struct Event {
+    Stream* stream = nullptr;  // where it was last recorded
+    unsigned long recorded = 0, completed = 0;
+    double seconds = 0;
+};
+struct Func {
+    std::string name;
+    Kernel kernel;
+    unsigned max_threads;
+    int max_dynamic_shared = 0;
+};
+struct Op {
+    enum Kind { COPY, LAUNCH, RECORD, WAIT } kind;
+    explicit Op(Kind k) : kind(k) {}
+    // COPY
+    char* dst = nullptr;
+    const char* src = nullptr;
+    size_t len = 0;
+    // LAUNCH
+    Func* func = nullptr;
+    unsigned grid = 0, threads = 0;
+    u64 in = 0, out = 0, nblocks = 0, hi = 0, lo = 0;
+    RoundKeys rk{};
+    // RECORD, WAIT
+    Event* event = nullptr;
+    unsigned long generation = 0;
+};
+struct Stream {
+    std::deque<Op> queue;
+};
+
+static std::recursive_mutex LOCK;
+static std::map<uintptr_t, Alloc> ALLOCS;
+static std::set<Stream*> STREAMS;
+static Stream DEFAULT_STREAM;
+static bool INITIALISED = false;
+static long OOM_AFTER = -1;  // allocations allowed before CUDA_ERROR_OUT_OF_MEMORY; -1: any
+static int CONTEXT;          // the primary context's address is its handle
+
+#define LOCKED std::lock_guard<std::recursive_mutex> guard(LOCK)
+
+[[noreturn]] static void die(const std::string& why) {
+    fprintf(stderr, "CUDA stand-in (not a GPU): %s\n", why.c_str());
+    abort();
+}
+
+static double now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+static Stream* stream_of(void* handle) { return handle ? (Stream*)handle : &DEFAULT_STREAM; }
+
+// True when [p, p + len) lies inside one allocation of kind `pinned`.
+static bool inside(const void* p, size_t len, bool pinned) {
+    uintptr_t a = (uintptr_t)p;
+    auto it = ALLOCS.upper_bound(a);
+    if (it == ALLOCS.begin()) return false;
+    --it;
+    return it->second.pinned == pinned && a >= it->first && a + len <= it->first + it->second.len;
+}
+
+static CUresult bad_range(const char* what, const void* p, size_t len, bool pinned) {
+    fprintf(stderr, "CUDA stand-in (not a GPU): %s: %zu bytes at %p are not inside one %s allocation\n", what, len,
+            p, pinned ? "pinned host" : "device");
+    return ILLEGAL_ADDRESS;
+}
+
+static bool overlaps(const char* p, size_t len, uintptr_t start, size_t size) {
+    return len && (uintptr_t)p < start + size && start < (uintptr_t)p + len;
+}
+
+// Aborts when queued work still uses the allocation at `start` (freed or cleared too early).
+static void check_idle(uintptr_t start, const char* what) {
+    auto it = ALLOCS.find(start);
+    if (it == ALLOCS.end()) return;
+    size_t size = it->second.len;
+    for (Stream* s : STREAMS)
+        for (const Op& op : s->queue) {
+            bool used = false;
+            if (op.kind == Op::COPY) used = overlaps(op.dst, op.len, start, size) || overlaps(op.src, op.len, start, size);
+            if (op.kind == Op::LAUNCH)
+                used = overlaps((const char*)op.out, op.nblocks * 16, start, size) ||
+                       overlaps((const char*)op.in, op.in ? op.nblocks * 16 : 0, start, size);
+            if (used) die(std::string(what) + " memory that queued work (not yet waited for) still uses");
+        }
+}
+
+static void flush(Stream* s);
+
+static void run(Op& op) {
+    switch (op.kind) {
+        case Op::COPY:
+            memmove(op.dst, op.src, op.len);
+            break;
+        case Op::LAUNCH:
+            emulate_launch(op.func->kernel, op.grid, op.threads, (const uint4*)op.in, (uint4*)op.out, op.nblocks,
+                           op.hi, op.lo, op.rk);
+            break;
+        case Op::RECORD:
+            op.event->seconds = now();
+            if (op.generation > op.event->completed) op.event->completed = op.generation;
+            break;
+        case Op::WAIT:
+            if (op.event->completed < op.generation) flush(op.event->stream);
+            break;
+    }
+}
+
+// Runs everything queued on `s`, in order.
+static void flush(Stream* s) {
+    while (!s->queue.empty()) {
+        Op op = s->queue.front();
+        s->queue.pop_front();
+        run(op);
+    }
+}
+
+static CUresult enqueue(void* stream, const Op& op) {
+    Stream* s = stream_of(stream);
+    if (s != &DEFAULT_STREAM && !STREAMS.count(s)) return INVALID_HANDLE;
+    s->queue.push_back(op);
+    return SUCCESS;
+}
+
+static CUresult allocate(void** p, size_t len, bool pinned) {
+    if (OOM_AFTER == 0) return OUT_OF_MEMORY;
+    if (OOM_AFTER > 0) --OOM_AFTER;
+    void* mem = aligned_alloc(256, (len + 255) / 256 * 256);
+    if (!mem) return OUT_OF_MEMORY;
+    ALLOCS[(uintptr_t)mem] = Alloc{len, pinned};
+    *p = mem;
+    return SUCCESS;
+}
+
+static CUresult release(void* p, bool pinned) {
+    auto it = ALLOCS.find((uintptr_t)p);
+    if (it == ALLOCS.end() || it->second.pinned != pinned) return INVALID_VALUE;
+    check_idle((uintptr_t)p, "freeing");
+    ALLOCS.erase(it);
+    free(p);
+    return SUCCESS;
+}
+
+// ---- the driver API (the signatures of cuda.h, CUDA 12.4) ----
+
+#define API extern "C" __attribute__((visibility("default"))) CUresult
+
+API cuGetErrorName(CUresult r, const char** s) {
+    *s = error_name(r);
+    return *s ? SUCCESS : INVALID_VALUE;
+}
+
+API cuGetErrorString(CUresult r, const char** s) {
+    *s = error_name(r) ? "reported by the CUDA stand-in (not a GPU)" : nullptr;
+    return *s ? SUCCESS : INVALID_VALUE;
+}
+
+API cuInit(unsigned flags) {
+    LOCKED;
+    if (flags) return INVALID_VALUE;
+    if (const char* n = getenv("PARAES_CUDA_STANDIN_OOM_AFTER")) OOM_AFTER = atol(n);
+    INITIALISED = true;
+    return SUCCESS;
+}
+
+API cuDriverGetVersion(int* v) {
+    *v = 12040;
+    return SUCCESS;
+}
+
+API cuDeviceGetCount(int* n) {
+    if (!INITIALISED) return NOT_INITIALIZED;
+    *n = 1;
+    return SUCCESS;
+}
+
+API cuDeviceGet(CUdevice* d, int ordinal) {
+    if (!INITIALISED) return NOT_INITIALIZED;
+    if (ordinal != 0) return INVALID_DEVICE;
+    *d = 0;
+    return SUCCESS;
+}
+
+API cuDeviceGetName(char* name, int len, CUdevice d) {
+    if (d != 0 || len <= 0) return INVALID_VALUE;
+    snprintf(name, (size_t)len, "%s", DEVICE_NAME);
+    return SUCCESS;
+}
+
+API cuDeviceTotalMem_v2(size_t* bytes, CUdevice d) {
+    if (d != 0) return INVALID_DEVICE;
+    *bytes = (size_t)16 << 30;
+    return SUCCESS;
+}
+
+API cuDeviceGetAttribute(int* v, int attribute, CUdevice d) {
+    if (d != 0) return INVALID_DEVICE;
+    switch (attribute) {
+        case 13: *v = 1000000; return SUCCESS;          // CLOCK_RATE (kHz)
+        case 16: *v = 2; return SUCCESS;                // MULTIPROCESSOR_COUNT
+        case 39: *v = 2048; return SUCCESS;             // MAX_THREADS_PER_MULTIPROCESSOR
+        case 75: *v = 9; return SUCCESS;                // COMPUTE_CAPABILITY_MAJOR
+        case 76: *v = 0; return SUCCESS;                // COMPUTE_CAPABILITY_MINOR
+        case 81: *v = 228 * 1024; return SUCCESS;       // MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
+        default: *v = 0; return SUCCESS;
+    }
+}
+
+API cuDevicePrimaryCtxRetain(void** ctx, CUdevice d) {
+    if (d != 0) return INVALID_DEVICE;
+    *ctx = &CONTEXT;
+    return SUCCESS;
+}
+
+API cuCtxSetCurrent(void* ctx) { return ctx == &CONTEXT ? SUCCESS : INVALID_VALUE; }
+
+struct Module {
+    std::string image;  // a copy: the caller may free its image once the load returns
+};
+
+// cuModuleLoadDataEx: accepts a CUDA ELF cubin (8-byte aligned) or a NUL-terminated PTX.
+API cuModuleLoadDataEx(void** module, const void* image, unsigned n, int* options, void** values) {
+    LOCKED;
+    char *info = nullptr, *error = nullptr;
+    size_t info_len = 0, error_len = 0;
+    for (unsigned i = 0; i < n; ++i) switch (options[i]) {
+            case 2: {  // CU_JIT_WALL_TIME: a float written into the slot
+                float zero = 0;
+                memcpy(&values[i], &zero, sizeof zero);
+                break;
+            }
+            case 3: info = (char*)values[i]; break;
+            case 4: info_len = (size_t)values[i]; break;
+            case 5: error = (char*)values[i]; break;
+            case 6: error_len = (size_t)values[i]; break;
+            default: break;
+        }
+    auto say = [](char* buf, size_t len, const char* text) {
+        if (buf && len) snprintf(buf, len, "%s", text);
+    };
+    const unsigned char* p = (const unsigned char*)image;
+    size_t len;
+    if (memcmp(p, "\x7f" "ELF", 4) == 0) {
+        if ((uintptr_t)p % 8) {
+            say(error, error_len, "CUDA stand-in: cubin not 8-byte aligned");
+            return INVALID_IMAGE;
+        }
+        uint16_t machine;
+        memcpy(&machine, p + 18, 2);
+        if (machine != 190) {  // EM_CUDA
+            say(error, error_len, "CUDA stand-in: not a CUDA ELF file");
+            return INVALID_IMAGE;
+        }
+        uint64_t shoff;
+        uint16_t shentsize, shnum;
+        memcpy(&shoff, p + 0x28, 8);
+        memcpy(&shentsize, p + 0x3a, 2);
+        memcpy(&shnum, p + 0x3c, 2);
+        len = shoff + (size_t)shentsize * shnum;  // the section headers end the file
+    } else if (strstr((const char*)p, ".version") && strstr((const char*)p, ".entry")) {
+        len = strlen((const char*)p);
+    } else {
+        say(error, error_len, "CUDA stand-in: neither a cubin nor PTX");
+        return INVALID_IMAGE;
+    }
+    say(info, info_len, "CUDA stand-in (not a GPU): kernels/aes.cu compiled for the host");
+    *module = new Module{std::string((const char*)image, len)};
+    return SUCCESS;
+}
+
+static bool image_has(const Module* m, const std::string& name) {
+    const char* end = m->image.data() + m->image.size();
+    for (const char* at = m->image.data(); at + name.size() < end; ++at) {
+        at = (const char*)memchr(at, name[0], (size_t)(end - at));
+        if (!at || at + name.size() >= end) return false;
+        if (memcmp(at, name.data(), name.size()) == 0 && !isalnum((unsigned char)at[name.size()]) &&
+            at[name.size()] != '_')
+            return true;
+    }
+    return false;
+}
+
+API cuModuleGetFunction(void** func, void* module, const char* name) {
+    LOCKED;
+    Kernel k = find_kernel(name);
+    if (!k || !image_has((Module*)module, name)) return NOT_FOUND;
+    std::string n(name);
+    bool lb5 = n.size() > 4 && n.compare(n.size() - 4, 4, "_lb5") == 0;
+    *func = new Func{n, k, lb5 ? 256u : (unsigned)MAX_THREADS};
+    return SUCCESS;
+}
+
+API cuFuncSetAttribute(void* func, int attribute, int value) {
+    Func* f = (Func*)func;
+    if (attribute == 8) {  // MAX_DYNAMIC_SHARED_SIZE_BYTES
+        if (value < 0 || value > 227 * 1024) return INVALID_VALUE;
+        f->max_dynamic_shared = value;
+    }
+    return SUCCESS;
+}
+
+API cuFuncGetAttribute(int* v, int attribute, void* func) {
+    Func* f = (Func*)func;
+    switch (attribute) {
+        case 0: *v = (int)f->max_threads; return SUCCESS;  // MAX_THREADS_PER_BLOCK
+        case 4: *v = 40; return SUCCESS;                    // NUM_REGS
+        case 8: *v = f->max_dynamic_shared; return SUCCESS;
+        default: *v = 0; return SUCCESS;
+    }
+}
+
+API cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, void* func, int threads, size_t shared) {
+    Func* f = (Func*)func;
+    if (threads <= 0 || (unsigned)threads > f->max_threads) return INVALID_VALUE;
+    (void)shared;
+    *blocks = 1;
+    return SUCCESS;
+}
+
+API cuLaunchKernel(void* func, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                   unsigned shared, void* stream, void** params, void** extra) {
+    LOCKED;
+    Func* f = (Func*)func;
+    if (!f || !params || extra || gx == 0 || gy != 1 || gz != 1 || by != 1 || bz != 1 || bx == 0 ||
+        bx > f->max_threads)
+        return INVALID_VALUE;
+    // Dynamic shared memory: at most what was opted into (48 KiB without), and for the PAIR
+    // kernels at least their two tables (+ the inverse S-box to decrypt), or they would read
+    // and write past it on a GPU.
+    unsigned allowed = f->max_dynamic_shared > 48 * 1024 ? (unsigned)f->max_dynamic_shared : 48 * 1024;
+    bool pair = f->name.find("_pair") != std::string::npos;
+    unsigned needed = pair ? (f->name.find("decrypt") != std::string::npos ? 72 : 64) * 1024 : 0;
+    if (shared > allowed || shared < needed || shared > DYNAMIC_SHARED_WORDS * 4) {
+        fprintf(stderr, "CUDA stand-in (not a GPU): %s launched with %u bytes of dynamic shared memory (needs %u, opted into %d)\n",
+                f->name.c_str(), shared, needed, f->max_dynamic_shared);
+        return INVALID_VALUE;
+    }
+    Op op(Op::LAUNCH);
+    op.func = f;
+    op.grid = gx;
+    op.threads = bx;
+    memcpy(&op.in, params[0], 8);
+    memcpy(&op.out, params[1], 8);
+    memcpy(&op.nblocks, params[2], 8);
+    memcpy(&op.hi, params[3], 8);
+    memcpy(&op.lo, params[4], 8);
+    memcpy(&op.rk, params[5], sizeof op.rk);
+    if (op.nblocks) {
+        if (!inside((void*)op.out, op.nblocks * 16, false)) return bad_range(f->name.c_str(), (void*)op.out, op.nblocks * 16, false);
+        bool reads = f->name.find("keystream") == std::string::npos;
+        if (reads && !inside((void*)op.in, op.nblocks * 16, false))
+            return bad_range(f->name.c_str(), (void*)op.in, op.nblocks * 16, false);
+    }
+    return enqueue(stream, op);
+}
+
+API cuStreamCreate(void** stream, unsigned flags) {
+    LOCKED;
+    (void)flags;
+    Stream* s = new Stream;
+    STREAMS.insert(s);
+    *stream = s;
+    return SUCCESS;
+}
+
+// Destroying a stream runs its queue first (a GPU finishes it too); the handle's memory is
+// kept (an event may still name it), never reused.
+API cuStreamDestroy_v2(void* stream) {
+    LOCKED;
+    Stream* s = (Stream*)stream;
+    if (!STREAMS.count(s)) return INVALID_HANDLE;
+    flush(s);
+    STREAMS.erase(s);
+    return SUCCESS;
+}
+
+API cuStreamSynchronize(void* stream) {
+    LOCKED;
+    flush(stream_of(stream));
+    return SUCCESS;
+}
+
+API cuStreamWaitEvent(void* stream, void* event, unsigned flags) {
+    LOCKED;
+    Event* e = (Event*)event;
+    if (!e || flags) return INVALID_VALUE;
+    Op op(Op::WAIT);
+    op.event = e;
+    op.generation = e->recorded;
+    return enqueue(stream, op);
+}
+
+API cuEventCreate(void** event, unsigned flags) {
+    (void)flags;
+    *event = new Event;
+    return SUCCESS;
+}
+
+// Events are kept (queued work may still name them), never reused.
+API cuEventDestroy_v2(void* event) { return event ? SUCCESS : INVALID_HANDLE; }
+
+API cuEventRecord(void* event, void* stream) {
+    LOCKED;
+    Event* e = (Event*)event;
+    e->stream = stream_of(stream);
+    Op op(Op::RECORD);
+    op.event = e;
+    op.generation = ++e->recorded;
+    return enqueue(stream, op);
+}
+
+API cuEventSynchronize(void* event) {
+    LOCKED;
+    Event* e = (Event*)event;
+    if (e->completed < e->recorded) flush(e->stream);
+    return SUCCESS;
+}
+
+API cuEventElapsedTime(float* ms, void* start, void* end) {
+    LOCKED;
+    Event *a = (Event*)start, *b = (Event*)end;
+    if (a->completed < a->recorded || b->completed < b->recorded || !a->recorded || !b->recorded) return NOT_READY;
+    *ms = (float)((b->seconds - a->seconds) * 1e3);
+    return SUCCESS;
+}
+
+API cuMemAlloc_v2(CUdeviceptr* p, size_t len) {
+    LOCKED;
+    return allocate((void**)p, len, false);
+}
+
+API cuMemFree_v2(CUdeviceptr p) {
+    LOCKED;
+    return release((void*)p, false);
+}
+
+API cuMemHostAlloc(void** p, size_t len, unsigned flags) {
+    LOCKED;
+    (void)flags;
+    return allocate(p, len, true);
+}
+
+API cuMemFreeHost(void* p) {
+    LOCKED;
+    return release(p, true);
+}
+
+API cuMemsetD8_v2(CUdeviceptr p, unsigned char value, size_t len) {
+    LOCKED;
+    if (!inside((void*)p, len, false)) return bad_range("cuMemsetD8", (void*)p, len, false);
+    auto it = --ALLOCS.upper_bound((uintptr_t)p);
+    check_idle(it->first, "clearing");
+    memset((void*)p, value, len);
+    return SUCCESS;
+}
+
+static CUresult copy(const char* what, void* dst, bool dst_pinned, const void* src, bool src_pinned, size_t len,
+                     void* stream) {
+    LOCKED;
+    if (!inside(dst, len, dst_pinned)) return bad_range(what, dst, len, dst_pinned);
+    if (!inside(src, len, src_pinned)) return bad_range(what, src, len, src_pinned);
+    Op op(Op::COPY);
+    op.dst = (char*)dst;
+    op.src = (const char*)src;
+    op.len = len;
+    return enqueue(stream, op);
+}
+
+API cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t len, void* stream) {
+    return copy("cuMemcpyHtoDAsync", (void*)dst, false, src, true, len, stream);
+}
+
+API cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t len, void* stream) {
+    return copy("cuMemcpyDtoHAsync", dst, true, (const void*)src, false, len, stream);
+}
+
+API cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t len, void* stream) {
+    return copy("cuMemcpyDtoDAsync", (void*)dst, false, (const void*)src, false, len, stream);
+}
