@@ -4,12 +4,14 @@
 
 pub mod aes;
 mod chunk_tag;
+pub mod cobblestone;
 pub mod container;
 pub mod cpu;
 pub mod engine;
 #[cfg(feature = "testing")]
 pub mod fuzzing;
 pub mod gf256;
+pub mod ghash;
 pub mod key;
 pub mod modes;
 pub mod names;

@@ -1,6 +1,7 @@
-//! POLYVAL (RFC 8452), the universal hash of the container's chunk MAC: an AVX-512 VPCLMULQDQ
-//! path that folds 64 blocks per reduction, and the constant-time RustCrypto `polyval` crate
-//! everywhere else.
+//! POLYVAL (RFC 8452), the universal hash of the v2 container's chunk MAC and, through RFC 8452
+//! appendix A, of GCM's GHASH ([`crate::ghash`]): an AVX-512 VPCLMULQDQ path that folds 64
+//! blocks per reduction (byte-reflecting each block on the fly for GHASH), and the
+//! constant-time RustCrypto `polyval` crate everywhere else.
 //!
 //! POLYVAL(H, X_1..X_n) = S_n with S_0 = 0 and S_j = dot(S_{j-1} xor X_j, H), where
 //! dot(a, b) = a * b * x^-128 in GF(2^128) mod x^128 + x^127 + x^126 + x^121 + 1. Since the
@@ -34,16 +35,52 @@ impl Polyval {
         Polyval { h: *h, powers }
     }
 
+    /// The same key on the portable path only (tests compare the paths).
+    #[cfg(test)]
+    pub(crate) fn portable(&self) -> Self {
+        Polyval {
+            h: self.h,
+            powers: None,
+        }
+    }
+
     /// POLYVAL of `data` zero-padded to whole blocks, followed by the block `trailer`.
     pub fn hash(&self, data: &[u8], trailer: &[u8; 16]) -> [u8; 16] {
+        self.hash_in::<false>(data, trailer)
+    }
+
+    /// POLYVAL of the byte-reversed blocks of `data` (zero-padded to whole blocks first), then
+    /// of the reversed `trailer`, byte-reversed: GHASH, when this instance is keyed with
+    /// mulX_POLYVAL(ByteReverse(H)) (RFC 8452 appendix A; [`crate::ghash`] does that).
+    pub(crate) fn hash_reflected(&self, data: &[u8], trailer: &[u8; 16]) -> [u8; 16] {
+        let mut out = self.hash_in::<true>(data, trailer);
+        out.reverse();
+        out
+    }
+
+    /// [`Polyval::hash`], with every block byte-reversed first when `REFLECT`.
+    fn hash_in<const REFLECT: bool>(&self, data: &[u8], trailer: &[u8; 16]) -> [u8; 16] {
         match &self.powers {
             // SAFETY: `powers` is only computed when the fast path's CPU features are present.
-            Some(powers) => unsafe { x86::hash(&self.h, powers, data, trailer) },
+            Some(powers) => unsafe { x86::hash::<REFLECT>(&self.h, powers, data, trailer) },
             None => {
                 use polyval::universal_hash::{KeyInit, UniversalHash};
                 let mut mac = polyval::Polyval::new(&self.h.into());
-                mac.update_padded(data);
-                mac.update(&[(*trailer).into()]);
+                if REFLECT {
+                    let block = |bytes: &[u8]| {
+                        let mut block = [0u8; 16];
+                        block[..bytes.len()].copy_from_slice(bytes);
+                        block.reverse();
+                        block.into()
+                    };
+                    for chunk in data.chunks(16) {
+                        mac.update(&[block(chunk)]);
+                    }
+                    mac.update(&[block(trailer)]);
+                } else {
+                    mac.update_padded(data);
+                    mac.update(&[(*trailer).into()]);
+                }
                 mac.finalize().into()
             }
         }
@@ -108,9 +145,42 @@ mod x86 {
         }
     }
 
-    /// POLYVAL of `data` (zero-padded) then `trailer`.
-    #[target_feature(enable = "pclmulqdq,sse2,avx2,avx512f,vpclmulqdq")]
-    pub(super) unsafe fn hash(
+    /// Reverses the bytes of each 128-bit lane of `x` when `REFLECT` (GHASH's byte order).
+    #[inline(always)]
+    unsafe fn lanes<const REFLECT: bool>(x: __m512i) -> __m512i {
+        if !REFLECT {
+            return x;
+        }
+        // SAFETY: register arithmetic; the caller (`hash`) runs with avx512bw enabled.
+        unsafe {
+            let reverse = _mm512_broadcast_i32x4(_mm_set_epi8(
+                0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+            ));
+            _mm512_shuffle_epi8(x, reverse)
+        }
+    }
+
+    /// Loads the 16 bytes at `p`, reversed when `REFLECT`.
+    #[inline(always)]
+    unsafe fn load<const REFLECT: bool>(p: *const u8) -> __m128i {
+        // SAFETY: the caller passes a pointer to 16 readable bytes and runs with ssse3 enabled.
+        unsafe {
+            let x = _mm_loadu_si128(p.cast());
+            if REFLECT {
+                _mm_shuffle_epi8(
+                    x,
+                    _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                )
+            } else {
+                x
+            }
+        }
+    }
+
+    /// POLYVAL of `data` (zero-padded) then `trailer`, every block byte-reversed first when
+    /// `REFLECT`.
+    #[target_feature(enable = "pclmulqdq,sse2,ssse3,avx2,avx512f,avx512bw,vpclmulqdq")]
+    pub(super) unsafe fn hash<const REFLECT: bool>(
         h: &[u8; 16],
         powers: &[[u8; 16]; GROUP],
         data: &[u8],
@@ -132,7 +202,7 @@ mod x86 {
                 let mut mid = _mm512_setzero_si512();
                 let mut hi = _mm512_setzero_si512();
                 for (r, k) in key.iter().enumerate() {
-                    let mut x = _mm512_loadu_si512(p.add(64 * r).cast());
+                    let mut x = lanes::<REFLECT>(_mm512_loadu_si512(p.add(64 * r).cast()));
                     if r == 0 {
                         x = _mm512_xor_si512(x, _mm512_zextsi128_si512(acc));
                     }
@@ -150,25 +220,16 @@ mod x86 {
             let rest = groups.remainder();
             let mut blocks = rest.chunks_exact(16);
             for block in &mut blocks {
-                acc = dot(
-                    _mm_xor_si128(acc, _mm_loadu_si128(block.as_ptr().cast())),
-                    h,
-                );
+                acc = dot(_mm_xor_si128(acc, load::<REFLECT>(block.as_ptr())), h);
             }
             let tail = blocks.remainder();
             if !tail.is_empty() {
                 let mut padded = [0u8; 16];
                 padded[..tail.len()].copy_from_slice(tail);
-                acc = dot(
-                    _mm_xor_si128(acc, _mm_loadu_si128(padded.as_ptr().cast())),
-                    h,
-                );
+                acc = dot(_mm_xor_si128(acc, load::<REFLECT>(padded.as_ptr())), h);
                 padded.zeroize();
             }
-            acc = dot(
-                _mm_xor_si128(acc, _mm_loadu_si128(trailer.as_ptr().cast())),
-                h,
-            );
+            acc = dot(_mm_xor_si128(acc, load::<REFLECT>(trailer.as_ptr())), h);
             let mut out = [0u8; 16];
             _mm_storeu_si128(out.as_mut_ptr().cast(), acc);
             out
@@ -196,7 +257,7 @@ mod x86 {
     pub(super) unsafe fn powers(_: &[u8; 16]) -> [[u8; 16]; super::GROUP] {
         unreachable!("no VPCLMULQDQ off x86-64")
     }
-    pub(super) unsafe fn hash(
+    pub(super) unsafe fn hash<const REFLECT: bool>(
         _: &[u8; 16],
         _: &[[u8; 16]; super::GROUP],
         _: &[u8],
