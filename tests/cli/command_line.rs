@@ -395,7 +395,11 @@ fn errors_say_what_is_wrong_in_the_users_words() {
     );
     assert!(message.contains("leaves no file name"), "{message}");
     let out = s.run(&["enc", "--key", "0011zz", "f"]);
-    assert!(stderr(&out).contains("--key is not a key"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--key is not a key"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
