@@ -11,6 +11,14 @@ pub fn advice(error: &anyhow::Error) -> Option<String> {
     for cause in error.chain() {
         if let Some(e) = cause.downcast_ref::<ContainerError>() {
             match e {
+                // Raising the cap for two slots would run Argon2id for a slot that may be
+                // planted: `info` shows them, and a rekey with the other key clears it.
+                ContainerError::KdfTooCostly { slots, .. } if *slots > 1 => {
+                    return Some(
+                        "check the slots with `paraes info`; open the file with another key if you can"
+                            .to_owned(),
+                    )
+                }
                 ContainerError::KdfTooCostly { cost_mib, .. } => {
                     return Some(format!(
                         "if you trust this file, allow it with --max-kdf-mib {cost_mib}"

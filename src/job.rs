@@ -5,7 +5,7 @@
 use std::io::Read;
 use std::sync::{Arc, Mutex};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use paraes_core::container::{
     self, Argon2Params, BodyAccess, BodyParams, ContainerError, Identity, Opened, Recipient,
     Unlock, UnverifiedHeader,
@@ -277,13 +277,25 @@ pub fn prepare(
                 .iter()
                 .any(|i| matches!(i, Identity::Passphrase(..)));
             let _turn = has_passphrase.then(kdf_turn);
-            // A file's body is checked against the key where it can be read at offsets; a
-            // pipe's chunks are all checked as they stream (docs/FORMAT.md).
-            let body = match &input {
-                Input::File(file, _) => BodyAccess::File(file),
-                Input::Stdin(_) => BodyAccess::Stream,
+            // The body check (docs/FORMAT.md): a regular file's first and last chunk are read
+            // at their offsets; a stream's first record is read ahead, checked, and then
+            // served again to the pipeline, which checks every chunk as it goes.
+            let opened = if input.len().is_some() {
+                let Input::File(file, _) = &input else {
+                    unreachable!("only a regular file has a length")
+                };
+                unverified.open(&unlock, BodyAccess::File(file))?
+            } else {
+                let record = unverified.info().params.chunk_size + container::TAG_LEN;
+                let mut first = Vec::new();
+                (&mut input)
+                    .take(record as u64)
+                    .read_to_end(&mut first)
+                    .with_context(|| format!("reading {} failed", input.name()))?;
+                let opened = unverified.open(&unlock, BodyAccess::Stream { first: &first })?;
+                input = input.replaying(first);
+                opened
             };
-            let opened = unverified.open(&unlock, body)?;
             if plan.show_data_key {
                 show_data_key(&opened)?;
             }
@@ -308,13 +320,13 @@ pub fn prepare(
     })
 }
 
-/// Argon2id runs one at a time, whatever the number of files in flight: each may take up to
-/// the cap's memory (a header of a file being decrypted chooses how much), so the cap holds
-/// for the run, not per file.
+/// Argon2id runs one at a time, whatever the number of files in flight (`dec`, `verify`): each
+/// may take up to the cap's memory (a header of a file being decrypted chooses how much), so
+/// the cap holds for the run, not per file.
 static KDF_TURN: Mutex<()> = Mutex::new(());
 
 /// Waits for the run's turn at Argon2id; the turn lasts while the guard lives.
-fn kdf_turn() -> std::sync::MutexGuard<'static, ()> {
+pub fn kdf_turn() -> std::sync::MutexGuard<'static, ()> {
     KDF_TURN.lock().unwrap_or_else(|e| e.into_inner())
 }
 

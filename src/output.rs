@@ -25,6 +25,9 @@ pub enum Input {
     Stdin(io::Stdin),
     /// A regular file (or device) and its path.
     File(File, PathBuf),
+    /// A stream whose next bytes were read ahead (a container's first record, to check it
+    /// against the key): they are served again before the rest of the stream.
+    Replaying(io::Chain<io::Cursor<Vec<u8>>, Box<Input>>),
 }
 
 impl Input {
@@ -68,12 +71,18 @@ impl Input {
         Ok(Input::File(file, path.to_path_buf()))
     }
 
+    /// This input with `ahead`, bytes already read from it, served again first.
+    pub fn replaying(self, ahead: Vec<u8>) -> Self {
+        Input::Replaying(io::Cursor::new(ahead).chain(Box::new(self)))
+    }
+
     /// The input file's path, if it is one.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub fn path(&self) -> Option<&Path> {
         match self {
             Input::Stdin(_) => None,
             Input::File(_, path) => Some(path),
+            Input::Replaying(chain) => chain.get_ref().1.path(),
         }
     }
 
@@ -82,10 +91,11 @@ impl Input {
         match self {
             Input::Stdin(_) => "standard input".to_owned(),
             Input::File(_, path) => path.display().to_string(),
+            Input::Replaying(chain) => chain.get_ref().1.name(),
         }
     }
 
-    /// The input's size when it is a regular file.
+    /// The input's size when it is a regular file (never for a stream read ahead).
     pub fn len(&self) -> Option<u64> {
         match self {
             Input::File(file, _) => file
@@ -93,7 +103,7 @@ impl Input {
                 .ok()
                 .filter(|m| m.is_file())
                 .map(|m| m.len()),
-            Input::Stdin(_) => None,
+            Input::Stdin(_) | Input::Replaying(_) => None,
         }
     }
 }
@@ -103,6 +113,7 @@ impl Read for Input {
         match self {
             Input::Stdin(stdin) => stdin.read(buf),
             Input::File(file, _) => file.read(buf),
+            Input::Replaying(chain) => chain.read(buf),
         }
     }
 }

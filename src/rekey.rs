@@ -33,6 +33,7 @@ pub fn run(args: &RekeyPlan) -> Result<()> {
     if !meta.is_file() {
         bail!("{shown} is not a regular file");
     }
+    lock(&file, &target, &meta).with_context(|| format!("cannot rekey {shown}"))?;
     let stale = leftovers(&target);
     if !stale.is_empty() {
         warn(&leftovers_warning(&stale));
@@ -114,10 +115,33 @@ fn rekey_in_place(file: &File, opened: &Opened, plan: &Rekey, in_place: &InPlace
         };
         return Err(e.context(state.to_owned()));
     }
-    for write in &in_place.wipe {
-        durable(write).context(
-            "wiping the old stanzas failed (the old and the new keys open the file; rekey again to finish)",
-        )?;
+    durable(&in_place.wipe[0]).context(
+        "wiping the old stanzas failed (the old and the new keys open the file; rekey again to finish)",
+    )?;
+    durable(&in_place.wipe[1]).context(
+        "clearing the old stanzas' bytes failed (only the new keys open the file; rekey again to clear them)",
+    )?;
+    Ok(())
+}
+
+/// Takes an exclusive lock on the container for the whole rekey (released when `file` is
+/// closed), so two rekeys of one file never interleave their writes; then checks that `path`
+/// still names the locked file (a rekey by rewrite may have replaced it while we waited).
+fn lock(file: &File, path: &Path, meta: &fs::Metadata) -> Result<()> {
+    use rustix::fs::{flock, FlockOperation};
+    flock(file, FlockOperation::NonBlockingLockExclusive).map_err(|e| match e {
+        rustix::io::Errno::WOULDBLOCK => {
+            anyhow::anyhow!(
+                "another paraes is rekeying it: wait for it to finish, then run this again"
+            )
+        }
+        other => anyhow::Error::new(std::io::Error::from(other)).context("locking it failed"),
+    })?;
+    let now = fs::metadata(path).context("it disappeared")?;
+    if (now.dev(), now.ino()) != (meta.dev(), meta.ino()) {
+        bail!(
+            "it was replaced while this rekey started (another rekey rewrote it): run this again"
+        );
     }
     Ok(())
 }

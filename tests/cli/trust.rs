@@ -245,7 +245,7 @@ fn a_file_with_slots_for_two_recipients_under_different_file_keys_is_refused() {
                 "{id}: plaintext came out"
             );
             assert!(
-                err.contains("does not authenticate") || err.contains("not encrypted under"),
+                err.contains("does not authenticate") || err.contains("failed authentication"),
                 "{id}: {err}"
             );
         }
@@ -353,4 +353,80 @@ fn info_and_rekey_report_temporaries_a_killed_rekey_left() {
     ]);
     let err = assert_success(&out, "rekey");
     assert!(err.contains(".paraes-rekey.XyZ123"), "{err}");
+}
+
+#[test]
+fn a_second_rekey_of_the_same_file_waits_for_none_and_writes_nothing() {
+    let (s, plain) = victim();
+    let before = s.read("victim.paraes");
+    // Another rekey holds the file (flock(1) takes the same lock paraes takes).
+    let out = s.bash(
+        "flock victim.paraes sleep 3 & sleep 0.5; \
+         \"$PARAES\" rekey -k old.key --new-key-file new.key victim.paraes; echo \"exit $?\"; wait",
+    );
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("exit 1"), "{text}");
+    assert!(text.contains("another paraes is rekeying it"), "{text}");
+    assert_eq!(s.read("victim.paraes"), before);
+    assert_eq!(opens(&s, "victim.paraes", &["-k", "old.key"]), Some(plain));
+}
+
+#[test]
+fn on_a_pipe_the_first_record_picks_the_real_slot_over_a_planted_one() {
+    let s = Scratch::new();
+    let plain = seeded_bytes(27, 3 * 1024 * 1024 + 5);
+    s.write("plain.bin", &plain);
+    let me = identity(&s, "victim.id");
+    let out = s.run(&["enc", "-q", "-r", &me, "plain.bin", "-o", "victim.paraes"]);
+    assert_success(&out, "enc");
+    let planted = plant_slot(&s.read("victim.paraes"), 1, &[public(&me)], 7);
+    let args = [
+        "dec",
+        "-q",
+        "-i",
+        "victim.id",
+        "--allow-unverified-slot",
+        "-o",
+        "-",
+    ];
+    let out = s.run_with_stdin(&args, &planted);
+    assert_success(&out, "dec of a pipe with the override");
+    assert!(out.stdout == plain, "wrong plaintext");
+    // Without the override the pipe is refused like the file.
+    let out = s.run_with_stdin(
+        &args[..4]
+            .iter()
+            .chain(&["-o", "-"])
+            .copied()
+            .collect::<Vec<_>>(),
+        &planted,
+    );
+    let err = assert_error(&out, "dec of a pipe");
+    assert!(err.contains("does not authenticate"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn messages_never_present_an_unauthenticated_slot_as_fact() {
+    let (s, _) = victim();
+    let bob = identity(&s, "bob.id");
+    let planted = plant_slot(&s.read("victim.paraes"), 1, &[public(&bob)], 9);
+    s.write("victim.paraes", &planted);
+    s.key_file("wrong.key", 256, 99, true);
+    let err = assert_error(
+        &s.run(&["dec", "-k", "wrong.key", "victim.paraes", "-o", "x"]),
+        "wrong key",
+    );
+    assert!(err.contains("no key has authenticated"), "{err}");
+    // Damage to the first chunk names the chunk, not a replaced header.
+    let (s, _) = victim();
+    let mut damaged = s.read("victim.paraes");
+    damaged[4096 + 10] ^= 1;
+    s.write("victim.paraes", &damaged);
+    let err = assert_error(
+        &s.run(&["verify", "-k", "old.key", "victim.paraes"]),
+        "damaged chunk",
+    );
+    assert!(err.contains("chunk 0 failed authentication"), "{err}");
 }

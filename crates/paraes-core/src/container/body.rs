@@ -16,16 +16,32 @@ use super::{Authenticator, BodyParams, ContainerError, Opened, UnverifiedHeader,
 
 /// How a reader of a container can reach its bytes, for the body check of docs/FORMAT.md
 /// ("Opening a file"): a file key is accepted only if the first and the last chunk tag of the
-/// body verify under it, where the body can be read at offsets.
+/// body verify under it (only the first, on a stream).
 #[derive(Clone, Copy, Debug)]
 pub enum BodyAccess<'a> {
     /// The whole container file, read at offsets (its own offset is not moved).
     File(&'a File),
     /// The whole container in memory.
     Bytes(&'a [u8]),
-    /// A stream (a pipe): the body cannot be read ahead, so no body check runs when opening;
-    /// the pipeline still checks every chunk tag before any plaintext goes out.
-    Stream,
+    /// A stream (a pipe): `first` holds the bytes right after the header, read ahead up to one
+    /// record (fewer only where the stream ends), so the first chunk's tag is checked; the
+    /// pipeline checks every other chunk before any of its plaintext goes out.
+    Stream {
+        /// The first record of the body, or as much of it as the stream holds.
+        first: &'a [u8],
+    },
+}
+
+/// What the body check found for one file key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BodyCheck {
+    /// The tags checked verify.
+    Verified,
+    /// Chunk `0` (its index) does not verify.
+    Failed(u64),
+    /// Nothing to check: a body length that no writer makes (the stream reports it as
+    /// truncated or extended), or a stream that ends inside its first tag.
+    NotChecked,
 }
 
 impl BodyAccess<'_> {
@@ -34,7 +50,7 @@ impl BodyAccess<'_> {
         match self {
             BodyAccess::File(file) => Ok(Some(file.metadata()?.len())),
             BodyAccess::Bytes(bytes) => Ok(Some(bytes.len() as u64)),
-            BodyAccess::Stream => Ok(None),
+            BodyAccess::Stream { .. } => Ok(None),
         }
     }
 
@@ -51,7 +67,7 @@ impl BodyAccess<'_> {
                 buf.copy_from_slice(&bytes[range]);
                 Ok(())
             }
-            BodyAccess::Stream => Err(io::Error::new(
+            BodyAccess::Stream { .. } => Err(io::Error::new(
                 io::ErrorKind::Unsupported,
                 "a stream cannot be read at offsets",
             )),
@@ -66,27 +82,44 @@ impl BodyAccess<'_> {
                 UnverifiedHeader::read(&mut io::BufReader::new(ReadAt::new(file, 0, len)))
             }
             BodyAccess::Bytes(bytes) => UnverifiedHeader::read(&mut &bytes[..]),
-            BodyAccess::Stream => Err(ContainerError::Io(io::Error::new(
+            BodyAccess::Stream { .. } => Err(ContainerError::Io(io::Error::new(
                 io::ErrorKind::Unsupported,
                 "a stream cannot be read again",
             ))),
         }
     }
 
-    /// Whether the first and the last chunk tag of the body (from `body_start`) verify under
-    /// `auth`. `Ok(None)`: nothing to check here (a stream, or a body length that no writer
-    /// makes, which the stream reports as truncated or extended).
-    pub(crate) fn ends_verify(
+    /// The body check under `auth` for a body from `body_start`: the first and the last chunk
+    /// tag (a file), or the first (a stream, whose first record may be the last: both flags
+    /// are tried when it is whole, since only the next byte would tell).
+    pub(crate) fn check(
         &self,
         params: BodyParams,
         body_start: u64,
         auth: &Authenticator,
-    ) -> Result<Option<bool>, ContainerError> {
+    ) -> Result<BodyCheck, ContainerError> {
+        let verdict = |ok: bool, index: u64| {
+            if ok {
+                BodyCheck::Verified
+            } else {
+                BodyCheck::Failed(index)
+            }
+        };
+        if let BodyAccess::Stream { first } = self {
+            let full = params.chunk_size + TAG_LEN;
+            if first.len() < TAG_LEN || first.len() > full {
+                return Ok(BodyCheck::NotChecked);
+            }
+            let (ciphertext, tag) = first.split_at(first.len() - TAG_LEN);
+            let ok = auth.verify(0, true, ciphertext, tag)
+                || (first.len() == full && auth.verify(0, false, ciphertext, tag));
+            return Ok(verdict(ok, 0));
+        }
         let Some(file_len) = self.len()? else {
-            return Ok(None);
+            return Ok(BodyCheck::NotChecked);
         };
         let Ok(layout) = params.layout(file_len.saturating_sub(body_start)) else {
-            return Ok(None);
+            return Ok(BodyCheck::NotChecked);
         };
         let last = layout.chunks - 1;
         let mut record = Vec::new();
@@ -100,10 +133,10 @@ impl BodyAccess<'_> {
             self.read_exact_at(&mut record, body_start + index * layout.record_len)?;
             let (ciphertext, tag) = record.split_at(ciphertext_len);
             if !auth.verify(index, index == last, ciphertext, tag) {
-                return Ok(Some(false));
+                return Ok(BodyCheck::Failed(index));
             }
         }
-        Ok(Some(true))
+        Ok(BodyCheck::Verified)
     }
 }
 

@@ -16,6 +16,7 @@ mod v2;
 
 use std::io::Read;
 
+use body::BodyCheck;
 pub use body::{
     verify, verify_file, BodyAccess, BodyLayout, LayoutError, RangeError, SeekableReader,
 };
@@ -81,10 +82,10 @@ pub enum ContainerError {
     /// file: two slots that disagree (docs/FORMAT.md, "Opening a file").
     #[error("the header holds a second stanza slot that the key which opened the file does not authenticate: the header was tampered with, a rekey by an older paraes was interrupted, or the file was made to show different content to different recipients")]
     UnverifiedSlot,
-    /// A stanza opened and its slot verified, but the body's chunk tags do not verify under
-    /// that file key (and no other slot's key fits the body).
-    #[error("a stanza opened, but the body was not encrypted under the key it holds: the header or the body was replaced")]
-    BodyKeyMismatch,
+    /// A stanza opened and its slot verified, but a chunk tag the body check reads does not
+    /// verify under that file key (nor under any other slot's).
+    #[error("chunk {0} failed authentication under the key that opened the header: the file is damaged, truncated, reordered or was tampered with (or its header came from another file)")]
+    BodyKeyMismatch(u64),
     /// A rekey would need a slot generation past the largest a slot may hold.
     #[error(
         "the header's rekey generation is at its limit: decrypt the file and encrypt it again"
@@ -98,12 +99,15 @@ pub enum ContainerError {
     WrongKeyOrDamagedHeader,
     /// The passphrase stanzas of a header ask for more Argon2id work, in all, than the reader
     /// allows.
-    #[error("the passphrase stanzas ask for Argon2id memory x passes of {cost_mib} MiB in all, above the cap of {cap_mib} MiB")]
+    #[error("the passphrase stanzas ask for Argon2id memory x passes of {cost_mib} MiB in all{}, above the cap of {cap_mib} MiB", if *slots > 1 { " (two stanza slots ask; one may have been planted)" } else { "" })]
     KdfTooCostly {
         /// What the header asks for (MiB x passes).
         cost_mib: u64,
         /// The cap.
         cap_mib: u64,
+        /// How many stanza slots hold a passphrase stanza (a second one may be planted, and
+        /// nothing authenticates it before Argon2id has run).
+        slots: usize,
     },
     /// More than one passphrase among the recipients, or none at all.
     #[error("{0}")]
@@ -362,6 +366,7 @@ impl UnverifiedHeader {
                             return Err(ContainerError::KdfTooCostly {
                                 cost_mib: params.cost_mib(),
                                 cap_mib: unlock.max_kdf_mib,
+                                slots: 1,
                             });
                         }
                     }
@@ -392,7 +397,7 @@ impl UnverifiedHeader {
     ) -> Result<Opened, ContainerError> {
         // The Argon2id cap holds for the file, not per stanza: a planted second slot cannot
         // double the work (docs/FORMAT.md). Over the cap, no passphrase stanza is tried.
-        let kdf_total: u64 = header
+        let costs: Vec<u64> = header
             .slots
             .iter()
             .flat_map(|slot| &slot.stanzas)
@@ -400,10 +405,11 @@ impl UnverifiedHeader {
                 Ok(StanzaKind::Passphrase(params)) => Some(params.cost_mib()),
                 _ => None,
             })
-            .sum();
+            .collect();
+        let kdf_total: u64 = costs.iter().sum();
         let too_costly = kdf_total > unlock.max_kdf_mib;
         let mut opened_a_stanza = false;
-        let mut body_mismatch = false;
+        let mut body_mismatch = None;
         // A stanza refused (e.g. too costly a passphrase) does not stop another identity from
         // opening another stanza; it is reported if nothing opens.
         let mut refused = None;
@@ -415,6 +421,7 @@ impl UnverifiedHeader {
                         refused.get_or_insert(ContainerError::KdfTooCostly {
                             cost_mib: kdf_total,
                             cap_mib: unlock.max_kdf_mib,
+                            slots: costs.len(),
                         });
                         continue;
                     }
@@ -432,13 +439,16 @@ impl UnverifiedHeader {
                     };
                     let auth = opened.authenticator();
                     let body_start = self.info.header_len as u64;
-                    match body.ends_verify(self.info.params, body_start, auth)? {
-                        Some(false) => {
-                            body_mismatch = true;
+                    match body.check(self.info.params, body_start, auth)? {
+                        BodyCheck::Failed(chunk) => {
+                            body_mismatch.get_or_insert(chunk);
                             continue;
                         }
-                        Some(true) => opened.body_checked = true,
-                        None => {}
+                        BodyCheck::Verified => {
+                            opened.body_checked =
+                                matches!(body, BodyAccess::File(_) | BodyAccess::Bytes(_))
+                        }
+                        BodyCheck::NotChecked => {}
                     }
                     let header_keys = V2Keys::new(&opened.secret);
                     let others_verify = header
@@ -453,8 +463,8 @@ impl UnverifiedHeader {
                 }
             }
         }
-        Err(if body_mismatch {
-            ContainerError::BodyKeyMismatch
+        Err(if let Some(chunk) = body_mismatch {
+            ContainerError::BodyKeyMismatch(chunk)
         } else if opened_a_stanza {
             ContainerError::DamagedHeader
         } else if let Some(refused) = refused {
@@ -540,11 +550,19 @@ fn describe(access: &Access) -> String {
         Access::V1(V1KeySource::RawKey) => "a key file (format v1)".into(),
         Access::V1(V1KeySource::Passphrase(_)) => "a passphrase (format v1)".into(),
         // Nothing here is authenticated: this only lists what the slots claim, each apart.
-        Access::V2 { slots, .. } => slots
-            .iter()
-            .map(|slot| count_kinds(&slot.stanzas))
-            .collect::<Vec<_>>()
-            .join("; or "),
+        Access::V2 { slots, .. } => {
+            let claims: Vec<String> = slots
+                .iter()
+                .map(|slot| count_kinds(&slot.stanzas))
+                .collect();
+            match claims.as_slice() {
+                [one] => one.clone(),
+                _ => format!(
+                    "its two stanza slots, which no key has authenticated, list: {}",
+                    claims.join("; and ")
+                ),
+            }
+        }
     }
 }
 
@@ -591,7 +609,7 @@ pub struct Opened {
     keys: StreamKeys,
     rekey: Option<RekeyState>,
     /// Whether the body's first and last chunk tags verified under this file key when it
-    /// was opened (a rekey needs that proof before it writes anything).
+    /// was opened from a whole file (a rekey needs that proof before it writes anything).
     body_checked: bool,
 }
 

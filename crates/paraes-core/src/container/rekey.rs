@@ -6,7 +6,7 @@
 //! caller writes a new file with a larger header and the same body, checks it, and renames it
 //! over the old one. docs/FORMAT.md, "Rekey without re-encrypting".
 
-use super::body::BodyAccess;
+use super::body::{BodyAccess, BodyCheck};
 use super::stanza::Stanza;
 use super::v2::{self, Preamble, V2Keys, GENERATION_LEN, MAX_GENERATION};
 use super::{make_stanzas, v2_header, ContainerError, Opened, Parsed, Recipient};
@@ -102,8 +102,9 @@ impl Opened {
         };
         if !self.body_checked {
             return Err(ContainerError::RekeyNotConfirmed(
-                "the body was not checked against the file key before the rekey: rekey a \
-                 container file, not a stream"
+                "the body could not be checked against the file key before the rekey: rekey \
+                 a whole container file (not a stream, and not one whose body was truncated \
+                 or extended)"
                     .into(),
             ));
         }
@@ -215,10 +216,10 @@ impl Opened {
             .open_v2_slot(parsed, slot, self.secret.clone())
             .ok_or_else(|| fail("the new stanza slot's tag does not verify"))?;
         let body_start = header.info.header_len as u64;
-        match rekeyed.ends_verify(header.info.params, body_start, opened.authenticator())? {
-            Some(true) => Ok(()),
-            Some(false) => Err(fail("the body's chunk tags do not verify")),
-            None => Err(fail("the body's length is not one a writer makes")),
+        match rekeyed.check(header.info.params, body_start, opened.authenticator())? {
+            BodyCheck::Verified => Ok(()),
+            BodyCheck::Failed(_) => Err(fail("the body's chunk tags do not verify")),
+            BodyCheck::NotChecked => Err(fail("the body's length is not one a writer makes")),
         }
     }
 }

@@ -195,6 +195,7 @@ impl Stanza {
                     return Err(ContainerError::KdfTooCostly {
                         cost_mib: params.cost_mib(),
                         cap_mib: max_kdf_mib,
+                        slots: 1,
                     });
                 }
                 passphrase_kek(passphrase, &params)?
