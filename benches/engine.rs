@@ -6,7 +6,7 @@
 
 use aes::cipher::{inout::InOutBuf, BlockEncrypt, KeyInit, KeyIvInit, StreamCipher};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use paraes_core::{AesImpl, CpuEngine, Direction, Engine, Job, Key, KeySize, Mode};
+use paraes_core::{AesImpl, Counters, CpuEngine, Direction, Engine, Job, Key, KeySize, Mode};
 use std::time::Duration;
 
 const SIZES: [usize; 4] = [16 << 10, 1 << 20, 4 << 20, 64 << 20];
@@ -62,6 +62,7 @@ fn engine_seam(c: &mut Criterion) {
                 key: &key,
                 counter: [0; 16],
                 offset: 0,
+                counters: Counters::Stream,
             };
             let mut group = c.benchmark_group(format!(
                 "{}-aes{}",

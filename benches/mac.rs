@@ -5,7 +5,7 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use paraes_core::container::{self, Recipient};
 use paraes_core::pipeline::{self, StreamSpec, DEFAULT_CHUNK_SIZE};
-use paraes_core::{CpuEngine, Direction, Engine, Job, Key, KeySize, Mode};
+use paraes_core::{Counters, CpuEngine, Direction, Engine, Job, Key, KeySize, Mode};
 use std::hint::black_box;
 use std::time::Duration;
 use universal_hash::{KeyInit, UniversalHash};
@@ -55,6 +55,7 @@ fn macs(c: &mut Criterion) {
         key: &aes_key,
         counter: [0; 16],
         offset: 0,
+        counters: Counters::Stream,
     };
     let mut data = buf.clone();
     for threads in [Some(1), None] {

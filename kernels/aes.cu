@@ -1,12 +1,14 @@
-// aes.cu: AES-128/192/256 ECB encrypt/decrypt and CTR (fused and keystream-only) for paraes.
+// aes.cu: AES-128/192/256 ECB encrypt/decrypt and CTR (fused and keystream-only; one 128-bit
+// counter for the stream, or GCM chunk counters for format v3 bodies) for paraes.
 //
 // Compiled to PTX by build-ptx.py (NVRTC, no nvcc) and to sm_80/sm_90 cubins by the pinned
 // ptxas (build-ptx.sh); all three are committed and embedded by crates/paraes-gpu.
 // docs/GPU.md explains the design. The Rust model in crates/paraes-gpu/src/model.rs mirrors
 // the BASE kernels (ROTATE layout, no R1) operation for operation and is tested against the
 // AES oracle on machines without a GPU: keep the two in step. The variants (PAIR, R1, lb5)
-// are not modelled; kernels/emulate/host.cpp runs every kernel of this file, variants
-// included, on the CPU (crates/paraes-gpu/tests/kernel_source_on_cpu.rs).
+// and the GCM chunk counters of the _gcm kernels are not modelled; kernels/emulate/host.cpp
+// runs every kernel of this file, variants and _gcm kernels included, on the CPU
+// (crates/paraes-gpu/tests/kernel_source_on_cpu.rs).
 //
 // State layout: one AES block is four 32-bit column words, each loaded little-endian from
 // its 4 bytes (byte 0 of the block = row 0 of column 0 = bits 0..7 of word 0), exactly as a
@@ -41,6 +43,18 @@ typedef unsigned long long u64;
 struct RoundKeys {
     u32 w[60];
 };
+
+// GCM chunk counters (the _gcm kernels; docs/GPU.md, "GCM chunks"), also by value in the
+// parameter space. The stream is records of stride_blocks blocks; the first GCM_CHUNK_BLOCKS
+// of record r are chunk r's data, block j of them under the counter block
+// (base nonce XOR be96(r)) || be32(2 + j); the others (a tag's room) are left as they are.
+#define GCM_CHUNK_BLOCKS 1024
+struct GcmLayout {
+    u32 nonce[3];       // the base nonce as column words 0..2 (little-endian, as the state)
+    u32 stride_blocks;  // blocks from one record to the next (at least GCM_CHUNK_BLOCKS)
+};
+// A thread's blocks in a tile are blockDim apart: at most one record end between two of them.
+static_assert(MAX_THREADS <= GCM_CHUNK_BLOCKS, "a thread block must not span a whole record");
 
 __device__ const unsigned char SBOX[256] = {
     0x63, 0x7c, 0x77, 0x7b, 0xf2, 0x6b, 0x6f, 0xc5, 0x30, 0x01, 0x67, 0x2b, 0xfe, 0xd7, 0xab, 0x76,
@@ -266,14 +280,21 @@ enum Kind { ECB_ENCRYPT = 0, ECB_DECRYPT = 1, CTR_FUSED = 2, CTR_KEYSTREAM = 3 }
 // each of a warp's 16-byte loads and stores covers 512 contiguous bytes (coalesced).
 // CTR: the counter of block g is (ctr_hi:ctr_lo) + g, a 128-bit big-endian add with carry,
 // made here from the block index (never copied from the host).
+// GCM (CTR only; gcm non-null): GCM chunk counters instead (struct GcmLayout). ctr_hi is the
+// record of the launch's block 0 and ctr_lo its block within that record (< stride_blocks);
+// the host keeps ctr_lo + nblocks + one tile below 2^32, so a thread finds its first block's
+// place with one 32-bit division per tile and steps to the others (blockDim <= MAX_THREADS <
+// GCM_CHUNK_BLOCKS <= stride_blocks, so a step crosses at most one record end). Blocks in a
+// tag's room are computed like the others (no divergence) but masked: the keystream kernel
+// writes zeros there, the fused one writes the input back, so those bytes stay as they were.
 // R1 (CTR only): when no block of the launch carries out of the counter's low 32 bits (a
 // launch-uniform test, true unless the launch straddles a multiple of 2^32 blocks), column
 // words 0..2 of every counter are the launch constants, so each thread computes the twelve
 // round-1 lookups that depend on them once per launch and per block only the four that
 // read column 3; otherwise it takes the general path.
-template <int NR, int KIND, int LAYOUT, int R1>
+template <int NR, int KIND, int LAYOUT, int R1, int GCM>
 __device__ __forceinline__ void run(const uint4* in, uint4* out, u64 nblocks, u64 ctr_hi,
-                                    u64 ctr_lo, const RoundKeys& rk) {
+                                    u64 ctr_lo, const RoundKeys& rk, const GcmLayout* gcm) {
     __shared__ u32 fixed_table[LAYOUT == ROTATE ? TABLE_WORDS : 1];
     __shared__ u32 fixed_inv_sbox[LAYOUT == ROTATE && KIND == ECB_DECRYPT ? INV_SBOX_WORDS : 1];
     DYNAMIC_SHARED(dynamic_shared);
@@ -311,13 +332,33 @@ __device__ __forceinline__ void run(const uint4* in, uint4* out, u64 nblocks, u6
     for (u64 base = (u64)blockIdx.x * tile; base < nblocks; base += (u64)gridDim.x * tile) {
         u32 s[BLOCKS_PER_THREAD][4];
         uint4 data[BLOCKS_PER_THREAD];
+        u32 keep[BLOCKS_PER_THREAD];  // GCM: ~0 for chunk data, 0 in a tag's room
+        u64 record = 0;
+        u32 within = 0;
+        if (GCM) {
+            u32 t = (u32)ctr_lo + (u32)base + threadIdx.x;
+            u32 d = t / gcm->stride_blocks;
+            within = t - d * gcm->stride_blocks;
+            record = ctr_hi + d;
+        }
 #pragma unroll
         for (int b = 0; b < BLOCKS_PER_THREAD; ++b) {
             u64 g = base + (u64)b * blockDim.x + threadIdx.x;
             bool live = g < nblocks;
             if (KIND == ECB_ENCRYPT || KIND == ECB_DECRYPT || KIND == CTR_FUSED)
                 data[b] = live ? in[g] : make_uint4(0, 0, 0, 0);
-            if (CTR) {
+            if (CTR && GCM) {
+                s[b][0] = gcm->nonce[0];
+                s[b][1] = gcm->nonce[1] ^ bswap((u32)(record >> 32));
+                s[b][2] = gcm->nonce[2] ^ bswap((u32)record);
+                s[b][3] = bswap(2 + within);
+                keep[b] = within < GCM_CHUNK_BLOCKS ? ~0u : 0u;
+                within += blockDim.x;
+                if (within >= gcm->stride_blocks) {
+                    within -= gcm->stride_blocks;
+                    ++record;
+                }
+            } else if (CTR) {
                 u64 lo = ctr_lo + g;
                 u64 hi = ctr_hi + (lo < ctr_lo ? 1 : 0);
                 s[b][0] = bswap((u32)(hi >> 32));
@@ -349,6 +390,12 @@ __device__ __forceinline__ void run(const uint4* in, uint4* out, u64 nblocks, u6
         for (int b = 0; b < BLOCKS_PER_THREAD; ++b) {
             u64 g = base + (u64)b * blockDim.x + threadIdx.x;
             uint4 o = make_uint4(s[b][0], s[b][1], s[b][2], s[b][3]);
+            if (GCM) {
+                o.x &= keep[b];
+                o.y &= keep[b];
+                o.z &= keep[b];
+                o.w &= keep[b];
+            }
             if (KIND == CTR_FUSED) {
                 o.x ^= data[b].x;
                 o.y ^= data[b].y;
@@ -367,6 +414,8 @@ __device__ __forceinline__ void run(const uint4* in, uint4* out, u64 nblocks, u6
 //   ctr_hi, ctr_lo  CTR: the 128-bit counter of block 0 of this launch (unused by ECB)
 //   rk      round keys (encryption keys, or equivalent-inverse-cipher keys for decryption)
 // PAIR kernels also need their dynamic shared memory at launch (64 KiB; 72 KiB to decrypt).
+// The _gcm kernels (AES_GCM_KERNEL) take one parameter more, gcm (struct GcmLayout), and read
+// ctr_hi, ctr_lo as the record of block 0 and its block within the record.
 // BOUNDS is the __launch_bounds__ argument list: (MAX_THREADS) or, for the lb5 variant,
 // (256, 5): at most 256 threads, at most 48 registers, so 5 blocks (40 warps) fit an SM.
 // REGISTER_KERNEL lets kernels/emulate/host.cpp list every entry point (nothing on a GPU).
@@ -377,7 +426,14 @@ __device__ __forceinline__ void run(const uint4* in, uint4* out, u64 nblocks, u6
     extern "C" __global__ void __launch_bounds__ BOUNDS                                        \
         name(const uint4* in, uint4* out, u64 nblocks, u64 ctr_hi, u64 ctr_lo,                 \
              const __grid_constant__ RoundKeys rk) {                                            \
-        run<NR, KIND, LAYOUT, R1>(in, out, nblocks, ctr_hi, ctr_lo, rk);                        \
+        run<NR, KIND, LAYOUT, R1, 0>(in, out, nblocks, ctr_hi, ctr_lo, rk, nullptr);            \
+    }                                                                                          \
+    REGISTER_KERNEL(name)
+#define AES_GCM_KERNEL(name, NR, KIND)                                                         \
+    extern "C" __global__ void __launch_bounds__(MAX_THREADS)                                  \
+        name(const uint4* in, uint4* out, u64 nblocks, u64 ctr_hi, u64 ctr_lo,                 \
+             const __grid_constant__ RoundKeys rk, const __grid_constant__ GcmLayout gcm) {     \
+        run<NR, KIND, ROTATE, 0, 1>(in, out, nblocks, ctr_hi, ctr_lo, rk, &gcm);                \
     }                                                                                          \
     REGISTER_KERNEL(name)
 
@@ -385,7 +441,9 @@ __device__ __forceinline__ void run(const uint4* in, uint4* out, u64 nblocks, u6
     AES_KERNEL(aes##bits##_ecb_encrypt, NR, ECB_ENCRYPT, ROTATE, 0, (MAX_THREADS))   \
     AES_KERNEL(aes##bits##_ecb_decrypt, NR, ECB_DECRYPT, ROTATE, 0, (MAX_THREADS))   \
     AES_KERNEL(aes##bits##_ctr_fused, NR, CTR_FUSED, ROTATE, 0, (MAX_THREADS))       \
-    AES_KERNEL(aes##bits##_ctr_keystream, NR, CTR_KEYSTREAM, ROTATE, 0, (MAX_THREADS))
+    AES_KERNEL(aes##bits##_ctr_keystream, NR, CTR_KEYSTREAM, ROTATE, 0, (MAX_THREADS))   \
+    AES_GCM_KERNEL(aes##bits##_ctr_fused_gcm, NR, CTR_FUSED)                         \
+    AES_GCM_KERNEL(aes##bits##_ctr_keystream_gcm, NR, CTR_KEYSTREAM)
 
 AES_KERNELS(128, 10)
 AES_KERNELS(192, 12)

@@ -51,46 +51,65 @@ static inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned shift)
 #define DYNAMIC_SHARED_WORDS (2 * 256 * 32 + 64 * 32)
 #define DYNAMIC_SHARED(name) static unsigned name[DYNAMIC_SHARED_WORDS]
 
-// Every kernel registers itself here (REGISTER_KERNEL in aes.cu), in definition order.
+// Every kernel registers itself here (REGISTER_KERNEL in aes.cu), in definition order, with
+// its parameter count: 6 (the common signature) or 7 (the _gcm kernels: + struct GcmLayout).
 struct Entry {
     std::string name;
     void* kernel;
+    int params;
 };
 static std::vector<Entry>& registry() {
     static std::vector<Entry> entries;
     return entries;
 }
 struct Registrar {
-    Registrar(const char* name, void* kernel) { registry().push_back(Entry{name, kernel}); }
+    template <class... Params>
+    Registrar(const char* name, void (*kernel)(Params...)) {
+        registry().push_back(Entry{name, (void*)kernel, (int)sizeof...(Params)});
+    }
 };
-#define REGISTER_KERNEL(name) static Registrar name##_registrar(#name, (void*)&name);
+#define REGISTER_KERNEL(name) static Registrar name##_registrar(#name, &name);
 
 #include "../aes.cu"
 
-typedef void (*Kernel)(const uint4*, uint4*, u64, u64, u64, const RoundKeys);
+typedef const Entry* Kernel;
+typedef void (*StreamKernel)(const uint4*, uint4*, u64, u64, u64, const RoundKeys);
+typedef void (*GcmKernel)(const uint4*, uint4*, u64, u64, u64, const RoundKeys, const GcmLayout);
 
 // The kernel called `name`, or null.
 static inline Kernel find_kernel(const char* name) {
     for (const Entry& e : registry())
-        if (e.name == name) return (Kernel)e.kernel;
+        if (e.name == name) return &e;
     return nullptr;
 }
 
-// One launch of `kernel` on a grid of `grid` blocks of `threads` threads (see the top).
+// Whether `kernel` takes the GcmLayout parameter (the _gcm kernels).
+static inline bool takes_gcm(Kernel kernel) { return kernel->params == 7; }
+
+static inline void call(Kernel kernel, const uint4* in, uint4* out, u64 nblocks, u64 ctr_hi, u64 ctr_lo,
+                        const RoundKeys& rk, const GcmLayout& gcm) {
+    if (takes_gcm(kernel))
+        ((GcmKernel)kernel->kernel)(in, out, nblocks, ctr_hi, ctr_lo, rk, gcm);
+    else
+        ((StreamKernel)kernel->kernel)(in, out, nblocks, ctr_hi, ctr_lo, rk);
+}
+
+// One launch of `kernel` on a grid of `grid` blocks of `threads` threads (see the top); `gcm`
+// is passed to the kernels that take it and ignored by the others.
 static inline void emulate_launch(Kernel kernel, unsigned grid, unsigned threads, const uint4* in, uint4* out,
-                                  u64 nblocks, u64 ctr_hi, u64 ctr_lo, const RoundKeys& rk) {
+                                  u64 nblocks, u64 ctr_hi, u64 ctr_lo, const RoundKeys& rk, const GcmLayout& gcm) {
     blockDim = Dim3{threads, 1, 1};
     gridDim = Dim3{1, 1, 1};
     blockIdx = Dim3{0, 0, 0};
     for (unsigned t = 0; t < threads; ++t) {
         threadIdx = Dim3{t, 0, 0};
-        kernel(nullptr, nullptr, 0, ctr_hi, ctr_lo, rk);  // the table fill alone
+        call(kernel, nullptr, nullptr, 0, ctr_hi, ctr_lo, rk, gcm);  // the table fill alone
     }
     gridDim = Dim3{grid, 1, 1};
     for (unsigned b = 0; b < grid; ++b)
         for (unsigned t = 0; t < threads; ++t) {
             blockIdx = Dim3{b, 0, 0};
             threadIdx = Dim3{t, 0, 0};
-            kernel(in, out, nblocks, ctr_hi, ctr_lo, rk);
+            call(kernel, in, out, nblocks, ctr_hi, ctr_lo, rk, gcm);
         }
 }

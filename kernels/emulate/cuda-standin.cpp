@@ -100,6 +100,7 @@ struct Op {
     unsigned grid = 0, threads = 0;
     u64 in = 0, out = 0, nblocks = 0, hi = 0, lo = 0;
     RoundKeys rk{};
+    GcmLayout gcm{};  // the _gcm kernels only
     // RECORD, WAIT
     Event* event = nullptr;
     unsigned long generation = 0;
@@ -173,7 +174,7 @@ static void run(Op& op) {
             break;
         case Op::LAUNCH:
             emulate_launch(op.func->kernel, op.grid, op.threads, (const uint4*)op.in, (uint4*)op.out, op.nblocks,
-                           op.hi, op.lo, op.rk);
+                           op.hi, op.lo, op.rk, op.gcm);
             break;
         case Op::RECORD:
             op.event->seconds = now();
@@ -424,6 +425,17 @@ API cuLaunchKernel(void* func, unsigned gx, unsigned gy, unsigned gz, unsigned b
     memcpy(&op.hi, params[3], 8);
     memcpy(&op.lo, params[4], 8);
     memcpy(&op.rk, params[5], sizeof op.rk);
+    if (takes_gcm(f->kernel)) {
+        memcpy(&op.gcm, params[6], sizeof op.gcm);
+        // What the kernel assumes and a GPU would not check (kernels/aes.cu, run): a stride of
+        // at least one chunk, block 0's place inside its record, 32-bit places in the launch.
+        if (op.gcm.stride_blocks < GCM_CHUNK_BLOCKS || op.lo >= op.gcm.stride_blocks ||
+            op.lo + op.nblocks + (u64)BLOCKS_PER_THREAD * bx > (1ull << 32)) {
+            fprintf(stderr, "CUDA stand-in (not a GPU): %s launched with stride %u blocks, block %llu of its record, %llu blocks\n",
+                    f->name.c_str(), op.gcm.stride_blocks, op.lo, op.nblocks);
+            return INVALID_VALUE;
+        }
+    }
     if (op.nblocks) {
         if (!inside((void*)op.out, op.nblocks * 16, false)) return bad_range(f->name.c_str(), (void*)op.out, op.nblocks * 16, false);
         bool reads = f->name.find("keystream") == std::string::npos;

@@ -8,8 +8,10 @@
 //
 // Protocol: `host --list` prints the name of every kernel aes.cu defines, one a line (the
 // test runs them all, so a new kernel cannot escape it). Otherwise argv[1] = kernel name
-// (e.g. aes128_ctr_fused), argv[2] = grid, argv[3] = threads per block. stdin: u64 nblocks, u64 ctr_hi, u64 ctr_lo, 60 x u32 round-key words,
-// then nblocks x 16 input bytes (little-endian host). stdout: nblocks x 16 output bytes.
+// (e.g. aes128_ctr_fused), argv[2] = grid, argv[3] = threads per block. stdin: u64 nblocks,
+// u64 ctr_hi, u64 ctr_lo, 60 x u32 round-key words, 4 x u32 GcmLayout words (3 nonce words,
+// stride in blocks; only the _gcm kernels read them), then nblocks x 16 input bytes
+// (little-endian host). stdout: nblocks x 16 output bytes.
 
 #include <cstdio>
 
@@ -34,11 +36,12 @@ int main(int argc, char** argv) {
     unsigned grid = (unsigned)std::stoul(argv[2]), threads = (unsigned)std::stoul(argv[3]);
     u64 header[3];
     RoundKeys rk;
-    if (!read_all(header, sizeof header) || !read_all(rk.w, sizeof rk.w)) return 3;
+    GcmLayout gcm;
+    if (!read_all(header, sizeof header) || !read_all(rk.w, sizeof rk.w) || !read_all(&gcm, sizeof gcm)) return 3;
     u64 nblocks = header[0];
     std::vector<uint4> in(nblocks ? nblocks : 1), out(nblocks ? nblocks : 1);
     if (!read_all(in.data(), nblocks * 16)) return 3;
-    emulate_launch(kernel, grid, threads, in.data(), out.data(), nblocks, header[1], header[2], rk);
+    emulate_launch(kernel, grid, threads, in.data(), out.data(), nblocks, header[1], header[2], rk, gcm);
     fwrite(out.data(), 1, nblocks * 16, stdout);
     return 0;
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use paraes_core::container::{self, Recipient};
 use paraes_core::pipeline;
-use paraes_core::{Direction, Engine, EngineError, ExpandedKey, Job, Key, Mode};
+use paraes_core::{Counters, Direction, Engine, EngineError, ExpandedKey, Job, Key, Mode};
 
 use crate::stats::Stats;
 
@@ -55,6 +55,7 @@ fn fill(buf: &mut [u8]) {
         key: &key,
         counter: [0; 16],
         offset: 0,
+        counters: Counters::Stream,
     };
     paraes_core::modes::apply(paraes_core::AesImpl::detect(), &job, buf)
         .expect("CTR takes any length");
@@ -103,6 +104,7 @@ pub fn measure_engine(
         key,
         counter: [0x5a; 16],
         offset: 0,
+        counters: Counters::Stream,
     };
     job.check(bytes)?;
     time_calls(timing, || {

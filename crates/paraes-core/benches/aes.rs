@@ -5,7 +5,7 @@
 //! run both binaries alternately on the same machine (see docs/RESULTS.md).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use paraes_core::{AesImpl, CpuEngine, Direction, Engine, Job, Key, KeySize, Mode};
+use paraes_core::{AesImpl, Counters, CpuEngine, Direction, Engine, Job, Key, KeySize, Mode};
 use std::time::Duration;
 
 /// A size with a partial last batch (4 KiB + 3 blocks) and one large enough to stream.
@@ -30,6 +30,7 @@ fn kernels(c: &mut Criterion) {
                 key: &key,
                 counter: [0xff; 16],
                 offset: 0,
+                counters: Counters::Stream,
             };
             let mut group = c.benchmark_group(format!("{name}-aes{}", size.bits()));
             group

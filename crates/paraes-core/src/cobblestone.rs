@@ -22,7 +22,7 @@ use sha2::Sha512;
 use zeroize::Zeroizing;
 
 use crate::aes::AesImpl;
-use crate::engine::{Direction, Job, Mode};
+use crate::engine::{Counters, Direction, Job, Mode};
 use crate::ghash::Ghash;
 use crate::key::{ExpandedKey, Key, KeySize};
 
@@ -220,6 +220,11 @@ impl ChunkCipher {
         &self.expanded
     }
 
+    /// The message's base nonce (chunk `i`'s nonce is it XOR `be96(i)`).
+    pub fn base_nonce(&self) -> [u8; 12] {
+        self.base_nonce
+    }
+
     /// Chunk `index`'s 96-bit nonce: the base nonce XOR `be96(index)`.
     pub fn nonce(&self, index: u64) -> [u8; 12] {
         let mut nonce = self.base_nonce;
@@ -271,6 +276,7 @@ impl ChunkCipher {
             key: &self.expanded,
             counter: self.counter(index),
             offset: 0,
+            counters: Counters::Stream,
         };
         crate::modes::apply(self.aes_impl, &job, data).expect("CTR takes any length");
     }

@@ -4,6 +4,11 @@
 //! counter block and the buffer's byte position in the stream. Because CTR is seekable (block `i`
 //! of a stream uses counter block `counter + i`) and ECB is position-free, any chunk of a stream can be
 //! processed by any engine, anywhere, in any order, and the bytes are always the same.
+//!
+//! CTR's counter blocks lie over the stream in one of two ways ([`Counters`]): one 128-bit
+//! counter for the whole stream (SP 800-38A; raw streams and v2 bodies), or GCM's counters per
+//! 16 KiB chunk (C2SP chunked encryption; v3 bodies), where each byte's counter is still a
+//! function of its position alone, so the same splitting and seeking rules hold.
 
 use crate::key::ExpandedKey;
 
@@ -25,6 +30,30 @@ pub enum Direction {
     Decrypt,
 }
 
+/// Bytes of a GCM chunk's data in [`Counters::GcmChunks`] (C2SP chunked encryption's chunk).
+pub const GCM_CHUNK_LEN: usize = 16 << 10;
+
+/// How CTR's counter blocks lie over the stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counters {
+    /// One 128-bit big-endian counter for the whole stream: block `i` uses
+    /// [`Job::counter`]` + i` (NIST SP 800-38A, OpenSSL).
+    Stream,
+    /// GCM chunks (format v3's body, C2SP chunked encryption): the stream is records of
+    /// `stride` bytes (at least [`GCM_CHUNK_LEN`]), record `r` from byte `r * stride`; its first
+    /// [`GCM_CHUNK_LEN`] bytes are chunk `r`'s data, block `j` of them under the counter block
+    /// `(base_nonce XOR be96(r)) || be32(2 + j)` (GCM's counters, which never carry out of 32
+    /// bits within a chunk); its other bytes (a tag's room) are left as they are. [`Job::counter`]
+    /// is not used. With `stride` = [`GCM_CHUNK_LEN`] the chunks lie back to back (plaintext);
+    /// with `GCM_CHUNK_LEN + 16`, as in a message (ciphertext and tag).
+    GcmChunks {
+        /// The message's base nonce.
+        base_nonce: [u8; 12],
+        /// Bytes from one record to the next.
+        stride: usize,
+    },
+}
+
 /// What to do to a buffer: everything an engine needs besides the bytes themselves.
 #[derive(Clone, Copy, Debug)]
 pub struct Job<'a> {
@@ -39,6 +68,8 @@ pub struct Job<'a> {
     pub counter: [u8; 16],
     /// Byte position of the buffer's first byte in the stream.
     pub offset: u64,
+    /// How CTR's counter blocks lie over the stream (ECB: [`Counters::Stream`]).
+    pub counters: Counters,
 }
 
 impl<'a> Job<'a> {
@@ -51,13 +82,21 @@ impl<'a> Job<'a> {
     }
 
     /// Checks that the job can be applied to a buffer of `len` bytes: ECB needs whole blocks at
-    /// block-aligned positions.
+    /// block-aligned positions, and GCM chunks are CTR's only, with a stride that holds one.
     pub fn check(&self, len: usize) -> Result<(), EngineError> {
         if self.mode == Mode::Ecb && (!self.offset.is_multiple_of(16) || !len.is_multiple_of(16)) {
             return Err(EngineError::PartialBlock {
                 offset: self.offset,
                 len,
             });
+        }
+        if let Counters::GcmChunks { stride, .. } = self.counters {
+            if self.mode != Mode::Ctr || stride < GCM_CHUNK_LEN {
+                return Err(EngineError::Unsupported(format!(
+                    "GCM chunk counters need CTR and a stride of at least {GCM_CHUNK_LEN} bytes (got {} and {stride})",
+                    self.mode
+                )));
+            }
         }
         Ok(())
     }
@@ -83,6 +122,9 @@ pub enum EngineError {
     /// The engine failed while working (device error, lost rank, ...).
     #[error("{0}")]
     Failed(String),
+    /// The job is not one this engine (or any) can run.
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 /// An AES engine: transforms buffers in place. Implementations must give the same bytes as

@@ -27,7 +27,7 @@ pub mod throughput;
 
 pub use aes::AesImpl;
 pub use cpu::CpuEngine;
-pub use engine::{Direction, Engine, EngineError, Job, Mode, Modelled};
+pub use engine::{Counters, Direction, Engine, EngineError, Job, Mode, Modelled};
 pub use key::{ExpandedKey, Key, KeyError, KeySize};
 pub use names::{UnknownKeySize, UnknownMode};
 pub use throughput::Throughput;

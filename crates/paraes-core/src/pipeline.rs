@@ -13,7 +13,7 @@ use std::io::{self, Read, Write};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use crate::chunk_tag::{Authenticator, TAG_LEN};
-use crate::engine::{Direction, Engine, EngineError, Job, Mode};
+use crate::engine::{Counters, Direction, Engine, EngineError, Job, Mode};
 use crate::key::ExpandedKey;
 
 /// The default chunk size (see docs/RESULTS.md for the measurement behind it).
@@ -482,6 +482,7 @@ fn crypt_chunk(spec: &StreamSpec<'_>, chunk: &mut Chunk) -> Result<(), PipelineE
         key: spec.key,
         counter: spec.counter,
         offset: chunk.index * spec.chunk_size as u64,
+        counters: Counters::Stream,
     };
     spec.engine.process(&job, &mut chunk.data)?;
     if spec.direction == Direction::Decrypt && chunk.last && spec.mode == Mode::Ecb && spec.padding
@@ -640,6 +641,7 @@ mod tests {
                     key: enc.key,
                     counter: [0xf0; 16],
                     offset: 0,
+                    counters: Counters::Stream,
                 };
                 modes::apply(crate::AesImpl::Portable, &job, &mut expected).unwrap();
                 assert!(

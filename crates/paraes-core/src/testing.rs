@@ -1,7 +1,9 @@
 //! The conformance kit every engine's tests call (`testing` feature): [`check_engine`] runs one
 //! engine over every mode, key size and direction, odd offsets and lengths, counter carries at
-//! 2^32, 2^64 and 2^128, and chunked calls, and compares each result with [`modes::apply`] on
-//! the portable path, which the kit itself checks against the RustCrypto `aes` + `ctr` oracle.
+//! 2^32, 2^64 and 2^128, chunked calls, and GCM chunk counters (format v3 bodies, back to back
+//! and as records with a tag's room), and compares each result with [`modes::apply`] on the
+//! portable path, which the kit itself checks against the RustCrypto `aes` + `ctr` and
+//! `aes-gcm` oracles.
 //!
 //! Adding an engine to the workspace takes its own file plus one call:
 //!
@@ -15,7 +17,7 @@ use aes::cipher::{
 };
 
 use crate::aes::AesImpl;
-use crate::engine::{Direction, Engine, Job, Mode};
+use crate::engine::{Counters, Direction, Engine, Job, Mode, GCM_CHUNK_LEN};
 use crate::key::{ExpandedKey, Key, KeySize};
 use crate::modes;
 use crate::seeded::SplitMix64;
@@ -132,6 +134,7 @@ pub fn check_engine(engine: &dyn Engine, seed: u64, budget: Budget) -> Checked {
                 }
             }
         }
+        kit.check_gcm_chunks(&key, budget.max_len);
     }
     for _ in 0..budget.random_jobs {
         let size = KeySize::ALL[(kit.rng.next_u64() % 3) as usize];
@@ -199,6 +202,7 @@ impl Kit<'_> {
             key,
             counter,
             offset,
+            counters: Counters::Stream,
         };
         let input = self.rng.bytes(len);
         let mut expected = input.clone();
@@ -225,6 +229,7 @@ impl Kit<'_> {
             key,
             counter: self.rng.array(),
             offset: self.offset(mode),
+            counters: Counters::Stream,
         };
         let input = self.rng.bytes(len);
         let mut expected = input.clone();
@@ -253,6 +258,85 @@ impl Kit<'_> {
         self.checked.bytes += len as u64;
     }
 
+    /// GCM chunk counters ([`Counters::GcmChunks`]) back to back and as records with a tag's
+    /// room: whole records from the start, odd positions inside a chunk and inside a tag's
+    /// room, and one buffer in odd pieces; and ECB with them refused.
+    fn check_gcm_chunks(&mut self, key: &ExpandedKey, max: usize) {
+        for stride in [GCM_CHUNK_LEN, GCM_CHUNK_LEN + 16] {
+            let base_nonce: [u8; 12] = self.rng.array();
+            let counters = Counters::GcmChunks { base_nonce, stride };
+            let record = stride as u64;
+            let cases = [
+                (0, 3 * stride + 100),
+                (7 * record + 5, stride + 33),
+                (record * 1000 + GCM_CHUNK_LEN as u64 + 3, 40),
+                ((self.rng.next_u64() >> 24) / 16 * 16, 2 * stride),
+            ];
+            for (offset, len) in cases {
+                let len = len.min(max);
+                let job = Job {
+                    mode: Mode::Ctr,
+                    direction: Direction::Encrypt,
+                    key,
+                    counter: [0; 16],
+                    offset,
+                    counters,
+                };
+                let input = self.rng.bytes(len);
+                let mut expected = input.clone();
+                modes::apply(AesImpl::Portable, &job, &mut expected).expect("a valid job");
+                let mut got = input;
+                if let Err(e) = self.engine.process(&job, &mut got) {
+                    panic!(
+                        "{}: {} with {counters:?} failed: {e}",
+                        self.engine.name(),
+                        describe(&job, len)
+                    );
+                }
+                self.compare(&job, &got, &expected);
+                self.checked.bytes += len as u64;
+            }
+            let len = (3 * stride + 77).min(max);
+            let job = Job {
+                mode: Mode::Ctr,
+                direction: Direction::Decrypt,
+                key,
+                counter: [0; 16],
+                offset: 2 * record,
+                counters,
+            };
+            let input = self.rng.bytes(len);
+            let mut expected = input.clone();
+            modes::apply(AesImpl::Portable, &job, &mut expected).expect("a valid job");
+            let mut got = input;
+            let mut at = 0;
+            while at < len {
+                let end = (at + 1 + (self.rng.next_u64() % 20_000) as usize).min(len);
+                if let Err(e) = self
+                    .engine
+                    .process(&job.advanced(at as u64), &mut got[at..end])
+                {
+                    panic!(
+                        "{}: GCM chunk piece {at}..{end} failed: {e}",
+                        self.engine.name()
+                    );
+                }
+                at = end;
+            }
+            self.compare(&job, &got, &expected);
+            self.checked.bytes += len as u64;
+            let ecb = Job {
+                mode: Mode::Ecb,
+                ..job
+            };
+            assert!(
+                self.engine.process(&ecb, &mut [0u8; 32]).is_err(),
+                "{}: ECB with GCM chunk counters was accepted",
+                self.engine.name()
+            );
+        }
+    }
+
     /// ECB on a partial block or an unaligned position is refused, as the reference refuses it.
     fn check_refused(&mut self, key: &ExpandedKey, direction: Direction) {
         for (offset, len) in [(0u64, 17usize), (8, 32)] {
@@ -262,6 +346,7 @@ impl Kit<'_> {
                 key,
                 counter: [0; 16],
                 offset,
+                counters: Counters::Stream,
             };
             assert!(
                 self.engine.process(&job, &mut vec![0u8; len]).is_err(),
@@ -310,6 +395,7 @@ fn oracle_agrees(key: &Key, rng: &mut SplitMix64) {
             key: &expanded,
             counter: [0; 16],
             offset: 0,
+            counters: Counters::Stream,
         };
         let mut ours = data.clone();
         modes::apply(AesImpl::Portable, &job, &mut ours).expect("whole blocks");
@@ -329,6 +415,7 @@ fn oracle_agrees(key: &Key, rng: &mut SplitMix64) {
         key: &expanded,
         counter,
         offset,
+        counters: Counters::Stream,
     };
     let mut ours = data.clone();
     modes::apply(AesImpl::Portable, &job, &mut ours).expect("CTR takes any length");
@@ -338,6 +425,61 @@ fn oracle_agrees(key: &Key, rng: &mut SplitMix64) {
         ours == theirs,
         "{}: reference != RustCrypto",
         describe(&job, ours.len())
+    );
+    gcm_oracle_agrees(key, rng);
+}
+
+/// The reference's GCM chunk counters against RustCrypto `aes-gcm`: two records (a full chunk
+/// and a short one) with a tag's room, each chunk's ciphertext equal to AES-GCM's under the
+/// chunk's nonce.
+fn gcm_oracle_agrees(key: &Key, rng: &mut SplitMix64) {
+    use aes_gcm::aead::{AeadInPlace, KeyInit as _};
+    fn seal<C>(key: &[u8], nonce: &[u8; 12], data: &mut [u8])
+    where
+        C: aes::cipher::BlockCipher<BlockSize = aes::cipher::consts::U16> + BlockEncrypt + KeyInit,
+    {
+        let cipher = aes_gcm::AesGcm::<C, aes::cipher::consts::U12>::new_from_slice(key)
+            .expect("a key size's length");
+        // The tag is not the reference's business: only the ciphertext is compared.
+        let _tag = cipher
+            .encrypt_in_place_detached(nonce.into(), &[], data)
+            .expect("a short message");
+    }
+    let expanded = key.expand();
+    let base_nonce: [u8; 12] = rng.array();
+    let stride = GCM_CHUNK_LEN + 16;
+    let data = rng.bytes(stride + 1000);
+    let job = Job {
+        mode: Mode::Ctr,
+        direction: Direction::Encrypt,
+        key: &expanded,
+        counter: [0; 16],
+        offset: 0,
+        counters: Counters::GcmChunks { base_nonce, stride },
+    };
+    let mut ours = data.clone();
+    modes::apply(AesImpl::Portable, &job, &mut ours).expect("a valid job");
+    for (record, start) in [(0u64, 0), (1, stride)] {
+        let end = (start + GCM_CHUNK_LEN).min(data.len());
+        let mut nonce = base_nonce;
+        for (n, r) in nonce[4..].iter_mut().zip(record.to_be_bytes()) {
+            *n ^= r;
+        }
+        let mut theirs = data[start..end].to_vec();
+        match key.as_bytes().len() {
+            16 => seal::<aes::Aes128>(key.as_bytes(), &nonce, &mut theirs),
+            24 => seal::<aes::Aes192>(key.as_bytes(), &nonce, &mut theirs),
+            _ => seal::<aes::Aes256>(key.as_bytes(), &nonce, &mut theirs),
+        }
+        assert!(
+            ours[start..end] == theirs[..],
+            "GCM chunk {record}: reference != RustCrypto aes-gcm (AES-{})",
+            key.size().bits()
+        );
+    }
+    assert!(
+        ours[GCM_CHUNK_LEN..stride] == data[GCM_CHUNK_LEN..stride],
+        "the tag's room was changed"
     );
 }
 

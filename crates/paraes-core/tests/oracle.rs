@@ -7,7 +7,7 @@ use aes::cipher::{
     generic_array::GenericArray, BlockCipher, BlockDecrypt, BlockEncrypt, KeyInit, KeyIvInit,
     StreamCipher, StreamCipherSeek,
 };
-use paraes_core::{AesImpl, CpuEngine, Direction, Engine, Job, Key, KeySize, Mode};
+use paraes_core::{AesImpl, Counters, CpuEngine, Direction, Engine, Job, Key, KeySize, Mode};
 use proptest::prelude::*;
 
 /// The oracle's answer for the job.
@@ -75,6 +75,7 @@ fn paraes(
         key: &key,
         counter: iv.to_be_bytes(),
         offset,
+        counters: Counters::Stream,
     };
     let mut buf = data.to_vec();
     engine.process(&job, &mut buf).unwrap();
@@ -191,6 +192,7 @@ fn counter_after_all_ones_is_zero() {
         key: &key,
         counter: [0xff; 16],
         offset: 0,
+        counters: Counters::Stream,
     };
     engine.process(&job, &mut stream).unwrap();
     let mut from_zero = [0u8; 16];
@@ -244,6 +246,7 @@ fn ecb_rejects_partial_blocks() {
         key: &key,
         counter: [0; 16],
         offset: 0,
+        counters: Counters::Stream,
     };
     let err = engine.process(&job, &mut [0u8; 17]).unwrap_err();
     assert!(err.to_string().contains("whole 16-byte blocks"), "{err}");

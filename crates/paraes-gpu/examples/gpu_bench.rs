@@ -29,7 +29,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use paraes_core::seeded::SplitMix64;
-use paraes_core::{CpuEngine, Direction, Engine, ExpandedKey, Job, Key, KeySize, Mode};
+use paraes_core::{Counters, CpuEngine, Direction, Engine, ExpandedKey, Job, Key, KeySize, Mode};
 use paraes_gpu::{
     CopyDirection, CtrVariant, GpuEngine, GpuOptions, ImageChoice, KernelKind, KernelVariant,
     SyncMode,
@@ -306,11 +306,38 @@ fn main() {
     for (k, size) in KeySize::ALL.into_iter().enumerate() {
         let key = make_key(size, 100 + k as u64);
         for &len in lens {
-            for (mode, direction, variant) in [
-                (Mode::Ecb, Direction::Encrypt, CtrVariant::Auto),
-                (Mode::Ecb, Direction::Decrypt, CtrVariant::Auto),
-                (Mode::Ctr, Direction::Encrypt, CtrVariant::Fused),
-                (Mode::Ctr, Direction::Decrypt, CtrVariant::Keystream),
+            // GCM chunk counters (format v3 bodies): records with a tag's room.
+            let gcm = Counters::GcmChunks {
+                base_nonce: random(12, len as u64 ^ 0x6c).try_into().unwrap(),
+                stride: paraes_core::engine::GCM_CHUNK_LEN + 16,
+            };
+            for (mode, direction, variant, counters) in [
+                (
+                    Mode::Ecb,
+                    Direction::Encrypt,
+                    CtrVariant::Auto,
+                    Counters::Stream,
+                ),
+                (
+                    Mode::Ecb,
+                    Direction::Decrypt,
+                    CtrVariant::Auto,
+                    Counters::Stream,
+                ),
+                (
+                    Mode::Ctr,
+                    Direction::Encrypt,
+                    CtrVariant::Fused,
+                    Counters::Stream,
+                ),
+                (
+                    Mode::Ctr,
+                    Direction::Decrypt,
+                    CtrVariant::Keystream,
+                    Counters::Stream,
+                ),
+                (Mode::Ctr, Direction::Encrypt, CtrVariant::Fused, gcm),
+                (Mode::Ctr, Direction::Decrypt, CtrVariant::Keystream, gcm),
             ] {
                 let len = if mode == Mode::Ecb {
                     len / 16 * 16
@@ -329,6 +356,7 @@ fn main() {
                     key: &key,
                     counter: iv,
                     offset,
+                    counters,
                 };
                 let data = random(len, 7 + len as u64);
                 let mut want = data.clone();
@@ -341,7 +369,7 @@ fn main() {
                 if !matches!(ok, Ok(true)) {
                     failures += 1;
                     say!(
-                        "MISMATCH: AES-{} {mode:?} {direction:?} CTR {variant} len {len}: {ok:?}",
+                        "MISMATCH: AES-{} {mode:?} {direction:?} CTR {variant} {counters:?} len {len}: {ok:?}",
                         size.bits()
                     );
                 }
@@ -364,7 +392,7 @@ fn main() {
         gpu.options().threads_per_block
     );
     say!(
-        "{:<10} {:<14} {:>10} {:>12} {:>14}",
+        "{:<10} {:<18} {:>10} {:>12} {:>14}",
         "key",
         "kernel",
         "ms",
@@ -379,13 +407,15 @@ fn main() {
             KernelKind::CtrFused,
             KernelKind::EcbEncrypt,
             KernelKind::EcbDecrypt,
+            KernelKind::CtrKeystreamGcm,
+            KernelKind::CtrFusedGcm,
         ] {
             match gpu.time_kernel(&key, kind, kernel_bytes, args.reps) {
                 Ok(times) => {
                     let t = median(times.clone());
                     let dev = gb_s(kernel_bytes * kind.device_bytes_per_byte() as usize, t);
                     say!(
-                        "AES-{:<6} {:<14} {:>10.3} {:>12.1} {:>14.1}",
+                        "AES-{:<6} {:<18} {:>10.3} {:>12.1} {:>14.1}",
                         size.bits(),
                         kind.name(),
                         t * 1e3,
@@ -531,6 +561,7 @@ fn main() {
         key: &key,
         counter: iv,
         offset: 0,
+        counters: Counters::Stream,
     };
     let fused_engine = GpuEngine::new(GpuOptions {
         ctr_variant: CtrVariant::Fused,
@@ -629,6 +660,7 @@ fn main() {
             key: &key,
             counter: iv,
             offset: 0,
+            counters: Counters::Stream,
         };
         let mut buf = random(big, 9);
         let run = |engine: &dyn Engine, buf: &mut [u8]| {

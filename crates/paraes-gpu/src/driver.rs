@@ -18,7 +18,7 @@ use cudarc::driver::{result, sys};
 use crate::error::GpuError;
 use crate::image::{one_line, ImageChoice, KernelImage, ModuleReport};
 use crate::kernels::KernelKind;
-use crate::plan::RoundKeyWords;
+use crate::plan::{GcmLayout, RoundKeyWords};
 use crate::variant::{dynamic_shared_bytes, max_threads, KernelVariant};
 
 /// What the driver says about a GPU, for `--backend auto`, logs and benchmark records.
@@ -258,6 +258,8 @@ pub(crate) struct Kernel {
     pub(crate) shared_bytes: u32,
     /// The most threads per block it was compiled for.
     pub(crate) max_threads: u32,
+    /// Takes GCM chunk counters (a `_gcm` kernel: one parameter more, `GcmLayout`).
+    pub(crate) gcm: bool,
 }
 
 // SAFETY: a CUfunction handle of a module that is never unloaded may be used from any thread
@@ -468,6 +470,7 @@ impl Device {
                 func,
                 shared_bytes,
                 max_threads: max_threads(name),
+                gcm: name.ends_with("_gcm"),
             });
             kernels.insert(name.to_string(), kernel);
         }
@@ -536,7 +539,10 @@ impl Device {
         .map_err(|e| GpuError::driver("querying kernel occupancy", e))
     }
 
-    /// Enqueues one kernel launch on `stream`.
+    /// Enqueues one kernel launch on `stream`. `counter` is the 128-bit counter of the
+    /// launch's block 0 (Stream counters) or, for a `_gcm` kernel, its record and its block
+    /// within the record, and `gcm` the nonce and stride, which a `_gcm` kernel needs and no
+    /// other takes.
     ///
     /// # Safety
     ///
@@ -556,25 +562,37 @@ impl Device {
         nblocks: u64,
         counter: (u64, u64),
         keys: &RoundKeyWords,
+        gcm: Option<&GcmLayout>,
     ) -> Result<(), GpuError> {
+        if kernel.gcm != gcm.is_some() {
+            return Err(GpuError::Internal(format!(
+                "launching a kernel that {} GCM chunk counters {} them",
+                if kernel.gcm { "takes" } else { "does not take" },
+                if gcm.is_some() { "with" } else { "without" }
+            )));
+        }
         let mut input = input;
         let mut output = output;
         let mut nblocks = nblocks;
         let (mut hi, mut lo) = counter;
         let mut keys = *keys;
-        let mut params: [*mut c_void; 6] = [
+        let mut layout = gcm.copied().unwrap_or_default();
+        let mut params: [*mut c_void; 7] = [
             (&mut input as *mut sys::CUdeviceptr).cast(),
             (&mut output as *mut sys::CUdeviceptr).cast(),
             (&mut nblocks as *mut u64).cast(),
             (&mut hi as *mut u64).cast(),
             (&mut lo as *mut u64).cast(),
             (&mut keys as *mut RoundKeyWords).cast(),
+            (&mut layout as *mut GcmLayout).cast(),
         ];
-        // SAFETY: the six parameters match the kernels' signature in kernels/aes.cu
-        // (u64 pointers, three u64, a 240-byte struct of u32) and live until cuLaunchKernel
-        // returns, which copies them; the caller guarantees the device buffers' extent and
-        // lifetime; `func` belongs to this device's module and was opted into the dynamic
-        // shared memory it is launched with (Device::open).
+        let count = if kernel.gcm { 7 } else { 6 };
+        // SAFETY: the first six parameters match the kernels' common signature in
+        // kernels/aes.cu (u64 pointers, three u64, a 240-byte struct of u32), and a `_gcm`
+        // kernel (only it gets the seventh) takes a 16-byte struct of u32 more; all live until
+        // cuLaunchKernel returns, which copies them; the caller guarantees the device buffers'
+        // extent and lifetime; `func` belongs to this device's module and was opted into the
+        // dynamic shared memory it is launched with (Device::open).
         let launched = unsafe {
             result::launch_kernel(
                 kernel.func,
@@ -582,7 +600,7 @@ impl Device {
                 (threads, 1, 1),
                 kernel.shared_bytes,
                 stream.raw,
-                &mut params,
+                &mut params[..count],
             )
         };
         keys.wipe();

@@ -1,5 +1,6 @@
 //! GpuEngine: the [`Engine`] on a CUDA GPU. Partial CTR blocks at the ends of a buffer run
-//! on the host; whole blocks go through the GPU. The rooms: piece scheduling over the CUDA
+//! on the host; whole blocks go through the GPU, with Stream counters or GCM chunk counters
+//! (one launch covers thousands of chunks; the kernels make each block's counter). The rooms: piece scheduling over the CUDA
 //! streams ([`schedule`]), CTR's choice of kernel ([`calibrate`]) and the benchmark timers
 //! ([`timing`]); this file holds the engine itself and its Engine path.
 
@@ -9,17 +10,20 @@ mod timing;
 
 use std::sync::{Arc, Mutex, OnceLock};
 
-use paraes_core::{modes, AesImpl, Direction, Engine, EngineError, Job, Mode};
+use paraes_core::{modes, AesImpl, Counters, Direction, Engine, EngineError, Job, Mode};
 
 use crate::driver::{load_driver, Device, DeviceInfo, Kernel};
 use crate::error::GpuError;
 use crate::image::ModuleReport;
 use crate::kernels::KernelKind;
 use crate::options::{CtrVariant, GpuOptions};
-use crate::plan::{self, RoundKeyWords};
+use crate::plan::{self, GcmLayout, RoundKeyWords};
 
 use schedule::{PieceJob, Slot};
 pub use timing::{CopyDirection, KernelTiming};
+
+/// Kernel kinds per key size.
+const KINDS: usize = KernelKind::ALL.len();
 
 /// AES on a CUDA GPU; byte-identical to the CPU engine. Calls from several threads are
 /// served one at a time (one pipeline per engine).
@@ -27,9 +31,9 @@ pub struct GpuEngine {
     device: Arc<Device>,
     options: GpuOptions,
     /// The kernels of the chosen variant, per [key size][kernel kind].
-    kernels: [[Kernel; 4]; 3],
+    kernels: [[Kernel; KINDS]; 3],
     /// Grid size that fills the GPU, per [key size][kernel kind].
-    full_grid: [[u32; 4]; 3],
+    full_grid: [[u32; KINDS]; 3],
     slots: Mutex<Vec<Slot>>,
     pool: rayon::ThreadPool,
     /// The CTR variant in force: set from the options, or once by `Auto`'s calibration.
@@ -47,7 +51,7 @@ impl GpuEngine {
         options.check()?;
         load_driver()?;
         let device = Device::get(options.device, options.image)?;
-        let mut full_grid = [[1u32; 4]; 3];
+        let mut full_grid = [[1u32; KINDS]; 3];
         let mut kernels = Vec::new();
         for (size, grids) in full_grid.iter_mut().enumerate() {
             let mut row = Vec::new();
@@ -57,9 +61,9 @@ impl GpuEngine {
                 grids[kind.index()] = device.info.sms.max(1) * resident;
                 row.push(kernel);
             }
-            kernels.push(<[Kernel; 4]>::try_from(row).expect("four kinds"));
+            kernels.push(<[Kernel; KINDS]>::try_from(row).expect("every kind"));
         }
-        let kernels = <[[Kernel; 4]; 3]>::try_from(kernels).unwrap_or_else(|_| unreachable!());
+        let kernels = <[[Kernel; KINDS]; 3]>::try_from(kernels).unwrap_or_else(|_| unreachable!());
         let threads = options
             .host_threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -122,6 +126,16 @@ impl GpuEngine {
         if buf.is_empty() {
             return Ok(());
         }
+        let gcm = match job.counters {
+            Counters::Stream => None,
+            Counters::GcmChunks { base_nonce, stride } => match GcmLayout::new(&base_nonce, stride)
+            {
+                Some(layout) => Some(layout),
+                // Records that are not whole blocks (or longer than 256 MiB): not what a
+                // message holds (16384 or 16400 bytes), so the host's CTR serves them.
+                None => return modes::apply(self.host_aes, job, buf),
+            },
+        };
         if buf.len() < self.options.cpu_below {
             return modes::apply(self.host_aes, job, buf);
         }
@@ -145,15 +159,16 @@ impl GpuEngine {
             Mode::Ecb => 0,
             Mode::Ctr => split.first_block,
         };
-        self.body(job, variant, first_block, &mut buf[split.body])
+        self.body(job, variant, gcm, first_block, &mut buf[split.body])
             .map_err(EngineError::from)
     }
 
-    /// Whole blocks through the GPU.
+    /// Whole blocks through the GPU; with `gcm` (CTR only), under GCM chunk counters.
     fn body(
         &self,
         job: &Job<'_>,
         variant: CtrVariant,
+        gcm: Option<GcmLayout>,
         first_block: u64,
         body: &mut [u8],
     ) -> Result<(), GpuError> {
@@ -169,6 +184,7 @@ impl GpuEngine {
             keys: &words,
             rounds: job.key.rounds(),
             counter: &job.counter,
+            gcm,
             first_block,
         };
         let result = match job.mode {

@@ -2,7 +2,7 @@
 //! by name), the variants (which name them) and the engine (which launches them) share. A leaf
 //! module: it depends on nothing else in the crate.
 
-/// The four kernels of kernels/aes.cu (each in an AES-128, -192 and -256 version).
+/// The six kernels of kernels/aes.cu (each in an AES-128, -192 and -256 version).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KernelKind {
     /// `aesN_ecb_encrypt`.
@@ -13,15 +13,23 @@ pub enum KernelKind {
     CtrFused,
     /// `aesN_ctr_keystream`: out = keystream.
     CtrKeystream,
+    /// `aesN_ctr_fused_gcm`: [`KernelKind::CtrFused`] with GCM chunk counters (a tag's room
+    /// comes out as it went in).
+    CtrFusedGcm,
+    /// `aesN_ctr_keystream_gcm`: [`KernelKind::CtrKeystream`] with GCM chunk counters (zeros
+    /// in a tag's room).
+    CtrKeystreamGcm,
 }
 
 impl KernelKind {
-    /// All four.
-    pub const ALL: [KernelKind; 4] = [
+    /// All six.
+    pub const ALL: [KernelKind; 6] = [
         KernelKind::EcbEncrypt,
         KernelKind::EcbDecrypt,
         KernelKind::CtrFused,
         KernelKind::CtrKeystream,
+        KernelKind::CtrFusedGcm,
+        KernelKind::CtrKeystreamGcm,
     ];
 
     /// The kernel name's suffix, e.g. `ctr_fused`.
@@ -31,6 +39,8 @@ impl KernelKind {
             KernelKind::EcbDecrypt => "ecb_decrypt",
             KernelKind::CtrFused => "ctr_fused",
             KernelKind::CtrKeystream => "ctr_keystream",
+            KernelKind::CtrFusedGcm => "ctr_fused_gcm",
+            KernelKind::CtrKeystreamGcm => "ctr_keystream_gcm",
         }
     }
 
@@ -38,11 +48,32 @@ impl KernelKind {
         self as usize
     }
 
+    /// Whether the kernel writes keystream (the host XORs it) rather than the result.
+    pub fn is_keystream(self) -> bool {
+        matches!(self, KernelKind::CtrKeystream | KernelKind::CtrKeystreamGcm)
+    }
+
+    /// Whether the kernel takes GCM chunk counters (the `_gcm` kernels, with one parameter
+    /// more: `struct GcmLayout`, [`crate::plan::GcmLayout`]).
+    pub fn is_gcm(self) -> bool {
+        matches!(self, KernelKind::CtrFusedGcm | KernelKind::CtrKeystreamGcm)
+    }
+
+    /// The same CTR kernel with GCM chunk counters; ECB kinds (and the GCM ones) unchanged.
+    pub fn with_gcm_counters(self) -> KernelKind {
+        match self {
+            KernelKind::CtrFused => KernelKind::CtrFusedGcm,
+            KernelKind::CtrKeystream => KernelKind::CtrKeystreamGcm,
+            other => other,
+        }
+    }
+
     /// Bytes the kernel moves through device memory per byte of data (read + write).
     pub fn device_bytes_per_byte(self) -> u32 {
-        match self {
-            KernelKind::CtrKeystream => 1,
-            _ => 2,
+        if self.is_keystream() {
+            1
+        } else {
+            2
         }
     }
 }

@@ -324,7 +324,7 @@ mod tests {
     use super::*;
     use crate::plan::{counter_halves, RoundKeyWords};
     use paraes_core::seeded::SplitMix64;
-    use paraes_core::{modes, AesImpl, Direction, Job, Key, Mode};
+    use paraes_core::{modes, AesImpl, Counters, Direction, Job, Key, Mode};
     use std::cell::RefCell;
 
     #[test]
@@ -408,6 +408,7 @@ mod tests {
                         key: &key,
                         counter: iv,
                         offset: start_block * 16,
+                        counters: Counters::Stream,
                     };
                     let mut expect = if kind == Kind::CtrKeystream {
                         vec![0; data.len()]

@@ -1,6 +1,7 @@
 //! Host-side planning that needs no GPU: how a buffer splits into a partial head block,
 //! whole blocks for the device and a partial tail; how the whole blocks split into pieces
-//! for the streams; the CTR counter of a piece; the grid size; the round-key words.
+//! for the streams; the CTR counter of a piece (Stream counters) or its place among GCM
+//! chunks; the grid size; the round-key words.
 
 use std::ops::Range;
 
@@ -51,6 +52,60 @@ pub fn piece_len(len: usize, streams: usize, min_piece: usize, max_piece: usize)
 pub fn counter_halves(first: &[u8; 16], block: u64) -> (u64, u64) {
     let counter = counter_at(first, u128::from(block));
     ((counter >> 64) as u64, counter as u64)
+}
+
+/// The longest stride, in 16-byte blocks, the GCM chunk kernels take (256 MiB records); with
+/// [`GCM_MAX_PIECE`] it keeps every block's place within a launch below 2^32, as the kernels
+/// assume. Longer strides, and strides that are not whole blocks, run on the host.
+pub const GCM_MAX_STRIDE_BLOCKS: u64 = 1 << 24;
+
+/// The longest piece, in bytes, one launch of a GCM chunk kernel takes (2^31 blocks).
+pub const GCM_MAX_PIECE: usize = 1 << 35;
+
+/// What a GCM chunk kernel takes besides the common parameters (`struct GcmLayout` in
+/// kernels/aes.cu): the base nonce as three little-endian column words and the stride in
+/// blocks.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GcmLayout {
+    /// Bytes 0..4, 4..8 and 8..12 of the base nonce, each read little-endian.
+    pub nonce: [u32; 3],
+    /// Blocks from one record to the next.
+    pub stride_blocks: u32,
+}
+
+impl GcmLayout {
+    /// The layout of [`paraes_core::Counters::GcmChunks`] `{ base_nonce, stride }`, or `None`
+    /// where the kernels cannot run it: a stride that is not whole blocks, or longer than
+    /// [`GCM_MAX_STRIDE_BLOCKS`].
+    pub fn new(base_nonce: &[u8; 12], stride: usize) -> Option<GcmLayout> {
+        let stride_blocks = stride as u64 / 16;
+        if !stride.is_multiple_of(16)
+            || stride < paraes_core::engine::GCM_CHUNK_LEN
+            || stride_blocks > GCM_MAX_STRIDE_BLOCKS
+        {
+            return None;
+        }
+        let word = |i: usize| {
+            u32::from_le_bytes([
+                base_nonce[i],
+                base_nonce[i + 1],
+                base_nonce[i + 2],
+                base_nonce[i + 3],
+            ])
+        };
+        Some(GcmLayout {
+            nonce: [word(0), word(4), word(8)],
+            stride_blocks: stride_blocks as u32,
+        })
+    }
+
+    /// Where stream block `block` lies, as the GCM chunk kernels take it in place of a
+    /// counter: (record, block within the record).
+    pub fn place(&self, block: u64) -> (u64, u64) {
+        let stride = u64::from(self.stride_blocks);
+        (block / stride, block % stride)
+    }
 }
 
 /// Thread blocks for `nblocks` AES blocks: enough to fill every SM (`sms` x
@@ -217,6 +272,49 @@ mod tests {
         assert_eq!(piece_len(4 << 30, 3, 256 << 10, 8 << 20), 8 << 20);
         // 24 MiB on 3 streams: 4 MiB pieces, two rounds over the streams.
         assert_eq!(piece_len(24 << 20, 3, 256 << 10, 8 << 20), 4 << 20);
+    }
+
+    proptest! {
+        /// The counter block a GCM kernel makes for stream block `block` (kernels/aes.cu,
+        /// `run`: nonce words, record, 2 + block within the record) is the core's.
+        #[test]
+        fn gcm_places_give_the_cores_counters(
+            nonce in any::<[u8; 12]>(), tag in any::<bool>(), block in 0u64..1 << 50,
+        ) {
+            let stride = paraes_core::engine::GCM_CHUNK_LEN + if tag { 16 } else { 0 };
+            let layout = GcmLayout::new(&nonce, stride).unwrap();
+            let (record, within) = layout.place(block);
+            prop_assert!(within < u64::from(layout.stride_blocks));
+            prop_assert_eq!(record * u64::from(layout.stride_blocks) + within, block);
+            let words = [
+                layout.nonce[0],
+                layout.nonce[1] ^ ((record >> 32) as u32).swap_bytes(),
+                layout.nonce[2] ^ (record as u32).swap_bytes(),
+                (2 + within as u32).swap_bytes(),
+            ];
+            let mut counter = [0u8; 16];
+            for (bytes, w) in counter.chunks_exact_mut(4).zip(words) {
+                bytes.copy_from_slice(&w.to_le_bytes());
+            }
+            let mut expect = paraes_core::modes::gcm_chunk_counter(&nonce, record);
+            expect[12..].copy_from_slice(&(2 + within as u32).to_be_bytes());
+            prop_assert_eq!(counter, expect);
+        }
+    }
+
+    #[test]
+    fn gcm_layouts_the_kernels_cannot_run_are_refused() {
+        let nonce = [7u8; 12];
+        assert!(GcmLayout::new(&nonce, 16384).is_some());
+        assert!(GcmLayout::new(&nonce, 16400).is_some());
+        assert!(GcmLayout::new(&nonce, 16385).is_none());
+        assert!(GcmLayout::new(&nonce, 16368).is_none());
+        assert!(GcmLayout::new(&nonce, 16 << 24).is_some());
+        assert!(GcmLayout::new(&nonce, (16 << 24) + 16).is_none());
+        // The kernels' precondition: a piece's last block within its launch stays below 2^32,
+        // with a tile to spare.
+        let tile = u64::from(crate::BLOCKS_PER_THREAD * crate::MAX_THREADS_PER_BLOCK);
+        assert!(GCM_MAX_STRIDE_BLOCKS + (GCM_MAX_PIECE / 16) as u64 + tile <= 1 << 32);
     }
 
     #[test]

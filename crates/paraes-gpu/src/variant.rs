@@ -7,8 +7,9 @@ use std::str::FromStr;
 use crate::kernels::KernelKind;
 
 /// A kernel variant of kernels/aes.cu. Variants other than `Base` exist for AES-128 only
-/// (the headline figure); AES-192/256 and the kinds a variant does not change run the base
-/// kernel, which [`KernelVariant::kernel_name`] says.
+/// (the headline figure) and for Stream counters only; AES-192/256, the GCM chunk kernels and
+/// the kinds a variant does not change run the base kernel, which
+/// [`KernelVariant::kernel_name`] says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum KernelVariant {
     /// One lane-interleaved T-table (32 KiB), three rotations per column.
@@ -50,7 +51,8 @@ impl KernelVariant {
 
     /// The suffix of the kernel this variant runs for `kind` at AES-`bits`, "" for the base.
     fn suffix(self, bits: usize, kind: KernelKind) -> &'static str {
-        if bits != 128 {
+        // The GCM chunk kernels exist in the base form only (until a GPU run picks a variant).
+        if bits != 128 || kind.is_gcm() {
             return "";
         }
         let ctr = matches!(kind, KernelKind::CtrFused | KernelKind::CtrKeystream);
@@ -216,7 +218,16 @@ mod tests {
             KernelVariant::Lb5.kernel_name(128, CtrKeystream),
             "aes128_ctr_keystream"
         );
+        assert_eq!(
+            KernelVariant::PairR1.kernel_name(128, CtrFusedGcm),
+            "aes128_ctr_fused_gcm"
+        );
+        assert_eq!(
+            KernelVariant::Lb5.kernel_name(256, CtrKeystreamGcm),
+            "aes256_ctr_keystream_gcm"
+        );
         assert_eq!(dynamic_shared_bytes("aes128_ctr_fused_pair_r1"), 65536);
+        assert_eq!(dynamic_shared_bytes("aes128_ctr_fused_gcm"), 0);
         assert_eq!(dynamic_shared_bytes("aes128_ecb_decrypt_pair"), 73728);
         assert_eq!(dynamic_shared_bytes("aes128_ctr_fused"), 0);
         assert_eq!(max_threads("aes128_ctr_fused_lb5"), 256);

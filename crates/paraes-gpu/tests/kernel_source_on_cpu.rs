@@ -1,6 +1,7 @@
 //! Runs the kernel SOURCE, kernels/aes.cu, on the CPU through kernels/emulate/host.cpp
 //! (built here with the system C++ compiler, tests/support/standin.rs) and compares every
-//! kernel, key size and several launch shapes with the core's AES. This tests the .cu file
+//! kernel, key size and several launch shapes with the core's AES (the `_gcm` kernels with
+//! GCM chunk counters, records with and without a tag's room). This tests the .cu file
 //! itself where there is no GPU; without a C++ compiler it fails, saying what to install (set
 //! CXX to pick one).
 
@@ -12,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use paraes_core::seeded::SplitMix64;
-use paraes_core::{modes, AesImpl, Direction, Job, Key, Mode};
-use paraes_gpu::plan::{counter_halves, RoundKeyWords};
+use paraes_core::{modes, AesImpl, Counters, Direction, Job, Key, Mode};
+use paraes_gpu::plan::{counter_halves, GcmLayout, RoundKeyWords};
 
 /// The emulator, built once per change of its sources (panics when there is no C++ compiler).
 fn build() -> PathBuf {
@@ -23,17 +24,17 @@ fn build() -> PathBuf {
 fn run(
     exe: &Path,
     kernel: &str,
-    grid: u32,
-    threads: u32,
+    (grid, threads): (u32, u32),
     ctr: (u64, u64),
     keys: &RoundKeyWords,
+    gcm: &GcmLayout,
     input: &[u8],
 ) -> Vec<u8> {
     let mut stdin = Vec::new();
     for v in [(input.len() / 16) as u64, ctr.0, ctr.1] {
         stdin.extend_from_slice(&v.to_le_bytes());
     }
-    for w in keys.w {
+    for w in keys.w.iter().chain(&gcm.nonce).chain([&gcm.stride_blocks]) {
         stdin.extend_from_slice(&w.to_le_bytes());
     }
     stdin.extend_from_slice(input);
@@ -60,14 +61,14 @@ fn kernel_names(exe: &Path) -> Vec<String> {
         .collect()
 }
 
-/// (key bits, kind) of a kernel name `aes{bits}_{kind}[_{variant}]`.
-fn parse(name: &str) -> (usize, &'static str) {
+/// (key bits, kind, GCM chunk counters) of a kernel name `aes{bits}_{kind}[_{variant}]`.
+fn parse(name: &str) -> (usize, &'static str, bool) {
     let bits = name[3..6].parse().unwrap();
     let kind = ["ecb_encrypt", "ecb_decrypt", "ctr_fused", "ctr_keystream"]
         .into_iter()
         .find(|k| name[7..].starts_with(k))
         .unwrap_or_else(|| panic!("unknown kernel kind in {name}"));
-    (bits, kind)
+    (bits, kind, name.ends_with("_gcm"))
 }
 
 #[test]
@@ -85,9 +86,10 @@ fn kernel_source_matches_the_core_on_the_cpu() {
     listed.sort();
     assert_eq!(listed, in_ptx, "emulator list vs kernels/aes.ptx");
     assert!(
-        names.len() >= 12 + 9,
-        "base kernels and the AES-128 variants: {names:?}"
+        names.len() >= 12 + 9 + 6,
+        "base kernels, the AES-128 variants and the GCM chunk kernels: {names:?}"
     );
+    assert_eq!(names.iter().filter(|n| n.ends_with("_gcm")).count(), 6);
 
     let mut rng = SplitMix64::new(0x1234_5678_9abc_def1);
     // (grid, threads, AES blocks, counter block 0's low 32 bits, or None: the wrap cases).
@@ -123,13 +125,31 @@ fn kernel_source_matches_the_core_on_the_cpu() {
             _ => iv = [0xff; 16],                                                  // wraps at 2^128
         }
         let ctr = counter_halves(&iv, start);
+        // GCM chunk counters for the _gcm kernels: back to back (shapes 0, 2, 4) or with a
+        // tag's room (1, 3); the launch starts at a random place in a record near 2^32 records
+        // (so the record's high word changes inside shape 2) or at a random record.
+        let stride = paraes_core::engine::GCM_CHUNK_LEN + if i % 2 == 1 { 16 } else { 0 };
+        let base_nonce: [u8; 12] = rng.array();
+        let layout = GcmLayout::new(&base_nonce, stride).unwrap();
+        let stride_blocks = u64::from(layout.stride_blocks);
+        let first_record = match i {
+            2 => (1 << 32) - 2,
+            _ => rng.next_u64() >> 20,
+        };
+        let within = match i {
+            0 => 0,
+            1 => stride_blocks - 1,
+            _ => rng.next_u64() % stride_blocks,
+        };
+        let gcm_start = first_record * stride_blocks + within;
+        assert_eq!(layout.place(gcm_start), (first_record, within));
         if (ctr.1 & 0xffff_ffff) + nblocks as u64 <= 1 << 32 {
             uniform_launches += 1;
         } else {
             carrying_launches += 1;
         }
         for name in &names {
-            let (bits, kind) = parse(name);
+            let (bits, kind, gcm) = parse(name);
             let key = &keys[&bits];
             let (mode, direction) = match kind {
                 "ecb_encrypt" => (Mode::Ecb, Direction::Encrypt),
@@ -141,7 +161,12 @@ fn kernel_source_matches_the_core_on_the_cpu() {
                 direction,
                 key,
                 counter: iv,
-                offset: start * 16,
+                offset: if gcm { gcm_start } else { start } * 16,
+                counters: if gcm {
+                    Counters::GcmChunks { base_nonce, stride }
+                } else {
+                    Counters::Stream
+                },
             };
             let mut expect = if kind == "ctr_keystream" {
                 vec![0u8; input.len()]
@@ -154,7 +179,20 @@ fn kernel_source_matches_the_core_on_the_cpu() {
             } else {
                 key.enc_round_keys()
             });
-            let got = run(&exe, name, grid, threads, ctr, &words, &input);
+            let (ctr, launch_layout) = if gcm {
+                ((first_record, within), layout)
+            } else {
+                (ctr, GcmLayout::default())
+            };
+            let got = run(
+                &exe,
+                name,
+                (grid, threads),
+                ctr,
+                &words,
+                &launch_layout,
+                &input,
+            );
             assert!(
                 got == expect,
                 "{name} grid {grid} x {threads}, {nblocks} blocks from counter {ctr:x?}: differs from the core"

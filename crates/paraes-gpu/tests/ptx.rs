@@ -35,6 +35,26 @@ fn ptx_has_every_kernel_with_the_common_signature() {
 }
 
 #[test]
+fn gcm_chunk_kernels_take_the_common_parameters_and_a_layout() {
+    for bits in [128, 192, 256] {
+        for kind in ["ctr_fused_gcm", "ctr_keystream_gcm"] {
+            let entry = format!(".entry aes{bits}_{kind}(");
+            let at = PTX
+                .find(&entry)
+                .unwrap_or_else(|| panic!("missing {entry}"));
+            let params = &PTX[at..at + PTX[at..].find(')').unwrap()];
+            // The common six, then struct GcmLayout: 3 nonce words and the stride (16 bytes).
+            assert_eq!(params.matches(".param .u64").count(), 5, "{params}");
+            assert_eq!(params.matches(".param .align 4 .b8").count(), 2, "{params}");
+            assert!(
+                params.contains("[240]") && params.contains("[16]"),
+                "{params}"
+            );
+        }
+    }
+}
+
+#[test]
 fn shared_tables_are_lane_interleaved_sizes() {
     // 256 entries x 32 lanes x 4 bytes, plus the 8 KiB packed inverse S-box for decryption.
     assert!(PTX.contains(".shared .align 4 .b8") && PTX.contains("[32768]"));

@@ -1,15 +1,16 @@
 //! Reproduces the SW-AES paper's figures with the simulator: really runs every size through
 //! the engine (data and timing), writes docs/sunway-fig6.svg, -fig7.svg, -fig8.svg and prints
-//! the tables of docs/SUNWAY.md (parameters, Fig. 6/7/8 numbers, Table III, 1024 nodes, host
-//! simulation speed).
+//! the tables of docs/SUNWAY.md (parameters, Fig. 6/7/8 numbers, Table III, 1024 nodes, GCM
+//! chunk counters, host simulation speed).
 //!
 //! `cargo run --release -p paraes-sunway-sim --example reproduce [-- OUT_DIR]` (default `docs`).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use paraes_core::engine::GCM_CHUNK_LEN;
 use paraes_core::Key;
-use paraes_core::{Direction, Job, KeySize, Mode};
+use paraes_core::{Counters, Direction, Job, KeySize, Mode};
 use paraes_sunway_sim::params::{
     Aliasing, Compilation, Params, Pipelining, P0_LATENCY_BRACKET, PARAMETER_TABLE,
 };
@@ -58,6 +59,7 @@ fn run(engine: &SunwaySimEngine, buffer: &mut [u8]) -> Run {
         key: &key,
         counter: [0; 16],
         offset: 0,
+        counters: Counters::Stream,
     };
     let cpu = cpu_seconds();
     let start = Instant::now();
@@ -412,6 +414,57 @@ fn original_grid(defaults: &Params) {
     }
 }
 
+/// GCM chunk counters (format v3 bodies) against stream CTR: the same model, predicted
+/// (`predict_job`, which gives what a run reports) for AES-128 CTR on 4 CGs, double buffering.
+fn gcm_chunks() {
+    println!("\n## GCM chunk counters (AES-128 CTR, 4 CGs, double buffering)\n\n| rung | cycles per batch: stream / GCM chunks | 1 MiB Gbps: stream / back to back / with tags | 256 MiB Gbps: stream / back to back / with tags |\n|---|---|---|---|");
+    let key = Key::new(&[0; 16]).expect("a 16-byte key").expand();
+    let layouts = [
+        Counters::Stream,
+        Counters::GcmChunks {
+            base_nonce: [0; 12],
+            stride: GCM_CHUNK_LEN,
+        },
+        Counters::GcmChunks {
+            base_nonce: [0; 12],
+            stride: GCM_CHUNK_LEN + 16,
+        },
+    ];
+    for variant in Variant::ALL {
+        let engine = SunwaySimEngine::new(SimConfig::new(variant, Buffering::Double, 4))
+            .expect("the default parameters");
+        let reports = |len: u64| {
+            layouts.map(|counters| {
+                let job = Job {
+                    mode: Mode::Ctr,
+                    direction: Direction::Encrypt,
+                    key: &key,
+                    counter: [0; 16],
+                    offset: 0,
+                    counters,
+                };
+                engine.predict_job(&job, len).expect("a valid job")
+            })
+        };
+        let (small, large) = (reports(1 << 20), reports(256 << 20));
+        let gbps = |r: &[SimReport; 3]| {
+            format!(
+                "{:.2} / {:.2} / {:.2}",
+                r[0].gbps(),
+                r[1].gbps(),
+                r[2].gbps()
+            )
+        };
+        println!(
+            "| {variant} | {} / {} | {} | {} |",
+            small[0].cycles_per_batch,
+            small[1].cycles_per_batch,
+            gbps(&small),
+            gbps(&large)
+        );
+    }
+}
+
 fn main() -> Plot {
     let out = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "docs".into()));
     std::fs::create_dir_all(&out)?;
@@ -566,6 +619,8 @@ fn main() -> Plot {
     }
     println!("| SW26010 (this model) | {peak:.1} | - | - |");
     println!("\n## 1024 nodes\n\n1024 x {:.2} GB/s = {:.0} GB/s (paper: 13,819 GB/s, {:+.1}%; no network modelled: each node encrypts its own share)", peak / 8.0, 1024.0 * peak / 8.0, 100.0 * (1024.0 * peak / 8.0 / 13_819.0 - 1.0));
+
+    gcm_chunks();
 
     let all_runs: Vec<&Run> = chip
         .iter()

@@ -4,17 +4,17 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use paraes_core::{Direction, Engine, EngineError, Job, KeySize, Mode, Modelled};
+use paraes_core::{Counters, Direction, Engine, EngineError, Job, KeySize, Mode, Modelled};
 
 use crate::config::{SimConfig, Variant};
 use crate::error::SimError;
-use crate::kernel::{self, ByteFlavor, CipherShape, ExtractFlavor, SelldwFlavor};
+use crate::kernel::{self, ByteFlavor, CipherShape, CounterLayout, ExtractFlavor, SelldwFlavor};
 use crate::ldm_plan::LdmPlan;
 use crate::machine::Trace;
 use crate::offload;
 use crate::report::SimReport;
 use crate::schedule;
-use crate::timing::{self, KernelCost};
+use crate::timing::{self, Cuts, KernelCost};
 
 /// Running totals over `process` calls.
 #[derive(Default)]
@@ -27,7 +27,7 @@ struct Totals {
 pub struct SunwaySimEngine {
     config: SimConfig,
     plan: LdmPlan,
-    costs: Mutex<HashMap<CipherShape, KernelCost>>,
+    costs: Mutex<HashMap<(CipherShape, CounterLayout), KernelCost>>,
     totals: Mutex<Totals>,
 }
 
@@ -99,24 +99,23 @@ impl SunwaySimEngine {
         )
     }
 
-    /// The kernel cost of a job shape (recorded and scheduled once, then cached).
-    fn cost(&self, shape: CipherShape) -> KernelCost {
-        if let Some(cost) = self.costs.lock().ok().and_then(|c| c.get(&shape).copied()) {
+    /// The kernel cost of a job shape and counter layout (recorded and scheduled once, then
+    /// cached).
+    fn cost(&self, shape: CipherShape, layout: CounterLayout) -> KernelCost {
+        let key = (shape, layout);
+        if let Some(cost) = self.costs.lock().ok().and_then(|c| c.get(&key).copied()) {
             return cost;
         }
         let params = &self.config.params;
-        let unit = kernel::record_variant(self.config.variant, &self.plan, shape, params);
-        let single = match self.config.variant {
+        let variant = self.config.variant;
+        let unit = kernel::record_variant_with(variant, &self.plan, shape, layout, params);
+        let single = match variant {
             Variant::Pipelined => {
-                kernel::record_variant(Variant::Selldw, &self.plan, shape, params)
+                kernel::record_variant_with(Variant::Selldw, &self.plan, shape, layout, params)
             }
             _ => unit.clone(),
         };
-        let batches_per_unit = if self.config.variant == Variant::Pipelined {
-            2
-        } else {
-            1
-        };
+        let batches_per_unit = if variant == Variant::Pipelined { 2 } else { 1 };
         let cost = KernelCost {
             unit_cycles: schedule::trace_cycles(&unit, params),
             batches_per_unit,
@@ -124,13 +123,14 @@ impl SunwaySimEngine {
             instructions_per_batch: unit.instrs.len() as f64 / batches_per_unit as f64,
         };
         if let Ok(mut costs) = self.costs.lock() {
-            costs.insert(shape, cost);
+            costs.insert(key, cost);
         }
         cost
     }
 
     /// The simulated time of `bytes` bytes in one offload, without running any data (the same
-    /// model as [`Self::process_timed`]; used for sizes too large to run).
+    /// model as [`Self::process_timed`]; used for sizes too large to run). Stream CTR counters;
+    /// see [`Self::predict_job`] for any job.
     pub fn predict(
         &self,
         mode: Mode,
@@ -139,13 +139,59 @@ impl SunwaySimEngine {
         bytes: u64,
     ) -> SimReport {
         let shape = shape_of(mode, direction, key_size.rounds());
-        self.report(shape, bytes, bytes.div_ceil(16))
+        self.report(
+            shape,
+            CounterLayout::Stream,
+            bytes,
+            bytes.div_ceil(16),
+            Cuts::default(),
+        )
     }
 
-    fn report(&self, shape: CipherShape, bytes: u64, blocks: u64) -> SimReport {
-        let cost = self.cost(shape);
+    /// The simulated time of one offload of `job` on `len` bytes, without running any data:
+    /// exactly what [`Self::process_timed`] reports for it (GCM chunk counters included).
+    pub fn predict_job(&self, job: &Job<'_>, len: u64) -> Result<SimReport, EngineError> {
+        let len = usize::try_from(len)
+            .map_err(|_| EngineError::Unsupported(format!("{len} bytes in one offload")))?;
+        job.check(len)?;
+        Ok(self.job_report(job, len))
+    }
+
+    /// The modelled cost of `job` on `len` bytes: the data blocks the CPEs transform (for GCM
+    /// chunks with a tag's room, only the chunk data: the DMA skips the rooms, cutting a
+    /// transfer at each), with the kernel of the job's counter layout.
+    fn job_report(&self, job: &Job<'_>, len: usize) -> SimReport {
+        let shape = shape_of(job.mode, job.direction, job.key.rounds());
+        let map = offload::DataMap::of(job.counters);
+        let (start, end) = offload::data_range(&map, job.offset, len);
+        if start == end {
+            // Nothing to transform (an empty buffer, or only a tag's room): no offload.
+            return SimReport {
+                bytes: len as u64,
+                cpes: self.cpes(),
+                ..SimReport::default()
+            };
+        }
+        let cuts = Cuts {
+            first: start / 16,
+            every: map.cut_blocks(),
+        };
+        let blocks = end.div_ceil(16) - start / 16;
+        self.report(shape, layout_of(job), len as u64, blocks, cuts)
+    }
+
+    fn report(
+        &self,
+        shape: CipherShape,
+        layout: CounterLayout,
+        bytes: u64,
+        blocks: u64,
+        cuts: Cuts,
+    ) -> SimReport {
+        let cost = self.cost(shape, layout);
         let split = timing::simulate_offload(
             blocks,
+            cuts,
             self.config.cgs,
             &cost,
             &self.plan,
@@ -161,8 +207,6 @@ impl SunwaySimEngine {
     pub fn process_timed(&self, job: &Job<'_>, buf: &mut [u8]) -> Result<SimReport, EngineError> {
         job.check(buf.len())?;
         let shape = shape_of(job.mode, job.direction, job.key.rounds());
-        let skip = (job.offset % 16) as usize;
-        let blocks = (skip + buf.len()).div_ceil(16) as u64;
         if !buf.is_empty() {
             let (plan, cgs, cpes) = (&self.plan, self.config.cgs, self.config.params.cpes_per_cg);
             match self.config.variant {
@@ -173,19 +217,20 @@ impl SunwaySimEngine {
                 }
             }
         }
-        let report = if buf.is_empty() {
-            SimReport {
-                cpes: self.cpes(),
-                ..SimReport::default()
-            }
-        } else {
-            self.report(shape, buf.len() as u64, blocks)
-        };
+        let report = self.job_report(job, buf.len());
         if let Ok(mut totals) = self.totals.lock() {
             totals.seconds += report.seconds;
             totals.bytes += report.bytes;
         }
         Ok(report)
+    }
+}
+
+/// The counter layout of a job's kernel (ECB: stream, which it ignores).
+fn layout_of(job: &Job<'_>) -> CounterLayout {
+    match (job.mode, job.counters) {
+        (Mode::Ctr, Counters::GcmChunks { .. }) => CounterLayout::GcmChunks,
+        _ => CounterLayout::Stream,
     }
 }
 

@@ -4,11 +4,12 @@
 //! [`SunwaySimEngine`] really encrypts: every AES step runs as counted operations on simulated
 //! 256-bit registers ([`machine::V256`], 8 x u32 lanes) or 64-bit scalars against a simulated
 //! 64 KiB LDM per CPE ([`ldm`], laid out by [`ldm_plan`]), CPEs in parallel on the host with rayon
-//! ([`offload`]), and its output is byte-identical to [`paraes_core::modes::apply`]. At the same
-//! time it models how long an SW26010 would take: the instruction stream of one batch (8 blocks)
-//! is recorded through the same code ([`kernel`]), scheduled on an in-order dual-issue (P0 + P1)
-//! CPE ([`schedule`]), and combined with a DMA and start-up model ([`timing`]) whose every
-//! constant is in [`params::PARAMETER_TABLE`] with its source.
+//! ([`offload`]), and its output is byte-identical to [`paraes_core::modes::apply`] (GCM chunk
+//! counters included). At the same time it models how long an SW26010 would take: the
+//! instruction stream of one batch (8 blocks) is recorded through the same code ([`kernel`]),
+//! scheduled on an in-order dual-issue (P0 + P1) CPE ([`schedule`]), and combined with a DMA and
+//! start-up model ([`timing`]) whose every constant is in [`params::PARAMETER_TABLE`] with its
+//! source.
 //!
 //! The public API the CLI uses:
 //! - [`SimConfig`] (`variant`, `buffering`, `cgs`, `params`), [`Variant`], [`Buffering`];

@@ -62,12 +62,46 @@ enum Request {
     Put(usize),
 }
 
-/// One DMA step of a group: bytes of all its CPEs, bytes per CPE transfer, compute seconds after.
-#[derive(Clone, Copy, Debug)]
+/// One DMA step of a group: its requests (each: bytes of all its CPEs, bytes of the largest CPE
+/// transfer), compute seconds after. One request, unless a CPE's chunk is cut ([`Cuts`]): its
+/// `p`-th piece goes in request `p`.
+#[derive(Clone, Debug)]
 struct Step {
-    bytes: f64,
-    transfer: f64,
+    requests: Vec<(f64, f64)>,
     compute: f64,
+}
+
+/// Where the CPEs' DMA transfers are cut: at the data-space blocks that are multiples of
+/// `every` (the ends of GCM records with a tag's room, which the DMA skips, so data on both sides
+/// of one is two transfers), counting the job's first block as block `first`. The default cuts
+/// nothing (ECB, stream CTR, GCM chunks back to back).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cuts {
+    /// The data-space position of the job's first block.
+    pub first: u64,
+    /// Blocks from one cut to the next, if any.
+    pub every: Option<u64>,
+}
+
+impl Cuts {
+    /// The transfers of blocks `start..start + blocks` (relative to the job's first block), in
+    /// blocks.
+    fn pieces(&self, start: u64, blocks: u64) -> impl Iterator<Item = u64> + '_ {
+        let mut at = self.first + start;
+        let end = at + blocks;
+        std::iter::from_fn(move || {
+            if at >= end {
+                return None;
+            }
+            let next = match self.every {
+                None => end,
+                Some(every) => end.min((at / every + 1) * every),
+            };
+            let piece = next - at;
+            at = next;
+            Some(piece)
+        })
+    }
 }
 
 #[derive(Default)]
@@ -79,10 +113,12 @@ struct GroupState {
     dma: Vec<(f64, f64)>,
 }
 
-/// Simulates one core group whose CPEs have `cpe_blocks` blocks each; returns its time split
+/// Simulates one core group whose CPEs have `cpe_blocks` blocks each (the first from block
+/// `cuts.first` of the job's data, its transfers cut as `cuts` says); returns its time split
 /// (without start-up).
 pub fn simulate_cg(
     cpe_blocks: &[u64],
+    cuts: Cuts,
     cost: &KernelCost,
     plan: &LdmPlan,
     table_bytes: &[usize],
@@ -90,9 +126,19 @@ pub fn simulate_cg(
     params: &Params,
 ) -> TimeSplit {
     let chunk_blocks = (plan.buffer_bytes() / 16) as u64;
+    // Each CPE's first block, relative to the job's first block.
+    let starts: Vec<u64> = cpe_blocks
+        .iter()
+        .scan(0u64, |at, &blocks| {
+            let start = *at;
+            *at += blocks;
+            Some(start)
+        })
+        .collect();
     let groups: Vec<Vec<Step>> = cpe_blocks
         .chunks(params.dma_group_cpes)
-        .map(|group| {
+        .zip(starts.chunks(params.dma_group_cpes))
+        .map(|(group, group_starts)| {
             let chunks = group
                 .iter()
                 .map(|b| b.div_ceil(chunk_blocks))
@@ -101,15 +147,21 @@ pub fn simulate_cg(
             (0..chunks)
                 .map(|k| {
                     let mut step = Step {
-                        bytes: 0.0,
-                        transfer: 0.0,
+                        requests: vec![(0.0, 0.0)],
                         compute: 0.0,
                     };
-                    for &blocks in group {
+                    for (&blocks, &start) in group.iter().zip(group_starts) {
                         let here = blocks.saturating_sub(k * chunk_blocks).min(chunk_blocks);
-                        let bytes = (16 * here) as f64;
-                        step.bytes += bytes;
-                        step.transfer = step.transfer.max(bytes);
+                        let pieces = cuts.pieces(start + k * chunk_blocks, here);
+                        for (p, piece) in pieces.enumerate() {
+                            if p == step.requests.len() {
+                                step.requests.push((0.0, 0.0));
+                            }
+                            let bytes = (16 * piece) as f64;
+                            let request = &mut step.requests[p];
+                            request.0 += bytes;
+                            request.1 = request.1.max(bytes);
+                        }
                         let batches = (16 * here).div_ceil(BATCH_BYTES as u64);
                         step.compute = step
                             .compute
@@ -152,12 +204,16 @@ pub fn simulate_cg(
         let (issue, _, g, request) = pending.swap_remove(position);
         let steps = &groups[g];
         let cpes = (cpe_blocks.len() - g * params.dma_group_cpes).min(params.dma_group_cpes) as f64;
-        let (bytes, transfer) = match request {
-            Request::Table(i) => (cpes * table_bytes[i] as f64, table_bytes[i] as f64),
-            Request::Get(k) | Request::Put(k) => (steps[k].bytes, steps[k].transfer),
+        let busy = match request {
+            Request::Table(i) => duration(cpes * table_bytes[i] as f64, table_bytes[i] as f64),
+            Request::Get(k) | Request::Put(k) => steps[k]
+                .requests
+                .iter()
+                .map(|&(bytes, transfer)| duration(bytes, transfer))
+                .sum(),
         };
         let start = issue.max(channel_free);
-        let end = start + duration(bytes, transfer);
+        let end = start + busy;
         channel_free = end;
         let group = &mut state[g];
         match request {
@@ -235,9 +291,12 @@ fn union_length(intervals: &[(f64, f64)]) -> f64 {
     total
 }
 
-/// The time of a whole offload on `cgs` core groups: start-up plus the slowest core group.
+/// The time of a whole offload of `total_blocks` data blocks (their transfers cut as `cuts`
+/// says) on `cgs` core groups: start-up plus the slowest core group.
+#[allow(clippy::too_many_arguments)]
 pub fn simulate_offload(
     total_blocks: u64,
+    cuts: Cuts,
     cgs: usize,
     cost: &KernelCost,
     plan: &LdmPlan,
@@ -248,9 +307,14 @@ pub fn simulate_offload(
     if total_blocks == 0 {
         return TimeSplit::default();
     }
+    let mut first = cuts.first;
     let split = distribute(total_blocks, cgs, params.cpes_per_cg)
         .iter()
-        .map(|cpes| simulate_cg(cpes, cost, plan, table_bytes, buffering, params))
+        .map(|cpes| {
+            let cg_cuts = Cuts { first, ..cuts };
+            first += cpes.iter().sum::<u64>();
+            simulate_cg(cpes, cg_cuts, cost, plan, table_bytes, buffering, params)
+        })
         .max_by(|a, b| a.seconds.total_cmp(&b.seconds))
         .unwrap_or_default();
     TimeSplit {

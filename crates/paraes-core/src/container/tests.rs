@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::cpu::CpuEngine;
+use crate::engine::Counters;
 use crate::pipeline;
 
 const CHUNK: usize = 4096;
@@ -161,6 +162,7 @@ fn the_body_is_plain_ctr_under_the_body_key_and_counter() {
         key: &opened.body_key().expand(),
         counter: opened.info().counter,
         offset: 0,
+        counters: Counters::Stream,
     };
     crate::modes::apply(crate::AesImpl::Portable, &job, &mut expected).unwrap();
     assert!(body == expected);

@@ -7,7 +7,7 @@ use std::ops::Range;
 use crate::driver::{DeviceBuffer, Event, PinnedBuffer, Stream};
 use crate::error::GpuError;
 use crate::kernels::KernelKind;
-use crate::plan::{self, RoundKeyWords};
+use crate::plan::{self, GcmLayout, RoundKeyWords};
 use crate::variant::SyncMode;
 use crate::xor::{par_copy, par_xor_into};
 
@@ -23,8 +23,11 @@ pub(super) struct PieceJob<'a> {
     pub(super) keys: &'a RoundKeyWords,
     /// 10, 12 or 14.
     pub(super) rounds: usize,
-    /// The counter block of the stream's block 0 (CTR; ignored by ECB).
+    /// The counter block of the stream's block 0 (CTR with Stream counters; ignored by ECB
+    /// and with `gcm`).
     pub(super) counter: &'a [u8; 16],
+    /// GCM chunk counters (CTR only): the CTR kinds run as their `_gcm` kernels.
+    pub(super) gcm: Option<GcmLayout>,
     /// The stream block of the body's first byte.
     pub(super) first_block: u64,
 }
@@ -90,14 +93,22 @@ impl GpuEngine {
             keys,
             rounds,
             counter: iv,
+            gcm,
             first_block,
         } = *job;
+        let kind = match gcm {
+            Some(_) => kind.with_gcm_counters(),
+            None => kind,
+        };
         if body.is_empty() {
             return Ok(());
         }
         self.device.bind()?;
         let o = &self.options;
-        let piece = plan::piece_len(body.len(), o.streams, o.min_piece, o.max_piece);
+        let mut piece = plan::piece_len(body.len(), o.streams, o.min_piece, o.max_piece);
+        if gcm.is_some() {
+            piece = piece.min(plan::GCM_MAX_PIECE);
+        }
         let capacity = (o.max_piece / 16 * 16).max(16);
         while slots.len() < o.streams {
             slots.push(Slot {
@@ -121,7 +132,11 @@ impl GpuEngine {
             let range = start..(start + piece).min(body.len());
             let len = range.len();
             let nblocks = (len / 16) as u64;
-            let counter = plan::counter_halves(iv, first_block + (start / 16) as u64);
+            let block = first_block + (start / 16) as u64;
+            let counter = match &gcm {
+                Some(layout) => layout.place(block),
+                None => plan::counter_halves(iv, block),
+            };
             let grid = plan::grid_size(
                 nblocks,
                 o.threads_per_block,
@@ -129,7 +144,7 @@ impl GpuEngine {
                 full_grid,
                 1,
             );
-            let keystream = kind == KernelKind::CtrKeystream;
+            let keystream = kind.is_keystream();
             let input = if keystream {
                 0
             } else {
@@ -154,6 +169,7 @@ impl GpuEngine {
                     nblocks,
                     counter,
                     keys,
+                    gcm.as_ref(),
                 )?
             };
             slot.stream.copy_to_host(&slot.host, &slot.dev, len)?;

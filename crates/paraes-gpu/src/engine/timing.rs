@@ -1,12 +1,13 @@
 //! Benchmark timers on the engine's device: kernel-only launches timed with CUDA events, and
 //! copies each way (for `gpu_bench` and the device runs; not used by the Engine path).
 
-use paraes_core::{modes, AesImpl, Direction, ExpandedKey, Job, Mode};
+use paraes_core::engine::GCM_CHUNK_LEN;
+use paraes_core::{modes, AesImpl, Counters, Direction, ExpandedKey, Job, Mode};
 
 use crate::driver::{DeviceBuffer, Event, PinnedBuffer, Stream};
 use crate::error::GpuError;
 use crate::kernels::KernelKind;
-use crate::plan::{self, RoundKeyWords};
+use crate::plan::{self, GcmLayout, RoundKeyWords};
 use crate::variant::KernelVariant;
 
 use super::GpuEngine;
@@ -94,6 +95,19 @@ impl GpuEngine {
             };
             let mut words = RoundKeyWords::new(keys);
             let nblocks = (bytes / 16) as u64;
+            // GCM chunk kernels: records with a tag's room (16400 bytes), as in a message.
+            let gcm = if kind.is_gcm() {
+                if bytes > plan::GCM_MAX_PIECE {
+                    return Err(GpuError::BadOption(format!(
+                        "{} launches take at most {} GiB",
+                        kind.name(),
+                        plan::GCM_MAX_PIECE >> 30
+                    )));
+                }
+                GcmLayout::new(&[0x5a; 12], GCM_CHUNK_LEN + 16)
+            } else {
+                None
+            };
             let grid = plan::grid_size(
                 nblocks,
                 threads,
@@ -119,6 +133,7 @@ impl GpuEngine {
                         nblocks,
                         (rep as u64, 0),
                         &words,
+                        gcm.as_ref(),
                     )?
                 };
                 stream.record(&end)?;
@@ -242,6 +257,7 @@ fn pseudo_random_fill(buf: &mut [u8]) {
         key: &key,
         counter: [0; 16],
         offset: 0,
+        counters: Counters::Stream,
     };
     modes::apply(AesImpl::detect(), &job, buf).expect("CTR takes any length");
 }

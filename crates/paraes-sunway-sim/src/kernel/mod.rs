@@ -13,7 +13,10 @@ pub mod steps;
 pub mod vector;
 pub mod word;
 
-pub use batch::{record_batch, record_variant, run_batch, Counter};
+pub use batch::{
+    record_batch, record_batch_with, record_variant, record_variant_with, run_batch, Counter,
+    CounterLayout, GCM_CHUNK_BLOCKS,
+};
 pub use bytes::ByteFlavor;
 pub use flavor::{CipherShape, Flavor, BATCH_BLOCKS, BATCH_BYTES, BATCH_WORDS};
 pub use vector::{ExtractFlavor, SelldwFlavor};
