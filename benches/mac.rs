@@ -4,7 +4,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use paraes_core::container::{self, Recipient};
-use paraes_core::pipeline::{self, StreamSpec, DEFAULT_CHUNK_SIZE};
+use paraes_core::pipeline::{self, StreamSpec, Tags, DEFAULT_CHUNK_SIZE};
 use paraes_core::{Counters, CpuEngine, Direction, Engine, Job, Key, KeySize, Mode};
 use std::hint::black_box;
 use std::time::Duration;
@@ -87,7 +87,7 @@ fn pipeline_cost(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(4));
     let container = sealed.stream_spec(&engine, Direction::Encrypt);
     let raw = StreamSpec {
-        auth: None,
+        tags: Tags::None,
         ..sealed.stream_spec(&engine, Direction::Encrypt)
     };
     for (label, spec) in [("raw-ctr", raw), ("container-ctr", container)] {

@@ -41,6 +41,20 @@ fi
 openssl version
 mpiexec --version | sed -n 1,2p  # sed reads to the end: no SIGPIPE under pipefail
 
+echo "== pyca/cryptography (bare messages are checked against it)"
+# --format cobblestone must be byte-compatible with pyca/cryptography's cryptography.cobblestone
+# (>= 50.0.0): installed from PyPI into git-ignored target/pyca with `pip install --target`
+# (no python3-venv needed), and run through a wrapper that puts it on PYTHONPATH.
+pyca="$PWD/target/pyca"
+if ! PYTHONPATH="$pyca/site" python3 -c 'import cryptography.cobblestone' 2>/dev/null; then
+  rm -rf "$pyca" && mkdir -p "$pyca"
+  python3 -m pip install -q --target "$pyca/site" 'cryptography>=50,<51'
+fi
+printf '#!/bin/sh\nPYTHONPATH="%s/site" exec python3 "$@"\n' "$pyca" > "$pyca/python"
+chmod +x "$pyca/python"
+export PARAES_PYCA="$pyca/python"
+"$PARAES_PYCA" -c 'import cryptography; print("pyca/cryptography", cryptography.__version__)'
+
 echo "== unit, property and end-to-end tests"
 cargo test --workspace --release
 

@@ -6,11 +6,12 @@ use std::io::Read;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{bail, Context, Result};
+use paraes_core::cobblestone::{self, ChunkCipher, MessageKeys, Variant};
 use paraes_core::container::{
     self, Argon2Params, BodyAccess, BodyParams, ContainerError, Identity, Opened, Recipient,
     Unlock, UnverifiedHeader,
 };
-use paraes_core::pipeline::StreamSpec;
+use paraes_core::pipeline::{StreamSpec, Tags};
 use paraes_core::{Direction, Engine, ExpandedKey, Key, Mode};
 
 use crate::keys::Warn;
@@ -51,6 +52,14 @@ pub enum Keys {
         /// Its round keys.
         schedule: Box<ExpandedKey>,
     },
+    /// A bare C2SP chunked-encryption message under the user's key: its salt and commitment
+    /// (written by enc, read and checked by dec) and its chunk cipher.
+    Message {
+        /// Salt and key commitment, the 56 bytes before the first chunk.
+        header: Vec<u8>,
+        /// The message's AES-GCM chunk cipher.
+        cipher: Box<ChunkCipher>,
+    },
     /// A container: its header bytes (written by enc, read by dec) and its verified keys.
     Container {
         /// The exact header bytes.
@@ -65,6 +74,16 @@ impl Stream {
     pub fn spec<'a>(&'a self, engine: &'a dyn Engine, direction: Direction) -> StreamSpec<'a> {
         match &self.keys {
             Keys::Container { opened, .. } => opened.stream_spec(engine, direction),
+            Keys::Message { cipher, .. } => StreamSpec {
+                engine,
+                mode: Mode::Ctr,
+                direction,
+                key: cipher.key(),
+                counter: [0; 16],
+                chunk_size: self.chunk_size,
+                padding: false,
+                tags: Tags::Gcm(cipher),
+            },
             Keys::Raw { schedule, .. } => StreamSpec {
                 engine,
                 mode: self.mode,
@@ -73,7 +92,7 @@ impl Stream {
                 counter: self.counter,
                 chunk_size: self.chunk_size,
                 padding: self.padding,
-                auth: None,
+                tags: Tags::None,
             },
         }
     }
@@ -81,7 +100,7 @@ impl Stream {
     /// A container's header bytes (none for a raw stream).
     pub fn header(&self) -> Option<&[u8]> {
         match &self.keys {
-            Keys::Container { header, .. } => Some(header),
+            Keys::Container { header, .. } | Keys::Message { header, .. } => Some(header),
             Keys::Raw { .. } => None,
         }
     }
@@ -135,7 +154,7 @@ impl<'a> Credentials<'a> {
     pub fn read_now(plan: &'a CryptPlan) -> Result<Self> {
         let credentials = Self::on_first_use(plan);
         match (&plan.format, plan.direction) {
-            (Format::Raw { .. }, _) => drop(credentials.raw_key()?),
+            (Format::Raw { .. } | Format::Message { .. }, _) => drop(credentials.raw_key()?),
             (Format::Container(_), Direction::Encrypt) => drop(credentials.recipients()?),
             (Format::Container(_), Direction::Decrypt) => drop(credentials.unlock()?),
         }
@@ -145,7 +164,7 @@ impl<'a> Credentials<'a> {
     /// The one key of a raw stream.
     fn raw_key(&self) -> Result<Key> {
         let key_size = match &self.plan.format {
-            Format::Raw { key_size, .. } => *key_size,
+            Format::Raw { key_size, .. } | Format::Message { key_size, .. } => *key_size,
             Format::Container(_) => None,
         };
         cached(&self.raw_key, || {
@@ -243,6 +262,16 @@ pub fn prepare(
                 output,
             });
         }
+        Format::Message { context, .. } => {
+            let key = credentials.raw_key()?;
+            let stream = message_stream(plan, &key, context, &mut input)?;
+            let output = Output::create(dest, force, binary_output, reach, derived)?;
+            return Ok(Prepared {
+                stream,
+                input,
+                output,
+            });
+        }
         Format::Container(Some((mode, key_size))) => (*mode, *key_size, plan.chunk_size),
         Format::Container(None) => (Mode::Ctr, paraes_core::KeySize::Aes256, plan.chunk_size),
     };
@@ -317,6 +346,67 @@ pub fn prepare(
         },
         input,
         output,
+    })
+}
+
+/// A bare message's stream under `key`: enc draws a fresh salt; dec reads the salt and the
+/// commitment from `input` and checks the commitment before any chunk is read.
+fn message_stream(
+    plan: &CryptPlan,
+    key: &Key,
+    context: &[u8],
+    input: &mut Input,
+) -> Result<Stream> {
+    let Some(variant) = Variant::for_key_size(key.size()) else {
+        return Err(anyhow::Error::new(crate::plan::UsageError {
+            message: "--format cobblestone takes a 16- or 32-byte key (Cobblestone-128/256), not a 24-byte one: make one with `paraes keygen`".into(),
+            command: plan.command(),
+        }));
+    };
+    let mut header = vec![0u8; cobblestone::PREFIX_LEN];
+    let salt: [u8; cobblestone::SALT_LEN] = match plan.direction {
+        Direction::Encrypt => {
+            let mut salt = [0u8; cobblestone::SALT_LEN];
+            container::random_bytes(&mut salt)?;
+            salt
+        }
+        Direction::Decrypt => {
+            input.read_exact(&mut header).map_err(|e| match e.kind() {
+                std::io::ErrorKind::UnexpectedEof => anyhow::anyhow!(
+                    "{} is not a Cobblestone message: it ends before its 24-byte salt and 32-byte key commitment",
+                    input.name()
+                ),
+                _ => anyhow::Error::new(e).context(format!("reading {} failed", input.name())),
+            })?;
+            header[..cobblestone::SALT_LEN]
+                .try_into()
+                .expect("24 bytes")
+        }
+    };
+    let keys = MessageKeys::derive(variant, key.as_bytes(), &salt, context)?;
+    match plan.direction {
+        Direction::Encrypt => {
+            header[..cobblestone::SALT_LEN].copy_from_slice(&salt);
+            header[cobblestone::SALT_LEN..].copy_from_slice(keys.commitment());
+        }
+        Direction::Decrypt => {
+            if !keys.commits_to(&header[cobblestone::SALT_LEN..]) {
+                bail!(
+                    "the key or context does not match {} (its key commitment differs): check -k and --context, or it is not a Cobblestone message",
+                    input.name()
+                );
+            }
+        }
+    }
+    Ok(Stream {
+        mode: Mode::Ctr,
+        counter: [0; 16],
+        chunk_size: plan.chunk_size,
+        padding: false,
+        keys: Keys::Message {
+            header,
+            cipher: Box::new(keys.chunks()),
+        },
     })
 }
 
@@ -429,7 +519,7 @@ fn read_header(input: &mut Tee<'_, Input>) -> Result<UnverifiedHeader> {
             input.inner.name()
         )),
         ContainerError::NotAContainer => anyhow::anyhow!(
-            "{} is not a paraes container (no paraes header): to decrypt a raw stream made with enc --raw MODE, add --raw MODE",
+            "{} is not a paraes container (no paraes header): to decrypt a raw stream made with enc --raw MODE, add --raw MODE; a bare message made with --format cobblestone, add --format cobblestone",
             input.inner.name()
         ),
         other => other.into(),

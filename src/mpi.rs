@@ -185,6 +185,10 @@ fn root(
         key: Zeroizing::new(match &job.stream.keys {
             Keys::Container { opened, .. } => opened.secret().as_bytes().to_vec(),
             Keys::Raw { key, .. } => key.as_bytes().to_vec(),
+            // The plan refuses --backend mpi with --format cobblestone before any job starts.
+            Keys::Message { .. } => {
+                anyhow::bail!("MPI runs do not carry bare messages yet: use --backend cpu")
+            }
         }),
         header: header_bytes,
         input: job.input.path().map(std::path::absolute).transpose()?,

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 use paraes_core::container::{MAX_CHUNK_SIZE, MIN_CHUNK_SIZE};
+use paraes_core::engine::GCM_CHUNK_LEN;
 use paraes_core::pipeline::DEFAULT_CHUNK_SIZE;
 use paraes_core::{Direction, KeySize, Mode};
 use paraes_gpu::CtrVariant;
@@ -20,9 +21,9 @@ use paraes_sunway_sim::SimConfig;
 use zeroize::Zeroizing;
 
 use crate::cli::{
-    BackendArg, BenchArgs, Command, DecArgs, EncArgs, EngineArgs, FileListArgs, InfoArgs, KeyArgs,
-    KeygenArgs, MpiIoArg, RankEngineArg, RecipientArgs, RekeyArgs, StatsFormat, UiArgs, UnlockArgs,
-    VerifyArgs,
+    BackendArg, BenchArgs, Command, DecArgs, EncArgs, EngineArgs, FileListArgs, FormatArg,
+    InfoArgs, KeyArgs, KeygenArgs, MessageArgs, MpiIoArg, RankEngineArg, RecipientArgs, RekeyArgs,
+    StatsFormat, UiArgs, UnlockArgs, VerifyArgs,
 };
 use crate::files::{self, Found, Skipped};
 
@@ -251,6 +252,14 @@ pub enum Format {
     /// An authenticated container; for enc, the body's mode and data key size (dec reads them
     /// from the header).
     Container(Option<(Mode, KeySize)>),
+    /// A bare C2SP chunked-encryption message (Cobblestone-128/256 by the key's size) under
+    /// the user's key itself.
+    Message {
+        /// The message's context (exact bytes).
+        context: Vec<u8>,
+        /// The size the key must have (enc --bits).
+        key_size: Option<KeySize>,
+    },
     /// A bare ECB/CTR stream under the user's key.
     Raw {
         /// Mode of operation.
@@ -455,35 +464,59 @@ pub fn build(command: Command) -> Result<Plan> {
 fn enc(args: &EncArgs) -> Result<CryptPlan> {
     const C: &str = "enc";
     let keys = KeyPlan::new(&args.keys).with_recipients(&args.recipients);
-    let format = match args.raw {
-        Some(mode) => {
-            raw_rules(C, &keys)?;
-            let iv = args.iv.as_deref().map(|t| parse_iv(C, t)).transpose()?;
-            if mode == Mode::Ecb && iv.is_some() {
-                usage!(C, "ECB takes no --iv: drop it, or use --raw ctr");
-            }
-            if mode == Mode::Ctr && args.no_pad {
-                usage!(C, "--no-pad applies only to --raw ecb (CTR never pads)");
-            }
-            Format::Raw {
-                mode,
-                iv,
-                padding: !args.no_pad,
-                key_size: args.bits,
-            }
+    let message = message_format(C, &args.message, &keys)?;
+    if message.is_some() {
+        if args.mode.is_some() {
+            usage!(C, "--mode does not apply to --format cobblestone (a message is always AES-GCM): drop --mode");
         }
-        None => {
-            if args.iv.is_some() {
-                usage!(C, "--iv works only with --raw ctr (a container makes its own random counter): add --raw ctr or drop --iv");
-            }
-            if args.no_pad {
-                usage!(C, "--no-pad works only with --raw ecb (containers always pad ECB): add --raw ecb or drop --no-pad");
-            }
-            Format::Container(Some((
-                args.mode.unwrap_or(Mode::Ctr),
-                args.bits.unwrap_or(KeySize::Aes256),
-            )))
+        if args.iv.is_some() || args.no_pad {
+            usage!(
+                C,
+                "--iv and --no-pad apply to --raw only, not to --format cobblestone"
+            );
         }
+        if args.bits == Some(KeySize::Aes192) {
+            usage!(
+                C,
+                "--format cobblestone takes 128- or 256-bit keys (Cobblestone-128/256), not 192"
+            );
+        }
+    }
+    let format = match (message, args.raw) {
+        (Some(context), _) => Format::Message {
+            context,
+            key_size: args.bits,
+        },
+        (None, raw) => match raw {
+            Some(mode) => {
+                raw_rules(C, &keys)?;
+                let iv = args.iv.as_deref().map(|t| parse_iv(C, t)).transpose()?;
+                if mode == Mode::Ecb && iv.is_some() {
+                    usage!(C, "ECB takes no --iv: drop it, or use --raw ctr");
+                }
+                if mode == Mode::Ctr && args.no_pad {
+                    usage!(C, "--no-pad applies only to --raw ecb (CTR never pads)");
+                }
+                Format::Raw {
+                    mode,
+                    iv,
+                    padding: !args.no_pad,
+                    key_size: args.bits,
+                }
+            }
+            None => {
+                if args.iv.is_some() {
+                    usage!(C, "--iv works only with --raw ctr (a container makes its own random counter): add --raw ctr or drop --iv");
+                }
+                if args.no_pad {
+                    usage!(C, "--no-pad works only with --raw ecb (containers always pad ECB): add --raw ecb or drop --no-pad");
+                }
+                Format::Container(Some((
+                    args.mode.unwrap_or(Mode::Ctr),
+                    args.bits.unwrap_or(KeySize::Aes256),
+                )))
+            }
+        },
     };
     let chunk_size = match args.chunk_size {
         None => DEFAULT_CHUNK_SIZE,
@@ -492,6 +525,11 @@ fn enc(args: &EncArgs) -> Result<CryptPlan> {
                 || !size.is_multiple_of(16)
             {
                 usage!(C, "--chunk-size must be a multiple of 16 bytes from 4KiB to 64MiB, not {size} bytes");
+            }
+            if matches!(format, Format::Message { .. })
+                && !size.is_multiple_of(GCM_CHUNK_LEN as u64)
+            {
+                usage!(C, "with --format cobblestone, --chunk-size is how many 16 KiB GCM chunks go through the pipeline at once: give a multiple of 16KiB, not {size} bytes");
             }
             size as usize
         }
@@ -518,23 +556,49 @@ fn enc(args: &EncArgs) -> Result<CryptPlan> {
 fn dec(args: &DecArgs) -> Result<CryptPlan> {
     const C: &str = "dec";
     let keys = KeyPlan::new(&args.keys).with_unlock(&args.unlock);
-    let format = match args.raw {
-        Some(mode) => {
-            raw_rules(C, &keys)?;
-            if args.unlock.max_kdf_mib.is_some() {
-                usage!(
-                    C,
-                    "--max-kdf-mib applies to passphrase containers, not to --raw"
-                );
-            }
-            if args.show_data_key {
-                usage!(
+    let message = message_format(C, &args.message, &keys)?;
+    if message.is_some() {
+        if args.unlock.max_kdf_mib.is_some() || args.unlock.allow_unverified_slot {
+            usage!(C, "--max-kdf-mib and --allow-unverified-slot apply to containers, not to --format cobblestone");
+        }
+        if args.show_data_key {
+            usage!(
+                C,
+                "--show-data-key applies to containers; a message's key is the one you gave"
+            );
+        }
+        if args.iv.is_some() || args.no_pad || args.force_raw {
+            usage!(
+                C,
+                "--iv, --no-pad and --force-raw apply to --raw only, not to --format cobblestone"
+            );
+        }
+        if args.range.is_some() {
+            usage!(C, "--range does not read bare messages yet: decrypt the whole message, or use a container");
+        }
+    }
+    let format = match (message, args.raw) {
+        (Some(context), _) => Format::Message {
+            context,
+            key_size: None,
+        },
+        (None, raw) => match raw {
+            Some(mode) => {
+                raw_rules(C, &keys)?;
+                if args.unlock.max_kdf_mib.is_some() {
+                    usage!(
+                        C,
+                        "--max-kdf-mib applies to passphrase containers, not to --raw"
+                    );
+                }
+                if args.show_data_key {
+                    usage!(
                     C,
                     "--show-data-key applies to containers; a raw stream's key is the one you gave"
                 );
-            }
-            let iv = args.iv.as_deref().map(|t| parse_iv(C, t)).transpose()?;
-            match mode {
+                }
+                let iv = args.iv.as_deref().map(|t| parse_iv(C, t)).transpose()?;
+                match mode {
                 Mode::Ecb if iv.is_some() => usage!(C, "ECB takes no --iv: drop it"),
                 Mode::Ctr if iv.is_none() => usage!(C, "dec --raw ctr needs --iv HEX (32 hex digits: the initial counter block the stream was made with)"),
                 Mode::Ctr if args.no_pad => {
@@ -542,28 +606,29 @@ fn dec(args: &DecArgs) -> Result<CryptPlan> {
                 }
                 _ => {}
             }
-            Format::Raw {
-                mode,
-                iv,
-                padding: !args.no_pad,
-                key_size: None,
+                Format::Raw {
+                    mode,
+                    iv,
+                    padding: !args.no_pad,
+                    key_size: None,
+                }
             }
-        }
-        None => {
-            if args.iv.is_some() {
-                usage!(C, "--iv works only with --raw ctr (a container keeps its counter in its header): drop --iv");
-            }
-            if args.no_pad {
-                usage!(
+            None => {
+                if args.iv.is_some() {
+                    usage!(C, "--iv works only with --raw ctr (a container keeps its counter in its header): drop --iv");
+                }
+                if args.no_pad {
+                    usage!(
                     C,
                     "--no-pad works only with --raw ecb (containers always pad ECB): drop --no-pad"
                 );
+                }
+                if args.force_raw {
+                    usage!(C, "--force-raw works only with --raw");
+                }
+                Format::Container(None)
             }
-            if args.force_raw {
-                usage!(C, "--force-raw works only with --raw");
-            }
-            Format::Container(None)
-        }
+        },
     };
     let range = args
         .range
@@ -590,6 +655,43 @@ fn dec(args: &DecArgs) -> Result<CryptPlan> {
         engine: &args.engine,
         ui: &args.ui,
     })
+}
+
+/// `--format cobblestone`'s context (its bytes), after its rules: only one symmetric key (a
+/// message is under the key itself), and `--context`/`--context-hex` only with it. `None` for
+/// a container or raw stream.
+fn message_format(
+    command: &'static str,
+    args: &MessageArgs,
+    keys: &KeyPlan,
+) -> Result<Option<Vec<u8>>> {
+    if args.format != Some(FormatArg::Cobblestone) {
+        if args.context.is_some() || args.context_hex.is_some() {
+            usage!(
+                command,
+                "--context and --context-hex apply to --format cobblestone only"
+            );
+        }
+        return Ok(None);
+    }
+    if keys.passphrase.is_some() || keys.has_public_keys() || !keys.identities.is_empty() {
+        usage!(command, "--format cobblestone needs one 16- or 32-byte random key (-k, --key, --key-fd or --key-env): a bare message has no header for passphrases, recipients or identities (use a container for those)");
+    }
+    if keys.keys.len() != 1 {
+        usage!(command, "--format cobblestone uses exactly one key");
+    }
+    let context = match (&args.context, &args.context_hex) {
+        (Some(text), _) => text.as_bytes().to_vec(),
+        (None, Some(hex_text)) => match hex::decode(hex_text.trim()) {
+            Ok(bytes) => bytes,
+            Err(_) => usage!(
+                command,
+                "--context-hex needs hex digits (an even number of them)"
+            ),
+        },
+        (None, None) => Vec::new(),
+    };
+    Ok(Some(context))
 }
 
 /// A raw stream has no header: only one symmetric key can make it.
@@ -654,6 +756,9 @@ fn finish(parts: CryptInputs<'_>) -> Result<CryptPlan> {
         usage!(command, "standard input can feed only one thing: the data (or the file list) comes from standard input, so give the key or passphrase another way (-k FILE, --key-fd N, --key-env VAR, --passphrase-file FILE), or give the data as a file");
     }
     let (engine, runner) = engine_and_runner(command, parts.engine)?;
+    if matches!(runner, Runner::Mpi { .. }) && matches!(parts.format, Format::Message { .. }) {
+        usage!(command, "--backend mpi does not run --format cobblestone yet: use --backend cpu (or a container)");
+    }
     let files = if many {
         // A FIFO or device among many inputs would block or never end the run.
         crate::output::regular_inputs_only();

@@ -9,6 +9,7 @@ mod command_line;
 mod container;
 mod faults;
 mod many_files;
+mod message;
 mod mpi;
 mod passphrase;
 mod rails;

@@ -9,7 +9,7 @@ use crate::container::{
 use crate::cpu::CpuEngine;
 use crate::engine::{Direction, Mode};
 use crate::key::{Key, KeySize};
-use crate::pipeline::{self, StreamSpec};
+use crate::pipeline::{self, StreamSpec, Tags};
 
 /// The fixed key material: a container of key size `n` is keyed with its first `n` bytes.
 pub const FIXED_KEY: [u8; 32] = *b"paraes fuzzing key, 32 bytes ok!";
@@ -176,7 +176,7 @@ pub fn decrypt_raw(mode: Mode, data: &[u8]) -> Result<Vec<u8>, String> {
         counter: FIXED_KEY[16..].try_into().expect("16 bytes"),
         chunk_size: RAW_CHUNK_SIZE,
         padding: true,
-        auth: None,
+        tags: Tags::None,
     };
     let mut output = Vec::new();
     let result = pipeline::run(&spec, &mut &data[..], &mut output, &|_| {});

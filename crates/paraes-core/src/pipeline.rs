@@ -2,19 +2,24 @@
 //! bounded queues over a fixed pool of buffers, so reading, encrypting, authenticating and
 //! writing overlap and memory stays at [`BUFFERS`] x chunk size whatever the input size.
 //!
-//! The same pipeline serves the container (with an [`Authenticator`]) and raw streams (without),
-//! whole streams ([`run`]) and contiguous segments of a stream ([`run_segment`]: chunk indices from
-//! any first index, the last-chunk flag only where the segment ends the stream), so an MPI rank
-//! that owns a range of chunks runs the same stages over positioned I/O
-//! ([`crate::positioned`]). Decryption releases a chunk to the writer only after its tag has
-//! verified.
+//! The same pipeline serves raw streams, the v2 container (a chunk tag after each chunk) and GCM
+//! chunk streams (C2SP chunked encryption: bare Cobblestone messages and format v3 bodies, where
+//! a pipeline chunk is a batch of 16 KiB GCM chunks, each followed by its tag), whole streams
+//! ([`run`]) and contiguous segments of a stream ([`run_segment`]: chunk indices from any first
+//! index, the last-chunk flag only where the segment ends the stream), so an MPI rank that owns
+//! a range of chunks runs the same stages over positioned I/O ([`crate::positioned`]).
+//! Decryption releases a chunk to the writer only after its tags have verified.
 
 use std::io::{self, Read, Write};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use crate::chunk_tag::{Authenticator, TAG_LEN};
-use crate::engine::{Counters, Direction, Engine, EngineError, Job, Mode};
+use crate::cobblestone::{ChunkCipher, MAX_CHUNKS};
+use crate::engine::{Counters, Direction, Engine, EngineError, Job, Mode, GCM_CHUNK_LEN};
 use crate::key::ExpandedKey;
+
+/// Bytes of a GCM chunk's record in a message: its data and its tag.
+const GCM_RECORD_LEN: usize = GCM_CHUNK_LEN + TAG_LEN;
 
 /// The default chunk size (see docs/RESULTS.md for the measurement behind it).
 pub const DEFAULT_CHUNK_SIZE: usize = 1 << 20;
@@ -39,8 +44,23 @@ pub struct StreamSpec<'a> {
     pub chunk_size: usize,
     /// PKCS#7 padding of the final block (ECB only).
     pub padding: bool,
-    /// Per-chunk tags (the container), or `None` for a raw stream.
-    pub auth: Option<&'a Authenticator>,
+    /// How the stream is authenticated.
+    pub tags: Tags<'a>,
+}
+
+/// How a stream is authenticated.
+#[derive(Clone, Copy, Debug)]
+pub enum Tags<'a> {
+    /// A raw stream: no tags.
+    None,
+    /// Format v2: after each chunk its tag (over the chunk's index, last flag and ciphertext).
+    Chunk(&'a Authenticator),
+    /// GCM chunks (C2SP chunked encryption): each pipeline chunk of `chunk_size` plaintext bytes
+    /// (a multiple of [`GCM_CHUNK_LEN`]) is a batch of 16 KiB AES-GCM chunks, each followed by
+    /// its tag; the stream's final GCM chunk is always shorter than 16 KiB (empty when the
+    /// plaintext is a multiple of it). CTR mode only; the counters are
+    /// [`Counters::GcmChunks`] under the cipher's key and base nonce.
+    Gcm(&'a ChunkCipher),
 }
 
 /// Which part of a stream a run covers: the whole stream, or a contiguous run of its chunks (an
@@ -101,6 +121,9 @@ pub enum PipelineError {
     /// ECB padding is wrong after decryption.
     #[error("bad PKCS#7 padding: wrong key, or the stream was not padded when it was encrypted")]
     BadPadding,
+    /// A GCM chunk stream past 2^38 chunks (C2SP chunked encryption's limit).
+    #[error("the stream is longer than a C2SP chunked message may be (2^38 chunks of 16 KiB)")]
+    TooLong,
     /// ECB input that is not whole blocks.
     #[error(
         "ECB needs whole 16-byte blocks and this input has {0} bytes: to encrypt it, pad it; \
@@ -122,7 +145,7 @@ pub struct Chunk {
 }
 
 impl StreamSpec<'_> {
-    /// Bytes of one record of the input: a chunk, plus its tag when decrypting a container.
+    /// Bytes of one record of the input: a chunk, plus its tags when decrypting.
     pub fn input_record_len(&self) -> usize {
         match self.direction {
             Direction::Encrypt => self.chunk_size,
@@ -130,7 +153,7 @@ impl StreamSpec<'_> {
         }
     }
 
-    /// Bytes of one record of the output: a chunk, plus its tag when encrypting a container.
+    /// Bytes of one record of the output: a chunk, plus its tags when encrypting.
     pub fn output_record_len(&self) -> usize {
         match self.direction {
             Direction::Encrypt => self.chunk_size + self.tag_len(),
@@ -138,9 +161,17 @@ impl StreamSpec<'_> {
         }
     }
 
-    /// The most bytes a buffer of the stream holds: any record with its padding or tag.
+    /// The most bytes a buffer of the stream holds: any record with its padding or tags.
     pub fn buffer_capacity(&self) -> usize {
-        self.chunk_size + TAG_LEN
+        self.chunk_size + self.tag_len().max(TAG_LEN)
+    }
+
+    /// GCM chunks per pipeline chunk (0 unless [`Tags::Gcm`]).
+    fn gcm_per_chunk(&self) -> usize {
+        match self.tags {
+            Tags::Gcm(_) => self.chunk_size / GCM_CHUNK_LEN,
+            _ => 0,
+        }
     }
 
     /// An empty buffer for the stream's records. It allocates nothing yet: reading grows it as
@@ -150,20 +181,66 @@ impl StreamSpec<'_> {
         Vec::new()
     }
 
-    /// Bytes of a chunk tag (0 for a raw stream).
+    /// Bytes of the tags of one full chunk (0 for a raw stream).
     pub fn tag_len(&self) -> usize {
-        if self.auth.is_some() {
-            TAG_LEN
-        } else {
-            0
+        match self.tags {
+            Tags::None => 0,
+            Tags::Chunk(_) => TAG_LEN,
+            Tags::Gcm(_) => self.gcm_per_chunk() * TAG_LEN,
         }
     }
 
     /// Whether the stream's final chunk must be shorter than a full chunk: ECB encryption with
-    /// padding always adds a padding block, so input that ends on a chunk boundary gets a final
-    /// chunk of padding only.
+    /// padding always adds a padding block, and GCM chunks always end in a short (possibly
+    /// empty) one, so input that ends on a chunk boundary gets a final chunk of its own.
     pub fn last_chunk_short(&self) -> bool {
-        self.direction == Direction::Encrypt && self.mode == Mode::Ecb && self.padding
+        self.direction == Direction::Encrypt
+            && ((self.mode == Mode::Ecb && self.padding) || matches!(self.tags, Tags::Gcm(_)))
+    }
+
+    /// Checks that the stream can run: GCM chunks need CTR and a chunk size that is a whole
+    /// number of them.
+    pub fn check(&self) -> Result<(), PipelineError> {
+        if let Tags::Gcm(_) = self.tags {
+            if self.mode != Mode::Ctr
+                || self.chunk_size == 0
+                || !self.chunk_size.is_multiple_of(GCM_CHUNK_LEN)
+            {
+                return Err(PipelineError::Engine(EngineError::Unsupported(format!(
+                    "GCM chunks need CTR and a chunk size that is a multiple of {GCM_CHUNK_LEN} bytes (got {} and {})",
+                    self.mode, self.chunk_size
+                ))));
+            }
+        }
+        Ok(())
+    }
+
+    /// The engine job of chunk `index`.
+    fn job(&self, index: u64) -> Job<'_> {
+        let (offset, counters) = match self.tags {
+            Tags::Gcm(cipher) => {
+                // Plaintext lies back to back; ciphertext comes as records with their tags.
+                let stride = match self.direction {
+                    Direction::Encrypt => GCM_CHUNK_LEN,
+                    Direction::Decrypt => GCM_RECORD_LEN,
+                };
+                let first = index * self.gcm_per_chunk() as u64;
+                let counters = Counters::GcmChunks {
+                    base_nonce: cipher.base_nonce(),
+                    stride,
+                };
+                (first * stride as u64, counters)
+            }
+            _ => (index * self.chunk_size as u64, Counters::Stream),
+        };
+        Job {
+            mode: self.mode,
+            direction: self.direction,
+            key: self.key,
+            counter: self.counter,
+            offset,
+            counters,
+        }
     }
 }
 
@@ -172,18 +249,13 @@ impl StreamSpec<'_> {
 /// runners (MPI ranks) call this on the chunks they own.
 pub fn seal(spec: &StreamSpec<'_>, chunk: &mut Chunk) -> Result<(), PipelineError> {
     crypt_chunk(spec, chunk)?;
-    if let Some(auth) = spec.auth {
-        tag_chunk(auth, chunk)?;
-    }
-    Ok(())
+    tag_chunk(spec, chunk)
 }
 
 /// Everything one chunk needs on the way in: tag check, decryption and padding removal for
 /// [`Direction::Decrypt`] (see [`seal`]).
 pub fn open(spec: &StreamSpec<'_>, chunk: &mut Chunk) -> Result<(), PipelineError> {
-    if let Some(auth) = spec.auth {
-        verify_chunk(spec, auth, chunk)?;
-    }
+    verify_chunk(spec, chunk)?;
     crypt_chunk(spec, chunk)
 }
 
@@ -219,6 +291,7 @@ pub fn run_segment(
     output: &mut (impl Write + Send),
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<u64, PipelineError> {
+    spec.check()?;
     if stages == Stages::InTurn {
         return run_in_turn(spec, segment, input, output, progress);
     }
@@ -240,9 +313,9 @@ pub fn run_segment(
         let writer = scope.spawn(move || write_chunks(output, done_rx, free_tx, progress));
         // Authentication runs in its own stage, so one chunk's tag is computed while the next
         // chunk is encrypted: on a two-core machine that hides most of the MAC's cost.
-        let worked = match spec.auth {
-            None => run_stage(segment, read, done_tx, |chunk| crypt_chunk(spec, chunk)),
-            Some(auth) => {
+        let worked = match spec.tags {
+            Tags::None => run_stage(segment, read, done_tx, |chunk| crypt_chunk(spec, chunk)),
+            Tags::Chunk(_) | Tags::Gcm(_) => {
                 let (mid_tx, mid_rx) = sync_channel::<Chunk>(1);
                 let mid = mid_rx.into_iter().map(Ok);
                 match spec.direction {
@@ -250,12 +323,12 @@ pub fn run_segment(
                         let first = scope.spawn(move || {
                             run_stage(segment, read, mid_tx, |c| crypt_chunk(spec, c))
                         });
-                        let second = run_stage(segment, mid, done_tx, |c| tag_chunk(auth, c));
+                        let second = run_stage(segment, mid, done_tx, |c| tag_chunk(spec, c));
                         join(first).and(second)
                     }
                     Direction::Decrypt => {
                         let first = scope.spawn(move || {
-                            run_stage(segment, read, mid_tx, |c| verify_chunk(spec, auth, c))
+                            run_stage(segment, read, mid_tx, |c| verify_chunk(spec, c))
                         });
                         let second = run_stage(segment, mid, done_tx, |c| crypt_chunk(spec, c));
                         join(first).and(second)
@@ -471,40 +544,76 @@ fn fill(input: &mut impl Read, buf: &mut Vec<u8>, len: usize) -> io::Result<()> 
 /// Encrypts or decrypts one chunk in place (padding the last one before encryption, removing the
 /// padding after decryption).
 fn crypt_chunk(spec: &StreamSpec<'_>, chunk: &mut Chunk) -> Result<(), PipelineError> {
-    if chunk.last && spec.last_chunk_short() {
+    if chunk.last && spec.mode == Mode::Ecb && spec.padding && spec.direction == Direction::Encrypt
+    {
         let pad = 16 - chunk.data.len() % 16;
         chunk.data.resize(chunk.data.len() + pad, pad as u8);
     }
     check_whole_blocks(spec, chunk)?;
-    let job = Job {
-        mode: spec.mode,
-        direction: spec.direction,
-        key: spec.key,
-        counter: spec.counter,
-        offset: chunk.index * spec.chunk_size as u64,
-        counters: Counters::Stream,
-    };
-    spec.engine.process(&job, &mut chunk.data)?;
+    spec.engine
+        .process(&spec.job(chunk.index), &mut chunk.data)?;
     if spec.direction == Direction::Decrypt && chunk.last && spec.mode == Mode::Ecb && spec.padding
     {
         strip_padding(&mut chunk.data)?;
     }
+    if let (Tags::Gcm(_), Direction::Decrypt) = (spec.tags, spec.direction) {
+        // The tags were checked before decryption: close the gaps they leave.
+        let records = chunk.data.len().div_ceil(GCM_RECORD_LEN);
+        let mut plaintext = 0;
+        for k in 0..records {
+            let start = k * GCM_RECORD_LEN;
+            let data_len = (chunk.data.len() - start).min(GCM_RECORD_LEN) - TAG_LEN;
+            chunk.data.copy_within(start..start + data_len, plaintext);
+            plaintext += data_len;
+        }
+        chunk.data.truncate(plaintext);
+    }
     Ok(())
 }
 
-/// Appends the tag of an encrypted chunk.
-fn tag_chunk(auth: &Authenticator, chunk: &mut Chunk) -> Result<(), PipelineError> {
-    let tag = auth.tag(chunk.index, chunk.last, &chunk.data);
-    chunk.data.extend_from_slice(&tag);
+/// Adds the tags of an encrypted chunk (none for a raw stream).
+fn tag_chunk(spec: &StreamSpec<'_>, chunk: &mut Chunk) -> Result<(), PipelineError> {
+    match spec.tags {
+        Tags::None => {}
+        Tags::Chunk(auth) => {
+            let tag = auth.tag(chunk.index, chunk.last, &chunk.data);
+            chunk.data.extend_from_slice(&tag);
+        }
+        Tags::Gcm(cipher) => {
+            // The plaintext's 16 KiB pieces, each encrypted in place, move apart to make room
+            // for their tags (from the back, so nothing is overwritten before it moves); the
+            // stream's last chunk ends in a short, possibly empty, piece.
+            let len = chunk.data.len();
+            let pieces = if chunk.last {
+                len / GCM_CHUNK_LEN + 1
+            } else {
+                len / GCM_CHUNK_LEN
+            };
+            let first = chunk.index * spec.gcm_per_chunk() as u64;
+            if first + pieces as u64 > MAX_CHUNKS {
+                return Err(PipelineError::TooLong);
+            }
+            chunk.data.resize(len + pieces * TAG_LEN, 0);
+            for k in (0..pieces).rev() {
+                let start = k * GCM_CHUNK_LEN;
+                let data_len = (len - start).min(GCM_CHUNK_LEN);
+                let at = k * GCM_RECORD_LEN;
+                chunk.data.copy_within(start..start + data_len, at);
+                let tag = cipher.tag(first + k as u64, &chunk.data[at..at + data_len]);
+                chunk.data[at + data_len..at + data_len + TAG_LEN].copy_from_slice(&tag);
+            }
+        }
+    }
     Ok(())
 }
 
-/// Checks and removes the tag of a chunk read from a container, and its shape.
-fn verify_chunk(
-    spec: &StreamSpec<'_>,
-    auth: &Authenticator,
-    chunk: &mut Chunk,
-) -> Result<(), PipelineError> {
+/// Checks (and for v2 removes) the tags of a chunk read from a tagged stream, and its shape.
+fn verify_chunk(spec: &StreamSpec<'_>, chunk: &mut Chunk) -> Result<(), PipelineError> {
+    let auth = match spec.tags {
+        Tags::None => return Ok(()),
+        Tags::Chunk(auth) => auth,
+        Tags::Gcm(cipher) => return verify_gcm_chunk(spec, cipher, chunk),
+    };
     let body_len = chunk
         .data
         .len()
@@ -520,6 +629,37 @@ fn verify_chunk(
         && (!chunk.data.len().is_multiple_of(16) || (spec.padding && chunk.data.is_empty()));
     if empty_tail || bad_ecb {
         return Err(PipelineError::Truncated(chunk.index));
+    }
+    Ok(())
+}
+
+/// Checks every GCM tag of a chunk of records (a full chunk's records are all full; the
+/// stream's last chunk ends in a record shorter than a full one), leaving the tags in place
+/// for [`crypt_chunk`].
+fn verify_gcm_chunk(
+    spec: &StreamSpec<'_>,
+    cipher: &ChunkCipher,
+    chunk: &Chunk,
+) -> Result<(), PipelineError> {
+    let first = chunk.index * spec.gcm_per_chunk() as u64;
+    let records = chunk.data.len().div_ceil(GCM_RECORD_LEN);
+    if chunk.last && chunk.data.len().is_multiple_of(GCM_RECORD_LEN) {
+        // No final short chunk: the message was cut at a chunk boundary.
+        return Err(PipelineError::Truncated(first + records as u64));
+    }
+    for (k, record) in chunk.data.chunks(GCM_RECORD_LEN).enumerate() {
+        let index = first + k as u64;
+        if index >= MAX_CHUNKS {
+            return Err(PipelineError::TooLong);
+        }
+        let data_len = record
+            .len()
+            .checked_sub(TAG_LEN)
+            .ok_or(PipelineError::Truncated(index))?;
+        let (data, tag) = record.split_at(data_len);
+        if !cipher.verify(index, data, tag) {
+            return Err(PipelineError::Tampered(index));
+        }
     }
     Ok(())
 }
@@ -610,7 +750,7 @@ mod tests {
             mode,
             counter: [0xf0; 16],
             chunk_size: CHUNK,
-            auth,
+            tags: auth.map_or(Tags::None, Tags::Chunk),
             ..keys.stream_spec(engine, direction)
         }
     }
@@ -948,5 +1088,105 @@ mod tests {
             run_spec(&dec, &garbage),
             Err(PipelineError::BadPadding)
         ));
+    }
+
+    /// GCM chunk streams through the pipeline are Cobblestone message bodies byte for byte
+    /// (whatever the batch, stages and engine split), decrypt back, and refuse truncation at
+    /// and between chunks, an extra chunk, a swap and a changed byte, releasing nothing
+    /// unauthenticated.
+    #[test]
+    fn gcm_chunk_streams_are_cobblestone_bodies() {
+        use crate::cobblestone::{self, MessageKeys, Variant, PREFIX_LEN};
+        let engine = CpuEngine::new(Some(2)).unwrap().with_split(0, 4096);
+        let input_key = [0x11u8; 32];
+        let salt = [0x22u8; cobblestone::SALT_LEN];
+        let keys = MessageKeys::derive(Variant::Cobblestone256, &input_key, &salt, b"c").unwrap();
+        let cipher = keys.chunks();
+        let g = GCM_CHUNK_LEN;
+        for batch in [g, 4 * g] {
+            for len in [0, 1, g - 1, g, g + 1, 4 * g, 4 * g + 5, 9 * g + 77] {
+                let plain = data(len);
+                let expected =
+                    cobblestone::seal(Variant::Cobblestone256, &input_key, &salt, b"c", &plain)
+                        .unwrap();
+                let body = &expected[PREFIX_LEN..];
+                let spec = |direction| StreamSpec {
+                    engine: &engine,
+                    mode: Mode::Ctr,
+                    direction,
+                    key: cipher.key(),
+                    counter: [0; 16],
+                    chunk_size: batch,
+                    padding: false,
+                    tags: Tags::Gcm(&cipher),
+                };
+                let enc = spec(Direction::Encrypt);
+                let dec = spec(Direction::Decrypt);
+                for stages in [Stages::Threaded, Stages::InTurn] {
+                    let mut out = Vec::new();
+                    run_segment(
+                        &enc,
+                        Segment::WHOLE,
+                        stages,
+                        &mut &plain[..],
+                        &mut out,
+                        &|_| {},
+                    )
+                    .unwrap();
+                    assert!(out == body, "batch {batch} len {len} {stages:?}");
+                    let mut back = Vec::new();
+                    run_segment(
+                        &dec,
+                        Segment::WHOLE,
+                        stages,
+                        &mut &body[..],
+                        &mut back,
+                        &|_| {},
+                    )
+                    .unwrap();
+                    assert!(back == plain, "batch {batch} len {len} {stages:?} decrypt");
+                }
+                // Cut at every GCM chunk boundary and one byte into each record: refused, and
+                // only whole authenticated pipeline chunks came out before the refusal.
+                let records = body.len().div_ceil(GCM_RECORD_LEN);
+                for k in 0..records {
+                    for cut in [k * GCM_RECORD_LEN, k * GCM_RECORD_LEN + 1] {
+                        let mut out = Vec::new();
+                        let refused = run(&dec, &mut &body[..cut], &mut out, &|_| {});
+                        assert!(refused.is_err(), "batch {batch} len {len} cut {cut}");
+                        assert!(out.len() % batch == 0 && plain.starts_with(&out));
+                    }
+                }
+                let mut extended = body.to_vec();
+                extended.extend_from_slice(&cipher.tag(records as u64, &[]));
+                assert!(run_spec(&dec, &extended).is_err(), "an extra empty chunk");
+                let mut flipped = body.to_vec();
+                flipped[body.len() / 2] ^= 4;
+                assert!(run_spec(&dec, &flipped).is_err());
+                if records > 2 {
+                    let mut swapped = body.to_vec();
+                    swapped[..GCM_RECORD_LEN]
+                        .copy_from_slice(&body[GCM_RECORD_LEN..2 * GCM_RECORD_LEN]);
+                    swapped[GCM_RECORD_LEN..2 * GCM_RECORD_LEN]
+                        .copy_from_slice(&body[..GCM_RECORD_LEN]);
+                    assert!(matches!(
+                        run_spec(&dec, &swapped),
+                        Err(PipelineError::Tampered(0))
+                    ));
+                }
+            }
+        }
+        // A batch that is not whole GCM chunks, or ECB, is refused before anything runs.
+        let bad = StreamSpec {
+            engine: &engine,
+            mode: Mode::Ctr,
+            direction: Direction::Encrypt,
+            key: cipher.key(),
+            counter: [0; 16],
+            chunk_size: g + 16,
+            padding: false,
+            tags: Tags::Gcm(&cipher),
+        };
+        assert!(run_spec(&bad, &data(10)).is_err());
     }
 }

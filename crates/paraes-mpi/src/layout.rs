@@ -69,7 +69,7 @@ impl Layout {
 mod tests {
     use super::*;
     use paraes_core::container::{self, BodyParams, Recipient};
-    use paraes_core::pipeline::ChunkReader;
+    use paraes_core::pipeline::{ChunkReader, Tags};
     use paraes_core::{CpuEngine, Direction, Key, KeySize, Mode};
 
     const CHUNK: usize = 4096;
@@ -88,7 +88,7 @@ mod tests {
         let auth = sealed.authenticator().clone();
         for mode in [Mode::Ecb, Mode::Ctr] {
             for direction in [Direction::Encrypt, Direction::Decrypt] {
-                for auth in [None, Some(&auth)] {
+                for tags in [Tags::None, Tags::Chunk(&auth)] {
                     for padding in [false, true] {
                         let spec = StreamSpec {
                             engine: &engine,
@@ -98,7 +98,7 @@ mod tests {
                             counter: [0; 16],
                             chunk_size: CHUNK,
                             padding,
-                            auth,
+                            tags,
                         };
                         let record = spec.input_record_len();
                         for len in [
@@ -146,7 +146,7 @@ mod tests {
             counter: [0; 16],
             chunk_size: CHUNK,
             padding: false,
-            auth: None,
+            tags: Tags::None,
         };
         for chunks in [1u64, 2, 3, 7, 64, 1000] {
             let layout = Layout::new(&spec, 0, chunks * CHUNK as u64, 0);

@@ -1,7 +1,7 @@
 //! One job on every rank: the stream from the [`Plan`], then the chosen strategy.
 
 use paraes_core::container::{FileSecret, Opened, UnverifiedHeader};
-use paraes_core::pipeline::StreamSpec;
+use paraes_core::pipeline::{StreamSpec, Tags};
 use paraes_core::{Engine, ExpandedKey, Key};
 
 use crate::plan::{IoStrategy, Plan};
@@ -42,7 +42,7 @@ pub fn execute(
             counter: plan.counter,
             chunk_size: plan.chunk_size,
             padding: plan.padding,
-            auth: None,
+            tags: Tags::None,
         },
     };
     run_strategy(mpi, &spec, plan, root_io)

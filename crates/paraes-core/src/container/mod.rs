@@ -35,7 +35,7 @@ pub use v1::V1KeySource;
 
 use crate::engine::{Direction, Engine, Mode};
 use crate::key::{Key, KeySize};
-use crate::pipeline::StreamSpec;
+use crate::pipeline::{StreamSpec, Tags};
 use keys::StreamKeys;
 use stanza::Stanza;
 use v1::V1Header;
@@ -639,7 +639,7 @@ impl Opened {
             counter: self.info.counter,
             chunk_size: self.info.params.chunk_size,
             padding: true,
-            auth: Some(&self.keys.auth),
+            tags: Tags::Chunk(&self.keys.auth),
         }
     }
 

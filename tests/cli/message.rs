@@ -1,0 +1,255 @@
+//! `--format cobblestone`: bare C2SP chunked-encryption messages, byte-compatible with
+//! pyca/cryptography's `cryptography.cobblestone` both ways (files and pipes, 128- and 256-bit
+//! keys, empty to multi-chunk), refused cleanly under a wrong key or context and when cut, and
+//! the option rules of a message (one random key of 16 or 32 bytes, no passphrase or
+//! recipients). The pyca checks need Python with cryptography >= 50: scripts/test.sh installs
+//! it into target/pyca (pip --target) and names a Python that sees it in PARAES_PYCA; without it they fail under CI and say
+//! SKIPPED loudly elsewhere.
+
+use std::process::Command;
+
+use crate::common::{
+    assert_error, assert_success, assert_usage_error, seeded_bytes, skip, Scratch,
+};
+
+/// A Python that has `cryptography.cobblestone`, if there is one.
+fn pyca(test: &str) -> Option<String> {
+    let candidates = std::env::var("PARAES_PYCA")
+        .ok()
+        .into_iter()
+        .chain(["python3".to_owned()]);
+    for python in candidates {
+        let ok = Command::new(&python)
+            .args(["-c", "import cryptography.cobblestone"])
+            .output()
+            .is_ok_and(|out| out.status.success());
+        if ok {
+            return Some(python);
+        }
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{test}: no Python with cryptography >= 50 under CI (scripts/test.sh installs it)"
+    );
+    skip(
+        test,
+        "no Python with cryptography >= 50 (run scripts/test.sh)",
+    );
+    None
+}
+
+/// Runs `python -c SCRIPT ARGS...` in the scratch directory, asserting success.
+fn python(s: &Scratch, python: &str, script: &str, args: &[&str]) {
+    let out = Command::new(python)
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .current_dir(s.path("."))
+        .output()
+        .expect("python runs");
+    assert!(
+        out.status.success(),
+        "python failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Decrypts FILE with KEYHEX and CONTEXT into OUT, keeping OUT only if finalize() succeeds.
+const PYCA_DECRYPT: &str = r#"
+import sys
+from cryptography.cobblestone import Cobblestone128Decryptor, Cobblestone256Decryptor
+key = bytes.fromhex(sys.argv[1]); context = sys.argv[2].encode()
+d = (Cobblestone256Decryptor if len(key) == 32 else Cobblestone128Decryptor)(key, context)
+data = open(sys.argv[3], "rb").read()
+out = d.update(data[:1000]) + d.update(data[1000:]) + d.finalize()
+open(sys.argv[4], "wb").write(out)
+"#;
+
+/// Encrypts FILE with KEYHEX and CONTEXT into OUT.
+const PYCA_ENCRYPT: &str = r#"
+import sys
+from cryptography.cobblestone import Cobblestone128Encryptor, Cobblestone256Encryptor
+key = bytes.fromhex(sys.argv[1]); context = sys.argv[2].encode()
+e = (Cobblestone256Encryptor if len(key) == 32 else Cobblestone128Encryptor)(key, context)
+data = open(sys.argv[3], "rb").read()
+open(sys.argv[4], "wb").write(e.update(data) + e.finalize())
+"#;
+
+#[test]
+fn paraes_and_pyca_read_each_others_messages() {
+    let Some(py) = pyca("paraes_and_pyca_read_each_others_messages") else {
+        return;
+    };
+    let s = Scratch::new();
+    for bits in [128, 256] {
+        let key = s.key_file("k", bits, bits as u64, true);
+        let key_hex = hex::encode(&key);
+        for len in [0, 1, 16383, 16384, 16385, (3 << 20) + 5] {
+            let plain = seeded_bytes(len as u64, len);
+            s.write("plain", &plain);
+            let out = s.run(&[
+                "enc",
+                "-q",
+                "-f",
+                "--format",
+                "cobblestone",
+                "-k",
+                "k",
+                "--context",
+                "a ctx",
+                "plain",
+                "-o",
+                "msg",
+            ]);
+            assert_success(&out, "enc --format cobblestone");
+            python(&s, &py, PYCA_DECRYPT, &[&key_hex, "a ctx", "msg", "back"]);
+            assert!(
+                s.read("back") == plain,
+                "pyca read paraes's {bits}-bit {len}-byte message"
+            );
+            python(
+                &s,
+                &py,
+                PYCA_ENCRYPT,
+                &[&key_hex, "a ctx", "plain", "theirs"],
+            );
+            let out = s.run(&[
+                "dec",
+                "-q",
+                "-f",
+                "--format",
+                "cobblestone",
+                "-k",
+                "k",
+                "--context",
+                "a ctx",
+                "theirs",
+                "-o",
+                "mine",
+            ]);
+            assert_success(&out, "dec --format cobblestone of pyca's message");
+            assert!(
+                s.read("mine") == plain,
+                "paraes read pyca's {bits}-bit {len}-byte message"
+            );
+        }
+    }
+}
+
+#[test]
+fn messages_stream_through_pipes_and_refuse_wrong_keys_contexts_and_cuts() {
+    let s = Scratch::new();
+    s.key_file("k", 256, 1, false);
+    s.key_file("other", 256, 2, true);
+    let plain = seeded_bytes(3, (1 << 20) + 100);
+    let args = [
+        "enc",
+        "--format",
+        "cobblestone",
+        "-k",
+        "k",
+        "--context-hex",
+        "00ff",
+    ];
+    let out = s.run_with_stdin(&args, &plain);
+    assert_success(&out, "enc from a pipe");
+    let message = out.stdout;
+    assert_eq!(
+        message.len(),
+        56 + plain.len() + 16 * (plain.len() / 16384 + 1)
+    );
+    s.write("m", &message);
+    let dec = [
+        "dec",
+        "--format",
+        "cobblestone",
+        "-k",
+        "k",
+        "--context-hex",
+        "00ff",
+    ];
+    let out = s.run_with_stdin(&[&dec[..], &["-o", "-"]].concat(), &message);
+    assert_success(&out, "dec from a pipe");
+    assert!(out.stdout == plain);
+    for (what, args) in [
+        (
+            "wrong key",
+            [
+                "dec",
+                "--format",
+                "cobblestone",
+                "-k",
+                "other",
+                "--context-hex",
+                "00ff",
+            ],
+        ),
+        (
+            "wrong context",
+            [
+                "dec",
+                "--format",
+                "cobblestone",
+                "-k",
+                "k",
+                "--context-hex",
+                "00fe",
+            ],
+        ),
+    ] {
+        let out = s.run(&[&args[..], &["m", "-o", "out"]].concat());
+        let err = assert_error(&out, what);
+        assert!(err.contains("key commitment"), "{what}: {err}");
+        assert!(!s.exists("out"), "{what}: output left");
+    }
+    for cut in [10, 56, 56 + 16400, message.len() - 1] {
+        s.write("cut", &message[..cut]);
+        let out = s.run(&[&dec[..], &["cut", "-o", "out"]].concat());
+        assert_error(&out, &format!("cut at {cut}"));
+        assert!(!s.exists("out"), "cut at {cut}: output left");
+    }
+}
+
+#[test]
+fn a_message_takes_one_random_key_of_16_or_32_bytes_and_nothing_else() {
+    let s = Scratch::new();
+    s.write("f", b"data");
+    s.key_file("k24", 192, 1, true);
+    s.key_file("k", 256, 1, true);
+    s.secret("pass", b"a long enough passphrase\n");
+    let m = ["--format", "cobblestone"];
+    for (what, args) in [
+        (
+            "a passphrase",
+            vec!["enc", "--passphrase-file", "pass", "f"],
+        ),
+        ("a 24-byte key", vec!["enc", "-k", "k24", "f", "-o", "x"]),
+        ("--bits 192", vec!["enc", "-k", "k", "--bits", "192", "f"]),
+        ("--mode", vec!["enc", "-k", "k", "--mode", "ecb", "f"]),
+        (
+            "a chunk size that is not whole GCM chunks",
+            vec!["enc", "-k", "k", "--chunk-size", "20KiB", "f"],
+        ),
+        (
+            "--range",
+            vec!["dec", "-k", "k", "--range", "0..1", "f.paraes"],
+        ),
+        (
+            "--show-data-key",
+            vec!["dec", "-k", "k", "--show-data-key", "f.paraes"],
+        ),
+    ] {
+        let args: Vec<&str> = args.iter().copied().chain(m).collect();
+        let err = assert_usage_error(&s.run(&args), what);
+        assert!(
+            err.contains("cobblestone") || err.contains("GCM") || err.contains("message"),
+            "{what}: {err}"
+        );
+    }
+    let err = assert_usage_error(
+        &s.run(&["enc", "-k", "k", "--context", "x", "f"]),
+        "--context alone",
+    );
+    assert!(err.contains("--format cobblestone"), "{err}");
+    assert!(!s.exists("f.paraes") && !s.exists("x"));
+}
