@@ -396,6 +396,7 @@ fn message_stream(
                     input.name()
                 );
             }
+            check_message_end(input, &keys)?;
         }
     }
     Ok(Stream {
@@ -408,6 +409,40 @@ fn message_stream(
             cipher: Box::new(keys.chunks()),
         },
     })
+}
+
+/// A message in a regular file is checked at its end before anything is written, as a
+/// container is: its length must be one a writer makes (the last record holds 16 to 16,399
+/// bytes) and its last chunk's tag must verify, so a message cut at a chunk boundary, or with
+/// a damaged last chunk, releases nothing. (From a pipe the end is only seen at the end.)
+fn check_message_end(input: &Input, keys: &MessageKeys) -> Result<()> {
+    let (Some(len), Input::File(file, _)) = (input.len(), input) else {
+        return Ok(());
+    };
+    let body = len.saturating_sub(cobblestone::PREFIX_LEN as u64);
+    let record = cobblestone::RECORD_LEN as u64;
+    let (last, tail) = (body / record, body % record);
+    if tail < cobblestone::TAG_LEN as u64 {
+        bail!(
+            "{} is truncated: a Cobblestone message ends in a chunk shorter than 16 KiB, and this one does not",
+            input.name()
+        );
+    }
+    let mut record_bytes = vec![0u8; tail as usize];
+    use std::os::unix::fs::FileExt;
+    file.read_exact_at(
+        &mut record_bytes,
+        cobblestone::PREFIX_LEN as u64 + last * record,
+    )
+    .with_context(|| format!("reading {} failed", input.name()))?;
+    let (data, tag) = record_bytes.split_at(record_bytes.len() - cobblestone::TAG_LEN);
+    if !keys.chunks().verify(last, data, tag) {
+        bail!(
+            "chunk {last} (the last) of {} failed authentication: the message was damaged, cut or extended; nothing was written",
+            input.name()
+        );
+    }
+    Ok(())
 }
 
 /// Argon2id runs one at a time, whatever the number of files in flight (`dec`, `verify`): each

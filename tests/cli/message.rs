@@ -253,3 +253,48 @@ fn a_message_takes_one_random_key_of_16_or_32_bytes_and_nothing_else() {
     assert!(err.contains("--format cobblestone"), "{err}");
     assert!(!s.exists("f.paraes") && !s.exists("x"));
 }
+
+#[test]
+fn a_message_file_cut_or_damaged_at_its_end_releases_nothing() {
+    let s = Scratch::new();
+    s.key_file("k", 128, 4, true);
+    s.write("plain", &seeded_bytes(5, 5_000_000));
+    let out = s.run(&[
+        "enc",
+        "-q",
+        "--format",
+        "cobblestone",
+        "-k",
+        "k",
+        "plain",
+        "-o",
+        "m",
+    ]);
+    assert_success(&out, "enc");
+    let message = s.read("m");
+    let mut damaged = message.clone();
+    let last = damaged.len() - 3;
+    damaged[last] ^= 1;
+    for (what, bytes) in [
+        ("cut at a chunk boundary", &message[..56 + 200 * 16400]),
+        ("a damaged last chunk", &damaged[..]),
+    ] {
+        s.write("bad", bytes);
+        let out = s.run(&[
+            "dec",
+            "--format",
+            "cobblestone",
+            "-k",
+            "k",
+            "bad",
+            "-o",
+            "-",
+        ]);
+        assert_error(&out, what);
+        assert!(
+            out.stdout.is_empty(),
+            "{what}: {} bytes came out",
+            out.stdout.len()
+        );
+    }
+}

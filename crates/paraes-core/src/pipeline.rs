@@ -116,7 +116,7 @@ pub enum PipelineError {
     )]
     Tampered(u64),
     /// The container's body ends where it cannot.
-    #[error("the container is truncated or has a malformed last chunk (chunk {0})")]
+    #[error("the container or message is truncated or has a malformed last chunk (chunk {0})")]
     Truncated(u64),
     /// ECB padding is wrong after decryption.
     #[error("bad PKCS#7 padding: wrong key, or the stream was not padded when it was encrypted")]
