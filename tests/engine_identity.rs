@@ -242,6 +242,8 @@ fn paraes_backend_gpu_out_of_memory_is_one_line() {
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("out of GPU memory"), "{stderr}");
     assert!(!stderr.contains("chunk"), "{stderr}");
+    // The GPU error's type crossed the engine seam: its advice is there.
+    assert!(stderr.contains("or use --backend cpu"), "{stderr}");
     assert!(
         !dir.path().join("out").exists(),
         "no partial output: {stderr}"

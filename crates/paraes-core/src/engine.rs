@@ -119,9 +119,19 @@ pub enum EngineError {
     /// The engine cannot run on this machine or in this build.
     #[error("{0}")]
     Unavailable(String),
-    /// The engine failed while working (device error, lost rank, ...).
+    /// The engine failed while working (lost rank, ...).
     #[error("{0}")]
     Failed(String),
+    /// The engine's device failed while working; the device's own error is the source, so a
+    /// caller can choose what to advise by its type (a GPU out of memory, a lost device).
+    #[error("the {device} failed")]
+    Device {
+        /// What failed, in words ("GPU").
+        device: &'static str,
+        /// The device's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
     /// The job is not one this engine (or any) can run.
     #[error("{0}")]
     Unsupported(String),

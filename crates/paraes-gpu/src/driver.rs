@@ -899,7 +899,7 @@ mod tests {
         );
         assert!(matches!(
             paraes_core::EngineError::from(error),
-            paraes_core::EngineError::Failed(_)
+            paraes_core::EngineError::Device { .. }
         ));
         // A formatted panic message (String payload) is kept too.
         let n = 7;

@@ -132,7 +132,11 @@ impl From<GpuError> for EngineError {
         if error.is_unavailable() {
             EngineError::Unavailable(error.to_string())
         } else {
-            EngineError::Failed(error.to_string())
+            // Typed across the seam: the CLI advises by the GPU error's kind.
+            EngineError::Device {
+                device: "GPU",
+                source: Box::new(error),
+            }
         }
     }
 }
@@ -179,7 +183,11 @@ mod tests {
         ];
         for e in surfaced {
             assert!(!e.is_unavailable(), "{e}");
-            assert!(matches!(EngineError::from(e), EngineError::Failed(_)));
+            let engine = EngineError::from(e.clone());
+            let source = std::error::Error::source(&engine)
+                .and_then(|s| s.downcast_ref::<GpuError>())
+                .expect("the GPU error is the engine error's source");
+            assert_eq!(source, &e);
         }
     }
 
