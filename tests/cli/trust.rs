@@ -54,6 +54,22 @@ fn rekey(s: &Scratch, args: &[&str]) -> std::process::Output {
     s.run(&[&["rekey", "-q"][..], args].concat())
 }
 
+/// `rekey -k FROM [EXTRA...] --new-key-file TO victim.paraes` succeeds, and TO opens the file.
+fn rekey_to(s: &Scratch, from: &str, extra: &[&str], to: &str, plain: &[u8]) {
+    let args = [
+        &["-k", from][..],
+        extra,
+        &["--new-key-file", to, "victim.paraes"],
+    ]
+    .concat();
+    assert_success(&rekey(s, &args), &format!("rekey {from} -> {to}"));
+    assert_eq!(
+        opens(s, "victim.paraes", &["-k", to]).as_deref(),
+        Some(plain),
+        "{to} does not open the rekeyed file"
+    );
+}
+
 /// A new X25519 identity file `name`; returns its recipient.
 fn identity(s: &Scratch, name: &str) -> String {
     assert_success(&s.run(&["keygen", "--x25519", "-o", name]), "keygen");
@@ -77,36 +93,8 @@ fn a_planted_generation_of_2_pow_64_minus_1_never_lets_rekey_destroy_the_file() 
     let info = assert_success(&s.run(&["info", "victim.paraes"]), "info");
     let info = info + &String::from_utf8_lossy(&s.run(&["info", "victim.paraes"]).stdout);
     assert!(!info.contains("rekey"), "info advises a rekey: {info}");
-    let out = rekey(
-        &s,
-        &[
-            "-k",
-            "old.key",
-            "--new-key-file",
-            "new.key",
-            "victim.paraes",
-        ],
-    );
-    assert_success(&out, "first rekey");
-    assert_eq!(
-        opens(&s, "victim.paraes", &["-k", "new.key"]),
-        Some(plain.clone())
-    );
-    let out = rekey(
-        &s,
-        &[
-            "-k",
-            "new.key",
-            "--new-key-file",
-            "newer.key",
-            "victim.paraes",
-        ],
-    );
-    assert_success(&out, "second rekey");
-    assert_eq!(
-        opens(&s, "victim.paraes", &["-k", "newer.key"]),
-        Some(plain)
-    );
+    rekey_to(&s, "old.key", &[], "new.key", &plain);
+    rekey_to(&s, "new.key", &[], "newer.key", &plain);
 }
 
 #[test]
@@ -136,37 +124,14 @@ fn a_planted_generation_of_2_pow_64_minus_2_is_refused_and_rekey_takes_the_real_
     assert!(!s.exists("out"));
     // With the override, twice in a row: each rekey leaves a file the newest key opens
     // without any override.
-    let out = rekey(
+    rekey_to(
         &s,
-        &[
-            "-k",
-            "old.key",
-            "--allow-unverified-slot",
-            "--new-key-file",
-            "new.key",
-            "victim.paraes",
-        ],
+        "old.key",
+        &["--allow-unverified-slot"],
+        "new.key",
+        &plain,
     );
-    assert_success(&out, "rekey over the planted slot");
-    assert_eq!(
-        opens(&s, "victim.paraes", &["-k", "new.key"]),
-        Some(plain.clone())
-    );
-    let out = rekey(
-        &s,
-        &[
-            "-k",
-            "new.key",
-            "--new-key-file",
-            "newer.key",
-            "victim.paraes",
-        ],
-    );
-    assert_success(&out, "second rekey");
-    assert_eq!(
-        opens(&s, "victim.paraes", &["-k", "newer.key"]),
-        Some(plain)
-    );
+    rekey_to(&s, "new.key", &[], "newer.key", &plain);
     let info = String::from_utf8(s.run(&["info", "victim.paraes"]).stdout).unwrap();
     assert!(info.contains("generation 3"), "{info}");
 }
