@@ -1,0 +1,69 @@
+//! Criterion bench of format v3's body on one core: 1 MiB as 64 AES-256-GCM chunks of 16 KiB
+//! (C2SP chunked encryption), CTR and GHASH and the whole chunk seal, beside AES-256-CTR over
+//! the same bytes (issue 26's target: the chunked GCM body at >= 0.6x paraes's own CTR). Run
+//! with `cargo bench -p paraes-core --bench gcm`; put `openssl speed -evp aes-256-gcm -bytes
+//! 16384` beside it in the same session (docs/RESULTS.md).
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use paraes_core::cobblestone::{MessageKeys, Variant, CHUNK_LEN, SALT_LEN};
+use paraes_core::ghash::Ghash;
+use paraes_core::{Counters, CpuEngine, Direction, Engine, Job, Key, Mode};
+use std::hint::black_box;
+use std::time::Duration;
+
+const LEN: usize = 1 << 20;
+
+fn gcm_body(c: &mut Criterion) {
+    let engine = CpuEngine::new(Some(1)).expect("one thread");
+    let key = Key::new(&[0x42u8; 32]).expect("key").expand();
+    let stream = Job {
+        mode: Mode::Ctr,
+        direction: Direction::Encrypt,
+        key: &key,
+        counter: [0; 16],
+        offset: 0,
+        counters: Counters::Stream,
+    };
+    let chunked = Job {
+        counters: Counters::GcmChunks {
+            base_nonce: [7; 12],
+            stride: CHUNK_LEN,
+        },
+        ..stream
+    };
+    let keys = MessageKeys::derive(Variant::Cobblestone256, &[1; 32], &[2; SALT_LEN], b"")
+        .expect("a 32-byte key");
+    let cipher = keys.chunks();
+    let ghash = Ghash::new(&[0x5a; 16]);
+    let mut buf = vec![0u8; LEN];
+    let mut group = c.benchmark_group(format!("aes256-one-core-{}KiB", LEN >> 10));
+    group
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3))
+        .sample_size(30)
+        .throughput(Throughput::Bytes(LEN as u64));
+    group.bench_function("ctr (stream counter)", |b| {
+        b.iter(|| engine.process(&stream, &mut buf).expect("ctr"))
+    });
+    group.bench_function("ctr (gcm chunk counters)", |b| {
+        b.iter(|| engine.process(&chunked, &mut buf).expect("ctr"))
+    });
+    group.bench_function("ghash (16 KiB chunks)", |b| {
+        b.iter(|| {
+            for chunk in buf.chunks(CHUNK_LEN) {
+                black_box(ghash.gcm(chunk));
+            }
+        })
+    });
+    group.bench_function("gcm seal (ctr + ghash + E(J0) per chunk)", |b| {
+        b.iter(|| {
+            for (i, chunk) in buf.chunks_mut(CHUNK_LEN).enumerate() {
+                black_box(cipher.seal(i as u64, chunk));
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, gcm_body);
+criterion_main!(benches);
