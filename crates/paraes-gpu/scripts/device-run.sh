@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # device-run.sh: the GPU session's measurements of paraes-gpu in two calls of < 10 minutes
 # each, on the device machine (it has the driver, python3 and ncu, but no Rust). Runs from the
-# staged folder that stage-device.sh makes (it holds this script, the binaries, kb.py and
-# kernels/aes.*), or from the repository root with that folder carried as .device-bin/.
+# repository root with the folder stage-device.sh makes carried as .device-bin/ (it holds this
+# script, the binaries, kb.py and kernels/aes.cu; the kernel images come from the tree's
+# kernels/, since copying them too would pass the 64 MiB a run may carry).
 # Writes raw output to $OUT (at most 8 files per call), to be committed unedited under
 # docs/gpu-results/.
 #
@@ -58,8 +59,10 @@ fi
 cat "$O/probe$part.txt"
 
 cc="$(smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d .)"
-cubin="$B/kernels/aes.sm_${cc:-90}.cubin"
-[ -f "$cubin" ] || cubin="$B/kernels/aes.ptx"
+K="$B/kernels"
+[ -f "$K/aes.ptx" ] || K=kernels
+cubin="$K/aes.sm_${cc:-90}.cubin"
+[ -f "$cubin" ] || cubin="$K/aes.ptx"
 anchor="$B/anchor.ptx"
 [ -f "$anchor" ] || anchor=-
 timeout 600 nvidia-smi dmon -s pucvt -d 1 >"$O/dmon$part.txt" 2>&1 &
@@ -81,7 +84,7 @@ if [ "$part" = 1 ]; then
         uname -r
         command -v ncu nvcc python3
         echo "staged from commit: $(cat "$B/COMMIT" 2>/dev/null)"
-        sha256sum "$B"/kernels/aes.* "$B"/paraes "$B"/gpu_bench "$B"/gpu_identity "$B"/no_gpu
+        sha256sum "$K"/aes.* "$B"/paraes "$B"/gpu_bench "$B"/gpu_identity "$B"/no_gpu
     } >"$O/env.txt" 2>&1
     # 1. Correctness first: the 8 GiB test last, with what is left of a 200 s budget.
     {
