@@ -49,25 +49,10 @@ impl Input {
         Ok(Input::File(file, path.to_path_buf()))
     }
 
-    /// Opens `path` only if it is a regular file, without ever waiting: a FIFO with no writer
-    /// would block the run forever, and a device could be read without end. It is looked at
-    /// before opening (so no FIFO or device is opened at all), then opened with `O_NONBLOCK`
-    /// and looked at again through the descriptor (so a file swapped meanwhile is caught too).
+    /// Opens `path` only if it is a regular file ([`open_regular_file`] with a many-file
+    /// run's refusal).
     fn open_regular(path: &Path) -> Result<Self> {
-        if let Ok(meta) = fs::metadata(path) {
-            refuse_irregular(path, &meta)?;
-        }
-        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-        let file = rustix::fs::open(path, flags, Mode::empty())
-            .map(File::from)
-            .map_err(io::Error::from)
-            .with_context(|| format!("cannot open {}", path.display()))?;
-        let meta = file
-            .metadata()
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        refuse_irregular(path, &meta)?;
-        // A regular file never blocks, but leave the descriptor as a plain open would be.
-        rustix::fs::fcntl_setfl(&file, rustix::fs::fcntl_getfl(&file)? - OFlags::NONBLOCK)?;
+        let file = open_regular_file(path, refuse_irregular)?;
         Ok(Input::File(file, path.to_path_buf()))
     }
 
@@ -116,6 +101,32 @@ impl Read for Input {
             Input::Replaying(chain) => chain.read(buf),
         }
     }
+}
+
+/// Opens `path` only if it is a regular file, without ever waiting: a FIFO with no writer
+/// would block forever, and a device could be read without end. It is looked at before
+/// opening (so no FIFO or device is opened at all), then opened with `O_NONBLOCK` and looked
+/// at again through the descriptor (so a file swapped meanwhile is caught too); `refuse` says
+/// why anything else is refused.
+pub fn open_regular_file(
+    path: &Path,
+    refuse: impl Fn(&Path, &fs::Metadata) -> Result<()>,
+) -> Result<File> {
+    if let Ok(meta) = fs::metadata(path) {
+        refuse(path, &meta)?;
+    }
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let file = rustix::fs::open(path, flags, Mode::empty())
+        .map(File::from)
+        .map_err(io::Error::from)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    let meta = file
+        .metadata()
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    refuse(path, &meta)?;
+    // A regular file never blocks, but leave the descriptor as a plain open would be.
+    rustix::fs::fcntl_setfl(&file, rustix::fs::fcntl_getfl(&file)? - OFlags::NONBLOCK)?;
+    Ok(file)
 }
 
 /// Set once a many-file run is planned: from then on [`Input::open`] takes regular files only.

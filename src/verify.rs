@@ -2,11 +2,10 @@
 //! last-chunk flag, ECB's padding) without decrypting their bodies and without writing
 //! anything; many files run as a many-file `enc` does. Prints `FILE: OK` per authentic file.
 
-use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use paraes_core::container::{self, ContainerError, Unlock, UnverifiedHeader};
 use paraes_core::{CpuEngine, Engine};
 
@@ -58,7 +57,16 @@ pub fn run(plan: &VerifyPlan) -> Result<()> {
 
 /// Checks one container on `threads` threads; returns its size.
 fn verify_one(path: &Path, unlock: &Unlock, engine: &dyn Engine, threads: usize) -> Result<u64> {
-    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    // A FIFO or device would block or never end: verify reads container files at offsets.
+    let file = crate::output::open_regular_file(path, |path, meta| {
+        if !meta.is_file() {
+            bail!(
+                "{} is not a regular file: verify reads container files at their offsets; save a stream to a file first",
+                path.display()
+            );
+        }
+        Ok(())
+    })?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let header = UnverifiedHeader::read(&mut BufReader::new(&file)).map_err(|e| match e {
         ContainerError::NotAContainer => anyhow!("not a paraes container (no paraes header)"),

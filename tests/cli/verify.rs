@@ -117,3 +117,13 @@ fn v1_containers_verify() {
         assert_success(&s.run(&["verify", "-k", key, file]), file);
     }
 }
+
+#[test]
+fn a_fifo_given_alone_is_refused_without_blocking() {
+    let s = Scratch::new();
+    s.key_file("key", 256, 1, true);
+    let out = s.bash(r#"mkfifo fifo && timeout 20 "$PARAES" verify -k key fifo"#);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "blocked or passed: {err}");
+    assert!(err.contains("fifo is not a regular file"), "{err}");
+}
