@@ -86,9 +86,9 @@ pub fn run(args: &InfoArgs) -> Result<()> {
     }
     println!("authenticity: not checked (that needs the key: paraes dec)");
     if let Some(path) = input.path() {
-        let stale = crate::rekey::leftovers(path);
+        let stale = crate::output::leftovers(path);
         if !stale.is_empty() {
-            println!("leftovers:    {}", crate::rekey::leftovers_warning(&stale));
+            println!("leftovers:    {}", crate::output::leftovers_warning(&stale));
         }
     }
     if let Some(why) = broken {

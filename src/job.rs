@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use anyhow::{bail, Context, Result};
 use paraes_core::cobblestone::{self, ChunkCipher, MessageKeys, Variant};
 use paraes_core::container::{
-    self, Argon2Params, BodyAccess, BodyParams, ContainerError, Identity, Opened, Recipient,
-    Unlock, UnverifiedHeader,
+    self, Argon2Params, BodyAccess, BodyParams, ContainerError, Opened, Recipient, Unlock,
+    UnverifiedHeader,
 };
 use paraes_core::pipeline::{StreamSpec, Tags};
 use paraes_core::{Direction, Engine, ExpandedKey, Key, Mode};
@@ -301,11 +301,7 @@ pub fn prepare(
             let unverified = read_header(&mut tee)?;
             let header_bytes = tee.seen;
             let unlock = credentials.unlock()?;
-            let has_passphrase = unlock
-                .identities
-                .iter()
-                .any(|i| matches!(i, Identity::Passphrase(..)));
-            let _turn = has_passphrase.then(kdf_turn);
+            let _turn = unlock.has_passphrase().then(kdf_turn);
             // The body check (docs/FORMAT.md): a regular file's first and last chunk are read
             // at their offsets; a stream's first record is read ahead, checked, and then
             // served again to the pipeline, which checks every chunk as it goes.
@@ -384,6 +380,7 @@ fn message_stream(
         }
     };
     let keys = MessageKeys::derive(variant, key.as_bytes(), &salt, context)?;
+    let cipher = keys.chunks();
     match plan.direction {
         Direction::Encrypt => {
             header[..cobblestone::SALT_LEN].copy_from_slice(&salt);
@@ -396,7 +393,7 @@ fn message_stream(
                     input.name()
                 );
             }
-            check_message_end(input, &keys)?;
+            check_message_end(input, &cipher)?;
         }
     }
     Ok(Stream {
@@ -406,7 +403,7 @@ fn message_stream(
         padding: false,
         keys: Keys::Message {
             header,
-            cipher: Box::new(keys.chunks()),
+            cipher: Box::new(cipher),
         },
     })
 }
@@ -415,7 +412,7 @@ fn message_stream(
 /// container is: its length must be one a writer makes (the last record holds 16 to 16,399
 /// bytes) and its last chunk's tag must verify, so a message cut at a chunk boundary, or with
 /// a damaged last chunk, releases nothing. (From a pipe the end is only seen at the end.)
-fn check_message_end(input: &Input, keys: &MessageKeys) -> Result<()> {
+fn check_message_end(input: &Input, cipher: &ChunkCipher) -> Result<()> {
     let (Some(len), Input::File(file, _)) = (input.len(), input) else {
         return Ok(());
     };
@@ -436,7 +433,7 @@ fn check_message_end(input: &Input, keys: &MessageKeys) -> Result<()> {
     )
     .with_context(|| format!("reading {} failed", input.name()))?;
     let (data, tag) = record_bytes.split_at(record_bytes.len() - cobblestone::TAG_LEN);
-    if !keys.chunks().verify(last, data, tag) {
+    if !cipher.verify(last, data, tag) {
         bail!(
             "chunk {last} (the last) of {} failed authentication: the message was damaged, cut or extended; nothing was written",
             input.name()

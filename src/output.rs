@@ -439,6 +439,48 @@ fn anonymous_in(dir: &Path) -> io::Result<Option<File>> {
     Ok(linkable.then_some(file))
 }
 
+/// Temporaries that a killed write or rekey of `container` can leave beside it: the hidden
+/// `.NAME.*.paraes-tmp` that [`named_in`] and [`link_anonymous`] name, and older versions'
+/// `.paraes-rekey.*`.
+pub fn leftovers(container: &Path) -> Vec<PathBuf> {
+    let dir = match container.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let Some(name) = container.file_name().and_then(|n| n.to_str()) else {
+        return Vec::new();
+    };
+    let ours = format!(".{name}.");
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| {
+            let entry_name = entry.file_name();
+            let entry_name = entry_name.to_string_lossy();
+            entry_name.starts_with(".paraes-rekey.")
+                || (entry_name.starts_with(&ours) && entry_name.ends_with(".paraes-tmp"))
+        })
+        .map(|entry| entry.path())
+        .collect();
+    found.sort();
+    found
+}
+
+/// The warning about `stale` temporaries.
+pub fn leftovers_warning(stale: &[PathBuf]) -> String {
+    let names: Vec<String> = stale
+        .iter()
+        .map(|p| crate::advice::one_line(&p.display().to_string()))
+        .collect();
+    format!(
+        "{} temporary file(s) of an interrupted rekey or write lie beside this container ({}): remove them once no paraes runs there",
+        stale.len(),
+        names.join(", ")
+    )
+}
+
 /// A named hidden temporary beside `dest`.
 fn named_in(dir: &Path, dest: &Path) -> io::Result<NamedTempFile> {
     let name = dest.file_name().map(|n| n.to_string_lossy().into_owned());

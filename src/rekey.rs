@@ -6,7 +6,7 @@
 use std::fs::{self, File};
 use std::io::{BufReader, Write};
 use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use paraes_core::container::{BodyAccess, HeaderWrite, InPlace, Opened, Rekey, UnverifiedHeader};
@@ -34,9 +34,9 @@ pub fn run(args: &RekeyPlan) -> Result<()> {
         bail!("{shown} is not a regular file");
     }
     lock(&file, &target, &meta).with_context(|| format!("cannot rekey {shown}"))?;
-    let stale = leftovers(&target);
+    let stale = crate::output::leftovers(&target);
     if !stale.is_empty() {
-        warn(&leftovers_warning(&stale));
+        warn(&crate::output::leftovers_warning(&stale));
     }
     let unverified =
         UnverifiedHeader::read(&mut BufReader::new(&file)).with_context(|| format!("{shown}"))?;
@@ -158,45 +158,4 @@ fn write_copy(
     let mut body = ReadAt::new(old, body_offset, old_len.saturating_sub(body_offset));
     std::io::copy(&mut body, &mut copy)?;
     copy.flush()
-}
-
-/// Temporaries that a killed rekey (or write) of `container` can leave beside it: this
-/// version's hidden `.NAME.*.paraes-tmp` and older versions' `.paraes-rekey.*`.
-pub fn leftovers(container: &Path) -> Vec<PathBuf> {
-    let dir = match container.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    let Some(name) = container.file_name().and_then(|n| n.to_str()) else {
-        return Vec::new();
-    };
-    let ours = format!(".{name}.");
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut found: Vec<PathBuf> = entries
-        .filter_map(|entry| entry.ok())
-        .filter(|entry| {
-            let entry_name = entry.file_name();
-            let entry_name = entry_name.to_string_lossy();
-            entry_name.starts_with(".paraes-rekey.")
-                || (entry_name.starts_with(&ours) && entry_name.ends_with(".paraes-tmp"))
-        })
-        .map(|entry| entry.path())
-        .collect();
-    found.sort();
-    found
-}
-
-/// The warning about `stale` temporaries.
-pub fn leftovers_warning(stale: &[PathBuf]) -> String {
-    let names: Vec<String> = stale
-        .iter()
-        .map(|p| crate::advice::one_line(&p.display().to_string()))
-        .collect();
-    format!(
-        "{} temporary file(s) of an interrupted rekey or write lie beside this container ({}): remove them once no paraes runs there",
-        stale.len(),
-        names.join(", ")
-    )
 }

@@ -72,12 +72,8 @@ fn verify_one(path: &Path, unlock: &Unlock, engine: &dyn Engine, threads: usize)
         ContainerError::NotAContainer => anyhow!("not a paraes container (no paraes header)"),
         other => other.into(),
     })?;
-    let has_passphrase = unlock
-        .identities
-        .iter()
-        .any(|i| matches!(i, container::Identity::Passphrase(..)));
     // Files are checked side by side, but Argon2id runs one at a time (as `dec` does).
-    let turn = has_passphrase.then(crate::job::kdf_turn);
+    let turn = unlock.has_passphrase().then(crate::job::kdf_turn);
     let opened = header.open(unlock, container::BodyAccess::File(&file))?;
     drop(turn);
     container::verify_file(&opened, engine, &file, threads)?;

@@ -49,13 +49,18 @@ impl Authenticator {
 
     /// Whether `tag` is the tag of chunk `index` with `ciphertext` (constant-time comparison).
     pub fn verify(&self, index: u64, last: bool, ciphertext: &[u8], tag: &[u8]) -> bool {
-        let expected = self.tag(index, last, ciphertext);
-        let difference = expected
-            .iter()
-            .zip(tag)
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
-        tag.len() == TAG_LEN && std::hint::black_box(difference) == 0
+        constant_time_eq(&self.tag(index, last, ciphertext), tag)
     }
+}
+
+/// Whether `found` equals `expected`, comparing every byte whatever differs (tags and
+/// commitments must not leak where they differ). Lengths are public.
+pub(crate) fn constant_time_eq(expected: &[u8], found: &[u8]) -> bool {
+    let difference = expected
+        .iter()
+        .zip(found)
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+    found.len() == expected.len() && std::hint::black_box(difference) == 0
 }
 
 impl fmt::Debug for Authenticator {

@@ -22,6 +22,7 @@ use sha2::Sha512;
 use zeroize::Zeroizing;
 
 use crate::aes::AesImpl;
+use crate::chunk_tag::constant_time_eq;
 use crate::engine::{Counters, Direction, Job, Mode};
 use crate::ghash::Ghash;
 use crate::key::{ExpandedKey, Key, KeySize};
@@ -152,12 +153,7 @@ impl MessageKeys {
 
     /// Whether `found` is this key's commitment (constant-time comparison).
     pub fn commits_to(&self, found: &[u8]) -> bool {
-        let difference = self
-            .commitment
-            .iter()
-            .zip(found)
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
-        found.len() == COMMITMENT_LEN && std::hint::black_box(difference) == 0
+        constant_time_eq(&self.commitment, found)
     }
 
     /// The chunk cipher of these keys.
@@ -227,28 +223,20 @@ impl ChunkCipher {
 
     /// Chunk `index`'s 96-bit nonce: the base nonce XOR `be96(index)`.
     pub fn nonce(&self, index: u64) -> [u8; 12] {
-        let mut nonce = self.base_nonce;
-        for (n, i) in nonce[4..].iter_mut().zip(index.to_be_bytes()) {
-            *n ^= i;
-        }
-        nonce
+        self.counter(index)[..12].try_into().expect("12 bytes")
     }
 
-    /// Chunk `index`'s CTR counter block for its first data block: `nonce || be32(2)`.
+    /// Chunk `index`'s CTR counter block for its first data block: `nonce || be32(2)` (the
+    /// engines' [`crate::engine::Counters::GcmChunks`] counters).
     pub fn counter(&self, index: u64) -> [u8; 16] {
-        self.counter_block(index, 2)
-    }
-
-    fn counter_block(&self, index: u64, block: u32) -> [u8; 16] {
-        let mut counter = [0u8; 16];
-        counter[..12].copy_from_slice(&self.nonce(index));
-        counter[12..].copy_from_slice(&block.to_be_bytes());
-        counter
+        crate::modes::gcm_chunk_counter(&self.base_nonce, index)
     }
 
     /// The tag of chunk `index` whose ciphertext is `ciphertext`.
     pub fn tag(&self, index: u64, ciphertext: &[u8]) -> [u8; TAG_LEN] {
-        let mut tag = self.counter_block(index, 1);
+        // E(J0), J0 = nonce || be32(1).
+        let mut tag = self.counter(index);
+        tag[15] = 1;
         self.aes_impl.encrypt_blocks(&self.expanded, &mut tag);
         for (t, g) in tag.iter_mut().zip(self.ghash.gcm(ciphertext)) {
             *t ^= g;
@@ -258,12 +246,7 @@ impl ChunkCipher {
 
     /// Whether `tag` is chunk `index`'s tag for `ciphertext` (constant-time comparison).
     pub fn verify(&self, index: u64, ciphertext: &[u8], tag: &[u8]) -> bool {
-        let expected = self.tag(index, ciphertext);
-        let difference = expected
-            .iter()
-            .zip(tag)
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
-        tag.len() == TAG_LEN && std::hint::black_box(difference) == 0
+        constant_time_eq(&self.tag(index, ciphertext), tag)
     }
 
     /// CTR of chunk `index` over `data` in place, on this thread (engines do many chunks at

@@ -450,6 +450,7 @@ fn gcm_oracle_agrees(key: &Key, rng: &mut SplitMix64) {
     modes::apply(AesImpl::Portable, &job, &mut ours).expect("a valid job");
     for (record, start) in [(0u64, 0), (1, stride)] {
         let end = (start + GCM_CHUNK_LEN).min(data.len());
+        // Computed here, not by `modes::gcm_chunk_counter`: the oracle stays independent.
         let mut nonce = base_nonce;
         for (n, r) in nonce[4..].iter_mut().zip(record.to_be_bytes()) {
             *n ^= r;

@@ -254,6 +254,13 @@ pub struct Unlock {
 }
 
 impl Unlock {
+    /// Whether a passphrase is among the identities (so opening may run Argon2id).
+    pub fn has_passphrase(&self) -> bool {
+        self.identities
+            .iter()
+            .any(|i| matches!(i, Identity::Passphrase(_)))
+    }
+
     /// Tries `identities` with the default Argon2id cap, refusing unverified slots.
     pub fn new(identities: Vec<Identity>) -> Self {
         Unlock {
@@ -450,12 +457,9 @@ impl UnverifiedHeader {
                         }
                         BodyCheck::NotChecked => {}
                     }
-                    let header_keys = V2Keys::new(&opened.secret);
-                    let others_verify = header
-                        .slots
-                        .iter()
-                        .filter(|other| other.index != slot.index)
-                        .all(|other| other.verify(&header.preamble_bytes, &header_keys));
+                    // The opened facts list only the slots this key authenticates.
+                    let others_verify = matches!(&opened.info.access,
+                        Access::V2 { slots, .. } if slots.len() == header.slots.len());
                     if !others_verify && !unlock.allow_unverified_slot {
                         return Err(ContainerError::UnverifiedSlot);
                     }
@@ -504,13 +508,16 @@ impl UnverifiedHeader {
         file_key: FileSecret,
     ) -> Option<Opened> {
         let header_keys = V2Keys::new(&file_key);
-        if !slot.verify(&header.preamble_bytes, &header_keys) {
-            return None;
-        }
-        let newest_authentic = header
+        let authentic: Vec<&v2::Slot> = header
             .slots
             .iter()
             .filter(|s| s.verify(&header.preamble_bytes, &header_keys))
+            .collect();
+        if !authentic.iter().any(|s| s.index == slot.index) {
+            return None;
+        }
+        let newest_authentic = authentic
+            .iter()
             .map(|s| s.generation)
             .max()
             .unwrap_or(slot.generation);
@@ -524,11 +531,7 @@ impl UnverifiedHeader {
         let mut opened = self.opened(file_key, keys, Some(rekey));
         // Once opened, the facts shown are the authenticated ones only.
         if let Access::V2 { slots, .. } = &mut opened.info.access {
-            slots.retain(|info| {
-                header.slots.iter().any(|s| {
-                    s.index == info.position && s.verify(&header.preamble_bytes, &header_keys)
-                })
-            });
+            slots.retain(|info| authentic.iter().any(|s| s.index == info.position));
         }
         Some(opened)
     }
