@@ -77,7 +77,7 @@ fn pipeline_cost(c: &mut Criterion) {
         key_size: KeySize::Aes128,
         chunk_size: DEFAULT_CHUNK_SIZE,
     };
-    let (_, sealed) = container::seal(params, &[Recipient::Key(key)]).expect("header");
+    let (_, sealed) = container::seal_v2(params, &[Recipient::Key(key)]).expect("header");
     let engine = CpuEngine::new(None).expect("cpu engine");
     let mut group = c.benchmark_group("pipeline-256MiB-in-memory");
     group

@@ -344,7 +344,14 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             let expanded = key.expand();
             let cipher = format!("AES-{bits}-{mode}");
             let runs = sizes.iter().map(|&size| (size, false));
-            for (size, e2e) in runs.chain(e2e_sizes.iter().map(|&size| (size, true))) {
+            // The whole-file rows time `paraes enc` of a v3 container, whose body is AES-CTR
+            // with GHASH at 128 or 256 bits: they are listed under CTR only.
+            let e2e_runs = if mode == Mode::Ctr && bits != 192 {
+                &e2e_sizes[..]
+            } else {
+                &[]
+            };
+            for (size, e2e) in runs.chain(e2e_runs.iter().map(|&size| (size, true))) {
                 for &(label, implementation, engine) in &present {
                     let label = if e2e {
                         format!("{label}-e2e")
@@ -358,7 +365,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                     ));
                     let before = engine.modelled();
                     let stats = if e2e {
-                        measure_e2e(engine, mode, &key, size, DEFAULT_CHUNK_SIZE, &timing)
+                        measure_e2e(engine, &key, size, DEFAULT_CHUNK_SIZE, &timing)
                             .map_err(|e| anyhow!("{label} on {cipher}: {e}"))?
                     } else {
                         measure_engine(engine, mode, &expanded, size, &timing)

@@ -205,16 +205,21 @@ pub struct EncArgs {
     #[command(flatten)]
     pub recipients: RecipientArgs,
 
-    /// Mode of operation of the container's body [default: ctr].
+    /// Mode of the container's body: ctr, the default (a container's body is AES-GCM, i.e.
+    /// AES-CTR with GHASH); ecb is refused for containers (`--raw ecb` writes unauthenticated
+    /// ECB).
     #[arg(short, long, value_name = "MODE", value_parser = mode_parser())]
     pub mode: Option<Mode>,
 
-    /// Key size of the file's data key [default: 256]; with --raw, the size the key must have.
+    /// Key size of the file's data key, 128 or 256 [default: 256]; with --raw or --format
+    /// cobblestone, the size the key must have.
     #[arg(long, value_name = "BITS", value_parser = key_size_parser())]
     pub bits: Option<KeySize>,
 
-    /// Plaintext bytes per chunk, e.g. 4MiB (2^20 bytes), 4MB (10^6), 1.5MiB; a multiple of
-    /// 16 from 4KiB to 64MiB [default: 1MiB].
+    /// Plaintext bytes the pipeline handles at once, e.g. 4MiB (2^20 bytes), 4MB (10^6); a
+    /// multiple of 16KiB for containers and messages (whose AES-GCM chunks are always 16 KiB:
+    /// the output does not depend on it), of 16 bytes for --raw; from 4KiB to 64MiB
+    /// [default: 1MiB].
     #[arg(long, value_name = "SIZE", value_parser = crate::units::parse_size)]
     pub chunk_size: Option<u64>,
 
@@ -505,6 +510,11 @@ pub struct KeygenArgs {
 pub struct InfoArgs {
     /// The container to describe.
     pub file: PathBuf,
+
+    /// Print the header's facts as one JSON object (format, body_offset, each slot's
+    /// stanzas; nothing in it is authenticated, so every slot says "authenticated": false).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The options of `bench`. The lists are checked by `bench.rs`, as usage errors.

@@ -1,11 +1,17 @@
 //! `info`: a container's header fields, and what can be checked without a key: that the
 //! body's length is one the chunk layout allows (else the file was truncated or extended).
 //! Nothing it shows is authenticated (that needs a key), so it advises nothing because of a
-//! stanza slot; it reports temporaries an interrupted rekey left beside the file.
+//! stanza slot; it reports temporaries an interrupted rekey left beside the file. `--json`
+//! prints the same facts as one JSON object (docs/FORMAT.md, "Reading a v3 body without
+//! paraes").
 
 use anyhow::{bail, Result};
-use paraes_core::container::{Access, ContainerError, StanzaKind, UnverifiedHeader, V1KeySource};
+use paraes_core::container::{
+    Access, BodyLayout, ContainerError, HeaderInfo, LayoutError, StanzaKind, UnverifiedHeader,
+    V1KeySource,
+};
 use paraes_core::Mode;
+use serde_json::json;
 
 use crate::cli::InfoArgs;
 use crate::output::Input;
@@ -30,17 +36,48 @@ pub fn run(args: &InfoArgs) -> Result<()> {
         other => other.into(),
     })?;
     let info = header.info();
+    let layout = input.len().map(|len| info.layout(len));
+    let stale = input
+        .path()
+        .map(crate::output::leftovers)
+        .unwrap_or_default();
+    if args.json {
+        println!("{}", as_json(info, layout.as_ref(), stale.len()));
+    } else {
+        print_text(info, layout.as_ref());
+        if !stale.is_empty() {
+            println!("leftovers:    {}", crate::output::leftovers_warning(&stale));
+        }
+    }
+    if let Some(Err(why)) = layout {
+        bail!(
+            "{} is damaged: {why}, so it was truncated or had bytes appended",
+            args.file.display()
+        );
+    }
+    Ok(())
+}
+
+/// The facts as text, one per line.
+fn print_text(info: &HeaderInfo, layout: Option<&Result<BodyLayout, LayoutError>>) {
     println!("format:       paraes container v{}", info.version);
-    println!(
-        "mode:         AES-{}-{}",
-        info.params.key_size, info.params.mode
-    );
-    println!("chunk size:   {} bytes", info.params.chunk_size);
-    let counter_name = match info.params.mode {
-        Mode::Ctr => "counter:",
-        Mode::Ecb => "nonce:",
-    };
-    println!("{counter_name:<14}{}", hex::encode(info.counter));
+    if info.is_message() {
+        println!(
+            "body:         Cobblestone-{} (C2SP chunked encryption, AES-{}-GCM) from byte {}",
+            info.params.key_size, info.params.key_size, info.header_len
+        );
+    } else {
+        println!(
+            "mode:         AES-{}-{}",
+            info.params.key_size, info.params.mode
+        );
+        println!("chunk size:   {} bytes", info.params.chunk_size);
+        let counter_name = match info.params.mode {
+            Mode::Ctr => "counter:",
+            Mode::Ecb => "nonce:",
+        };
+        println!("{counter_name:<14}{}", hex::encode(info.counter));
+    }
     match &info.access {
         Access::V1(V1KeySource::RawKey) => println!("key:          raw key"),
         Access::V1(V1KeySource::Passphrase(p)) => println!(
@@ -50,7 +87,7 @@ pub fn run(args: &InfoArgs) -> Result<()> {
             p.lanes,
             hex::encode(p.salt)
         ),
-        Access::V2 { slots, ignored } => {
+        Access::Slots { slots, ignored } => {
             for slot in slots {
                 println!(
                     "slot {}:       generation {}: {}",
@@ -70,32 +107,76 @@ pub fn run(args: &InfoArgs) -> Result<()> {
             }
         }
     }
-    let mut broken = None;
-    if let Some(len) = input.len() {
-        let body = len.saturating_sub(info.header_len as u64);
-        match info.params.layout(body) {
-            Ok(layout) => println!(
-                "chunks:       {} ({} bytes of ciphertext)",
-                layout.chunks, layout.ciphertext_len
-            ),
-            Err(why) => {
-                println!("chunks:       INVALID: {why}");
-                broken = Some(why);
-            }
-        }
+    match layout {
+        Some(Ok(layout)) => println!(
+            "chunks:       {} ({} bytes of ciphertext)",
+            layout.chunks, layout.ciphertext_len
+        ),
+        Some(Err(why)) => println!("chunks:       INVALID: {why}"),
+        None => {}
     }
     println!("authenticity: not checked (that needs the key: paraes dec)");
-    if let Some(path) = input.path() {
-        let stale = crate::output::leftovers(path);
-        if !stale.is_empty() {
-            println!("leftovers:    {}", crate::output::leftovers_warning(&stale));
-        }
-    }
-    if let Some(why) = broken {
-        bail!(
-            "{} is damaged: {why}, so it was truncated or had bytes appended",
-            args.file.display()
-        );
-    }
-    Ok(())
+}
+
+/// The facts as one JSON object. Nothing is authenticated without a key: every slot says so.
+fn as_json(
+    info: &HeaderInfo,
+    layout: Option<&Result<BodyLayout, LayoutError>>,
+    leftovers: usize,
+) -> serde_json::Value {
+    let body = if info.is_message() {
+        json!({
+            "construction": format!("Cobblestone-{}", info.params.key_size),
+            "aead": format!("AES-{}-GCM", info.params.key_size),
+            "chunk_size": info.params.chunk_size,
+        })
+    } else {
+        json!({
+            "construction": format!("paraes v{} chunks", info.version),
+            "mode": info.params.mode.lower(),
+            "key_bits": info.params.key_size.bits(),
+            "chunk_size": info.params.chunk_size,
+            "counter": hex::encode(info.counter),
+        })
+    };
+    let (access, slots, ignored) = match &info.access {
+        Access::V1(V1KeySource::RawKey) => ("raw key", vec![], vec![]),
+        Access::V1(V1KeySource::Passphrase(_)) => ("passphrase", vec![], vec![]),
+        Access::Slots { slots, ignored } => (
+            "stanza slots",
+            slots
+                .iter()
+                .map(|slot| {
+                    json!({
+                        "position": slot.position,
+                        "generation": slot.generation,
+                        "authenticated": false,
+                        "stanzas": slot.stanzas.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                    })
+                })
+                .collect(),
+            ignored
+                .iter()
+                .map(|(position, why)| json!({"position": position, "why": why}))
+                .collect(),
+        ),
+    };
+    let chunks = match layout {
+        Some(Ok(layout)) => json!({
+            "count": layout.chunks,
+            "ciphertext_bytes": layout.ciphertext_len,
+        }),
+        Some(Err(why)) => json!({ "invalid": why.to_string() }),
+        None => serde_json::Value::Null,
+    };
+    json!({
+        "format": info.version,
+        "body_offset": info.header_len,
+        "body": body,
+        "access": access,
+        "slots": slots,
+        "ignored_slots": ignored,
+        "chunks": chunks,
+        "leftovers": leftovers,
+    })
 }

@@ -8,8 +8,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::{bail, Context, Result};
 use paraes_core::cobblestone::{self, ChunkCipher, MessageKeys, Variant};
 use paraes_core::container::{
-    self, Argon2Params, BodyAccess, BodyParams, ContainerError, Opened, Recipient, Unlock,
-    UnverifiedHeader,
+    self, Argon2Params, BodyAccess, ContainerError, Opened, Recipient, Unlock, UnverifiedHeader,
 };
 use paraes_core::pipeline::{StreamSpec, Tags};
 use paraes_core::{Direction, Engine, ExpandedKey, Key, Mode};
@@ -223,7 +222,7 @@ pub fn prepare(
     let derived = matches!(file.output, OutputTarget::Path { derived: true, .. });
     let binary_output = plan.direction == Direction::Encrypt;
 
-    let (mode, key_size, chunk_size) = match &plan.format {
+    let key_size = match &plan.format {
         Format::Raw {
             mode, iv, padding, ..
         } => {
@@ -272,26 +271,17 @@ pub fn prepare(
                 output,
             });
         }
-        Format::Container(Some((mode, key_size))) => (*mode, *key_size, plan.chunk_size),
-        Format::Container(None) => (Mode::Ctr, paraes_core::KeySize::Aes256, plan.chunk_size),
+        Format::Container(key_size) => key_size.unwrap_or(paraes_core::KeySize::Aes256),
     };
 
     let (header_bytes, opened) = match plan.direction {
         Direction::Encrypt => {
-            if mode == Mode::Ecb {
-                warn_ecb(&warn);
-            }
             let recipients = credentials.recipients()?;
-            let params = BodyParams {
-                mode,
-                key_size,
-                chunk_size,
-            };
             let has_passphrase = recipients
                 .iter()
                 .any(|r| matches!(r, Recipient::Passphrase(..)));
             let _turn = has_passphrase.then(kdf_turn);
-            container::seal(params, &fresh_salts(&recipients)?)?
+            container::seal(key_size, &fresh_salts(&recipients)?)?
         }
         Direction::Decrypt => {
             let mut tee = Tee {
@@ -302,10 +292,13 @@ pub fn prepare(
             let header_bytes = tee.seen;
             let unlock = credentials.unlock()?;
             let _turn = unlock.has_passphrase().then(kdf_turn);
-            // The body check (docs/FORMAT.md): a regular file's first and last chunk are read
-            // at their offsets; a stream's first record is read ahead, checked, and then
-            // served again to the pipeline, which checks every chunk as it goes.
-            let opened = if input.len().is_some() {
+            // The body check (docs/FORMAT.md): v3's key commitment was read with the header.
+            // v2: a regular file's first and last chunk are read at their offsets; a stream's
+            // first record is read ahead, checked, and then served again to the pipeline,
+            // which checks every chunk as it goes.
+            let opened = if unverified.info().is_message() {
+                unverified.open(&unlock, BodyAccess::Stream { first: &[] })?
+            } else if input.len().is_some() {
                 let Input::File(file, _) = &input else {
                     unreachable!("only a regular file has a length")
                 };
@@ -327,13 +320,21 @@ pub fn prepare(
             (header_bytes, opened)
         }
     };
+    let mut opened = opened;
+    opened.set_batch(plan.chunk_size);
     let output = Output::create(dest, force, binary_output, reach, derived)?;
     let info = opened.info().clone();
     Ok(Prepared {
         stream: Stream {
             mode: info.params.mode,
             counter: info.counter,
-            chunk_size: info.params.chunk_size,
+            // The pipeline's chunk: a v3 body's batch (MPI ranks split the body at its
+            // multiples), or a v1/v2 body's format chunk.
+            chunk_size: if info.is_message() {
+                plan.chunk_size
+            } else {
+                info.params.chunk_size
+            },
             padding: true,
             keys: Keys::Container {
                 header: header_bytes,
@@ -408,30 +409,28 @@ fn message_stream(
     })
 }
 
-/// A message in a regular file is checked at its end before anything is written, as a
-/// container is: its length must be one a writer makes (the last record holds 16 to 16,399
-/// bytes) and its last chunk's tag must verify, so a message cut at a chunk boundary, or with
-/// a damaged last chunk, releases nothing. (From a pipe the end is only seen at the end.)
+/// A bare message in a regular file is checked at its end before anything is written, as a
+/// v3 container's body is when it is opened: its length must be one a writer makes (the last
+/// record holds 16 to 16,399 bytes) and its last chunk's tag must verify, so a message cut at a
+/// chunk boundary, or with a damaged last chunk, releases nothing. (From a pipe the end is
+/// only seen at the end.)
 fn check_message_end(input: &Input, cipher: &ChunkCipher) -> Result<()> {
     let (Some(len), Input::File(file, _)) = (input.len(), input) else {
         return Ok(());
     };
-    let body = len.saturating_sub(cobblestone::PREFIX_LEN as u64);
-    let record = cobblestone::RECORD_LEN as u64;
-    let (last, tail) = (body / record, body % record);
-    if tail < cobblestone::TAG_LEN as u64 {
+    let chunks_start = cobblestone::PREFIX_LEN as u64;
+    let Some((chunks, last_len)) = cobblestone::chunk_count(len.saturating_sub(chunks_start))
+    else {
         bail!(
             "{} is truncated: a Cobblestone message ends in a chunk shorter than 16 KiB, and this one does not",
             input.name()
         );
-    }
-    let mut record_bytes = vec![0u8; tail as usize];
+    };
+    let (last, record) = (chunks - 1, cobblestone::RECORD_LEN as u64);
+    let mut record_bytes = vec![0u8; last_len as usize + cobblestone::TAG_LEN];
     use std::os::unix::fs::FileExt;
-    file.read_exact_at(
-        &mut record_bytes,
-        cobblestone::PREFIX_LEN as u64 + last * record,
-    )
-    .with_context(|| format!("reading {} failed", input.name()))?;
+    file.read_exact_at(&mut record_bytes, chunks_start + last * record)
+        .with_context(|| format!("reading {} failed", input.name()))?;
     let (data, tag) = record_bytes.split_at(record_bytes.len() - cobblestone::TAG_LEN);
     if !cipher.verify(last, data, tag) {
         bail!(
@@ -504,14 +503,26 @@ fn warn_ecb(warn: Warn<'_>) {
     WARNED.call_once(|| warn("ECB leaks patterns (equal 16-byte blocks encrypt equally): prefer --mode ctr unless you need ECB"));
 }
 
-/// `--show-data-key`: the body key and counter on stderr, and how to use them. Refused for
-/// format v1, whose body key is the user's own key K (it opens every file K opens).
+/// `--show-data-key`: the key that reads the body without paraes, on stderr, and how to use it.
+/// v3: the message's input key IK and context (never D or a user key), for any C2SP
+/// Cobblestone reader; v2: the body key and counter, for openssl. Refused for format v1, whose
+/// body key is the user's own key K (it opens every file K opens).
 fn show_data_key(opened: &Opened) -> Result<()> {
     let info = opened.info();
     if info.version == 1 {
         bail!("--show-data-key refuses format v1 files: their body key is your own key itself (it opens every file that key opens); decrypt this file and encrypt it again to get a file whose data key can be shown");
     }
-    let key = zeroize::Zeroizing::new(hex::encode(opened.body_key().as_bytes()));
+    let key = zeroize::Zeroizing::new(hex::encode(opened.data_key().as_bytes()));
+    if let Some(context) = opened.message_context() {
+        eprintln!("paraes: warning: showing this file's data key: anyone who sees it can read this file, and can also write a different body that this file's header accepts, for every recipient");
+        eprintln!("data key:   {}", key.as_str());
+        eprintln!("context:    {}", hex::encode(context));
+        eprintln!(
+            "the body is a Cobblestone-{} message (C2SP chunked encryption) from byte {}: e.g. pyca/cryptography's Cobblestone{}Decryptor(data key, context), keeping the output only if finalize() succeeds (docs/FORMAT.md)",
+            info.params.key_size, info.header_len, info.params.key_size
+        );
+        return Ok(());
+    }
     eprintln!("paraes: warning: showing this file's data key: anyone who sees it can read this file (but not forge it)");
     eprintln!("data key:   {}", key.as_str());
     eprintln!("counter:    {}", hex::encode(info.counter));

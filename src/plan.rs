@@ -249,9 +249,9 @@ impl KeyPlan {
 
 /// Container or raw stream.
 pub enum Format {
-    /// An authenticated container; for enc, the body's mode and data key size (dec reads them
-    /// from the header).
-    Container(Option<(Mode, KeySize)>),
+    /// An authenticated container; for enc, the data key size of its v3 body (128 or 256
+    /// bits; dec reads it from the header).
+    Container(Option<KeySize>),
     /// A bare C2SP chunked-encryption message (Cobblestone-128/256 by the key's size) under
     /// the user's key itself.
     Message {
@@ -509,12 +509,18 @@ fn enc(args: &EncArgs) -> Result<CryptPlan> {
                     usage!(C, "--iv works only with --raw ctr (a container makes its own random counter): add --raw ctr or drop --iv");
                 }
                 if args.no_pad {
-                    usage!(C, "--no-pad works only with --raw ecb (containers always pad ECB): add --raw ecb or drop --no-pad");
+                    usage!(
+                        C,
+                        "--no-pad works only with --raw ecb: add --raw ecb or drop --no-pad"
+                    );
                 }
-                Format::Container(Some((
-                    args.mode.unwrap_or(Mode::Ctr),
-                    args.bits.unwrap_or(KeySize::Aes256),
-                )))
+                if args.mode == Some(Mode::Ecb) {
+                    usage!(C, "containers are authenticated AES-GCM (C2SP chunked encryption), which has no ECB: drop --mode ecb. `--raw ecb` writes an unauthenticated ECB stream under your key itself, for interoperability only");
+                }
+                if args.bits == Some(KeySize::Aes192) {
+                    usage!(C, "a container's body is Cobblestone-128 or Cobblestone-256 (AES-128-GCM or AES-256-GCM): give --bits 128 or 256, not 192 (192-bit keys work with --raw)");
+                }
+                Format::Container(Some(args.bits.unwrap_or(KeySize::Aes256)))
             }
         },
     };
@@ -526,10 +532,8 @@ fn enc(args: &EncArgs) -> Result<CryptPlan> {
             {
                 usage!(C, "--chunk-size must be a multiple of 16 bytes from 4KiB to 64MiB, not {size} bytes");
             }
-            if matches!(format, Format::Message { .. })
-                && !size.is_multiple_of(GCM_CHUNK_LEN as u64)
-            {
-                usage!(C, "with --format cobblestone, --chunk-size is how many 16 KiB GCM chunks go through the pipeline at once: give a multiple of 16KiB, not {size} bytes");
+            if !matches!(format, Format::Raw { .. }) && !size.is_multiple_of(GCM_CHUNK_LEN as u64) {
+                usage!(C, "for a container or a --format cobblestone message, --chunk-size is how many 16 KiB AES-GCM chunks go through the pipeline at once (the format's chunks are always 16 KiB): give a multiple of 16KiB, not {size} bytes");
             }
             size as usize
         }

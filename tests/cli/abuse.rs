@@ -11,8 +11,7 @@ use std::process::{Command, Output, Stdio};
 
 use crate::common::{
     assert_error, assert_silent_success, assert_usage_error, bin, container_len, running_as_root,
-    seeded_bytes, send_signal, skip, stderr, unfinished_output, wait_until, Mode, Scratch,
-    HEADER_LEN, TAG_LEN,
+    seeded_bytes, send_signal, skip, stderr, unfinished_output, wait_until, Scratch, HEADER_LEN,
 };
 
 const IV: &str = "000102030405060708090a0b0c0d0e0f";
@@ -244,27 +243,32 @@ fn unreadable_files_and_unwritable_directories_are_refused() {
     assert_eq!(s.read("locked"), plain, "the unreadable input changed");
 }
 
-/// The modes of `enc`/`dec` that empty input is tried with: extra arguments and the length of
-/// the encryption of nothing.
-fn empty_input_variants() -> [(&'static str, Vec<&'static str>, usize); 5] {
+/// The formats of `enc`/`dec` that empty input is tried with: extra arguments of `enc` and of
+/// `dec`, and the length of the encryption of nothing.
+type EmptyVariant = (&'static str, Vec<&'static str>, Vec<&'static str>, usize);
+
+fn empty_input_variants() -> [EmptyVariant; 5] {
+    let raw = |args: Vec<&'static str>| (args.clone(), args);
+    let (ctr_enc, ctr_dec) = raw(vec!["--raw", "ctr", "--iv", IV]);
+    let (ecb_enc, ecb_dec) = raw(vec!["--raw", "ecb", "-q"]);
+    let (nopad_enc, nopad_dec) = raw(vec!["--raw", "ecb", "--no-pad", "-q"]);
     [
+        // dec reads a container's key size from its header: it takes no --bits.
         (
-            "container ctr",
-            vec!["-m", "ctr"],
-            container_len(Mode::Ctr, 0, HEADER_LEN),
+            "container (Cobblestone-256)",
+            vec![],
+            vec![],
+            container_len(0, HEADER_LEN),
         ),
         (
-            "container ecb",
-            vec!["-m", "ecb", "-q"],
-            HEADER_LEN + 16 + TAG_LEN,
+            "container (Cobblestone-128)",
+            vec!["--bits", "128"],
+            vec![],
+            container_len(0, HEADER_LEN),
         ),
-        ("raw ctr", vec!["--raw", "ctr", "--iv", IV], 0),
-        ("raw ecb", vec!["--raw", "ecb", "-q"], 16),
-        (
-            "raw ecb --no-pad",
-            vec!["--raw", "ecb", "--no-pad", "-q"],
-            0,
-        ),
+        ("raw ctr", ctr_enc, ctr_dec, 0),
+        ("raw ecb", ecb_enc, ecb_dec, 16),
+        ("raw ecb --no-pad", nopad_enc, nopad_dec, 0),
     ]
 }
 
@@ -273,12 +277,12 @@ fn empty_input_round_trips_from_files_and_standard_input() {
     let s = Scratch::new();
     s.key_file("key", 128, 8, true);
     s.write("empty", b"");
-    for (what, extra, sealed_len) in empty_input_variants() {
-        // dec reads a container's mode from its header: it takes no -m.
+    for (what, enc_extra, dec_extra, sealed_len) in empty_input_variants() {
         let with = |base: &[&'static str]| -> Vec<&'static str> {
-            let extra = match (base[0], extra.first()) {
-                ("dec", Some(&"-m")) => &extra[2..],
-                _ => &extra[..],
+            let extra = if base[0] == "dec" {
+                &dec_extra
+            } else {
+                &enc_extra
             };
             base.iter().copied().chain(extra.iter().copied()).collect()
         };
@@ -306,6 +310,19 @@ fn empty_input_round_trips_from_files_and_standard_input() {
         assert!(out.stdout.is_empty(), "{what}: dec of stdin");
         s.remove("e.sealed");
         s.remove("e.plain");
+    }
+    // Nor is empty input an ECB container: a container has no ECB, whatever the input.
+    for args in [
+        &["enc", "-k", "key", "-m", "ecb", "empty", "-o", "e.sealed"][..],
+        &["enc", "-k", "key", "-m", "ecb"],
+    ] {
+        let what = format!("{}: empty input", args.join(" "));
+        let before = s.names();
+        let out = s.run(args);
+        let message = assert_usage_error(&out, &what);
+        assert!(message.contains("no ECB"), "{what}: {message}");
+        assert!(out.stdout.is_empty(), "{what}: output written");
+        assert_eq!(s.names(), before, "{what}: the directory changed");
     }
 }
 
@@ -345,11 +362,12 @@ fn zero_stream_with_a_byte_limit_round_trips() {
     s.key_file("key", 256, 10, true);
     for (what, enc, dec, sealed_len) in [
         (
-            "container ctr",
+            "container",
             "enc -k key --chunk-size 1MiB",
             "dec -k key",
-            // 64 chunks of 1 MiB, each with its tag, after the header.
-            HEADER_LEN + (64 << 20) + 64 * TAG_LEN,
+            // After the header, the salt and commitment, 4096 chunks of 16 KiB and the empty
+            // last chunk, each with its tag (the 1 MiB batches change nothing).
+            HEADER_LEN + 56 + (64 << 20) + 4097 * 16,
         ),
         (
             "raw ecb",

@@ -13,9 +13,12 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crate::common::{
-    assert_error, assert_success, assert_usage_error, bin, info_field, seeded_bytes, send_signal,
-    stderr, wait_until, Scratch,
+    assert_error, assert_success, assert_usage_error, bin, container_len, info_field, seeded_bytes,
+    send_signal, stderr, wait_until, Scratch, CHUNK, HEADER_LEN, MESSAGE_PREFIX_LEN, TAG_LEN,
 };
+
+/// The format v2 fixtures (docs/FORMAT.md: v2 is still read), among them an ECB container.
+const V2_FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/v2");
 
 /// A scratch directory with a hex key file `key` (0600) and a 10 KiB plaintext `f`.
 fn prepared() -> Scratch {
@@ -211,7 +214,7 @@ fn signals_exit_with_128_plus_their_number() {
 #[test]
 fn usage_errors_exit_2_and_point_at_the_subcommand_help() {
     let s = prepared();
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 12] = [
         (
             &[
                 "enc",
@@ -254,6 +257,15 @@ fn usage_errors_exit_2_and_point_at_the_subcommand_help() {
         (
             &["enc", "--chunk-size", "4100", "-k", "key", "f"],
             "multiple of 16",
+        ),
+        (
+            &["enc", "--chunk-size", "4KiB", "-k", "key", "f"],
+            "multiple of 16KiB",
+        ),
+        (&["enc", "--mode", "ecb", "-k", "key", "f"], "--raw ecb"),
+        (
+            &["enc", "--bits", "192", "-k", "key", "f"],
+            "--bits 128 or 256",
         ),
     ];
     for (args, expected) in cases {
@@ -405,32 +417,68 @@ fn errors_say_what_is_wrong_in_the_users_words() {
 #[test]
 fn sizes_take_decimal_and_binary_units() {
     let s = prepared();
+    let plain = s.read("f");
+    let iv = "00112233445566778899aabbccddeeff";
+    let enc = |size: &str, raw: bool, output: &str| {
+        let mut args = vec!["enc", "-q", "-k", "key", "--chunk-size", size];
+        if raw {
+            args.extend(["--raw", "ctr", "--iv", iv]);
+        }
+        args.extend(["f", "-o", output, "-f"]);
+        s.run(&args)
+    };
+    // A container's --chunk-size batches its 16 KiB chunks: any multiple of 16 KiB, in either
+    // kind of unit (2048KB = 2,048,000 = 125 x 16 KiB).
+    for size in ["4MiB", "1.5MiB", "64KiB", "16KiB", "2048KB", "32768"] {
+        assert_success(&enc(size, false, "g"), size);
+        let out = s.run(&["dec", "-q", "-k", "key", "g", "-o", "-"]);
+        assert_success(&out, &format!("dec of --chunk-size {size}"));
+        assert!(out.stdout == plain, "--chunk-size {size}: wrong plaintext");
+    }
+    // A refusal says in bytes what the size came to: decimal units are powers of 1000, binary
+    // ones of 1024. These are multiples of 16 bytes but not of 16 KiB: refused for a
+    // container, taken by a raw stream (whose bytes do not depend on the chunk size either).
+    assert_success(&enc("64KiB", true, "r"), "--raw ctr");
+    let raw = s.read("r");
     for (size, bytes) in [
         ("4MB", "4000000"),
-        ("1.5MiB", "1572864"),
-        ("64KiB", "65536"),
+        ("100KB", "100000"),
+        ("20KiB", "20480"),
+        ("4.5KiB", "4608"),
+        ("1.25MB", "1250000"),
     ] {
-        let out = s.run(&[
-            "enc",
-            "-q",
-            "-k",
-            "key",
-            "--chunk-size",
-            size,
-            "f",
-            "-o",
-            "g",
-            "-f",
-        ]);
-        assert_success(&out, size);
-        let out = s.run(&["info", "g"]);
-        assert_success(&out, "info");
-        let shown = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert_eq!(
-            info_field(&shown, "chunk size").as_deref(),
-            Some(format!("{bytes} bytes").as_str()),
-            "{size}"
+        let before = s.names();
+        let message = assert_usage_error(&enc(size, false, "g"), size);
+        assert!(
+            message.contains("multiple of 16KiB")
+                && message.contains(&format!("not {bytes} bytes")),
+            "{size}: {message}"
         );
+        assert_eq!(s.names(), before, "{size}: the directory changed");
+        assert_success(
+            &enc(size, true, "r"),
+            &format!("--raw ctr --chunk-size {size}"),
+        );
+        assert!(
+            s.read("r") == raw,
+            "--raw ctr --chunk-size {size}: other bytes"
+        );
+    }
+    // Out of range for either.
+    for (size, bytes) in [
+        ("65MiB", "68157440"),
+        ("4000", "4000"),
+        ("70MB", "70000000"),
+    ] {
+        for raw in [false, true] {
+            let what = format!("--chunk-size {size}, raw {raw}");
+            let message = assert_usage_error(&enc(size, raw, "h"), &what);
+            assert!(
+                message.contains(&format!("not {bytes} bytes")),
+                "{what}: {message}"
+            );
+            assert!(!s.exists("h"), "{what}: output written");
+        }
     }
 }
 
@@ -452,36 +500,62 @@ fn verbose_and_json_summaries() {
 #[test]
 fn info_reports_a_body_length_no_writer_makes() {
     let s = prepared();
-    // 10 KiB in 4 KiB chunks: records of 4112, 4112 and 2064 bytes.
-    assert_success(
-        &s.run(&["enc", "-q", "-k", "key", "--chunk-size", "4KiB", "f"]),
-        "enc",
-    );
-    // 8 KiB: two full records and nothing after them.
-    s.write("e", &seeded_bytes(8, 8 << 10));
-    let args = [
-        "enc",
-        "-q",
-        "-k",
-        "key",
-        "--chunk-size",
-        "4KiB",
-        "-m",
-        "ecb",
-        "e",
-    ];
-    assert_success(&s.run(&args), "enc ecb");
-    let ctr = s.read("f.paraes");
-    let ecb = s.read("e.paraes");
-    let header = crate::common::HEADER_LEN;
+    // After the header, the salt and the commitment, records of a 16 KiB chunk and its tag,
+    // then a last record of a shorter chunk and its tag (16 to 16,399 bytes).
+    let prefix = HEADER_LEN + MESSAGE_PREFIX_LEN;
+    let record = CHUNK + TAG_LEN;
+    // 10 KiB: one record of 10,256 bytes.
+    assert_success(&s.run(&["enc", "-q", "-k", "key", "f"]), "enc f");
+    // 32 KiB: two full records, then the empty last chunk's lone tag.
+    s.write("e", &seeded_bytes(8, 2 * CHUNK));
+    assert_success(&s.run(&["enc", "-q", "-k", "key", "e"]), "enc e");
+    // 32 KiB less a byte: a full record, then one of 16,399 bytes.
+    s.write("g", &seeded_bytes(9, 2 * CHUNK - 1));
+    assert_success(&s.run(&["enc", "-q", "-k", "key", "g"]), "enc g");
+    let (one, two, almost) = (s.read("f.paraes"), s.read("e.paraes"), s.read("g.paraes"));
+    for (name, sealed, len, chunks) in [
+        ("f.paraes", &one, 10 << 10, 1),
+        ("e.paraes", &two, 2 * CHUNK, 3),
+        ("g.paraes", &almost, 2 * CHUNK - 1, 2),
+    ] {
+        assert_eq!(sealed.len(), container_len(len, HEADER_LEN), "{name}");
+        let out = s.run(&["info", name]);
+        assert_success(&out, &format!("info {name}"));
+        let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+        // The ciphertext is as long as the plaintext (the tags are not counted).
+        let expected = format!("{chunks} ({len} bytes of ciphertext)");
+        assert_eq!(
+            info_field(&shown, "chunks"),
+            Some(expected),
+            "{name}: {shown}"
+        );
+    }
+    // An ECB container of format v2 (no longer written, still read): 54,038 bytes in 4 KiB
+    // chunks, each of its 14 records a whole number of blocks and a tag.
+    let ecb = fs::read(format!("{V2_FIXTURES}/ecb-256.paraes")).expect("the v2 ECB fixture");
     for (what, bytes) in [
         (
-            "cut to 8 bytes of the last chunk",
-            ctr[..header + 2 * 4112 + 8].to_vec(),
+            "cut to 8 bytes of the only chunk's tag",
+            one[..prefix + 8].to_vec(),
         ),
-        ("extended by 5 bytes", [&ecb[..], &[0u8; 5]].concat()),
-        ("an ECB chunk cut mid-block", ecb[..ecb.len() - 3].to_vec()),
-        ("only the header", ctr[..header].to_vec()),
+        (
+            "cut after the second record, without the empty last chunk",
+            two[..prefix + 2 * record].to_vec(),
+        ),
+        (
+            "extended by one byte: a last chunk of a whole 16 KiB",
+            [&almost[..], &[0u8; 1]].concat(),
+        ),
+        ("extended by 5 bytes", [&almost[..], &[0u8; 5]].concat()),
+        ("the salt and commitment, no chunk", one[..prefix].to_vec()),
+        (
+            "a v2 ECB chunk cut mid-block",
+            ecb[..ecb.len() - 3].to_vec(),
+        ),
+        (
+            "a v2 ECB container extended by 5 bytes",
+            [&ecb[..], &[0u8; 5]].concat(),
+        ),
     ] {
         s.write("g.paraes", &bytes);
         let out = s.run(&["info", "g.paraes"]);
@@ -492,6 +566,23 @@ fn info_reports_a_body_length_no_writer_makes() {
         );
         let shown = String::from_utf8_lossy(&out.stdout).into_owned();
         assert!(shown.contains("INVALID"), "{what}: {shown}");
+    }
+    // The salt and commitment are read with the header: a file cut before their end is a
+    // truncated header (no header fields to show).
+    for (what, bytes) in [
+        ("cut inside the commitment", one[..prefix - 1].to_vec()),
+        ("cut inside the salt", one[..HEADER_LEN + 10].to_vec()),
+        ("only the header", one[..HEADER_LEN].to_vec()),
+    ] {
+        s.write("g.paraes", &bytes);
+        let out = s.run(&["info", "g.paraes"]);
+        let message = assert_error(&out, what);
+        assert!(message.contains("truncated"), "{what}: {message}");
+        assert!(
+            out.stdout.is_empty(),
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
     }
 }
 

@@ -8,19 +8,25 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 
-/// The chunk size the tests ask for (`--chunk-size 4KiB`): small, so multi-chunk files are cheap.
-pub const CHUNK: usize = 4096;
+/// Plaintext bytes of a format v3 body's chunks (C2SP chunked encryption: always 16 KiB, the
+/// last chunk shorter), and the smallest `--chunk-size` a container takes (`CHUNK_ARG`).
+pub const CHUNK: usize = 16384;
 /// `CHUNK` as the command line spells it.
-pub const CHUNK_ARG: &str = "4KiB";
-/// Header bytes of a format v2 container with one key-file stanza (docs/FORMAT.md: a 64-byte
-/// preamble and two 2016-byte stanza slots).
+pub const CHUNK_ARG: &str = "16KiB";
+/// Header bytes of a container with one key-file stanza (docs/FORMAT.md: a 64-byte preamble
+/// and two 2016-byte stanza slots); a v3 body (a Cobblestone message) starts here.
 pub const HEADER_LEN: usize = 4096;
 /// Header bytes of a container with one passphrase stanza (the same 4 KiB).
 pub const PASSPHRASE_HEADER_LEN: usize = 4096;
-/// Bytes of a chunk tag (docs/FORMAT.md: POLYVAL-then-AES, 16 bytes).
+/// Bytes of a v3 body's message before its first chunk: a 24-byte salt and a 32-byte key
+/// commitment.
+pub const MESSAGE_PREFIX_LEN: usize = 56;
+/// Bytes of a chunk tag (v3: AES-GCM's; v2: POLYVAL-then-AES), 16 bytes.
 pub const TAG_LEN: usize = 16;
-/// The AES key sizes.
+/// The AES key sizes (of raw streams and the engines).
 pub const KEY_BITS: [usize; 3] = [128, 192, 256];
+/// The key sizes of a container's body (Cobblestone-128 and -256).
+pub const CONTAINER_BITS: [usize; 2] = [128, 256];
 
 /// The modes of operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,8 +36,6 @@ pub enum Mode {
 }
 
 impl Mode {
-    pub const ALL: [Mode; 2] = [Mode::Ctr, Mode::Ecb];
-
     /// The value of `--mode`.
     pub fn arg(self) -> &'static str {
         match self {
@@ -44,14 +48,6 @@ impl Mode {
     pub fn openssl_cipher(self, bits: usize) -> String {
         format!("-aes-{bits}-{}", self.arg())
     }
-
-    /// The ciphertext length of `plain_len` bytes (ECB adds PKCS#7 padding).
-    pub fn padded_len(self, plain_len: usize) -> usize {
-        match self {
-            Mode::Ctr => plain_len,
-            Mode::Ecb => (plain_len / 16 + 1) * 16,
-        }
-    }
 }
 
 /// `len` bytes from a seeded SplitMix64 generator, so a failure names a reproducible case.
@@ -59,39 +55,36 @@ pub fn seeded_bytes(seed: u64, len: usize) -> Vec<u8> {
     paraes_core::seeded::SplitMix64::new(seed ^ 0x5eed_f00d_da7a).bytes(len)
 }
 
-/// Length of the container of `plain_len` bytes: header, body (padded for ECB), one tag per
-/// chunk, and at least one chunk (an empty CTR plaintext is one empty chunk).
-pub fn container_len(mode: Mode, plain_len: usize, header_len: usize) -> usize {
-    let body = mode.padded_len(plain_len);
-    let chunks = body.div_ceil(CHUNK).max(1);
-    header_len + body + chunks * TAG_LEN
+/// Length of the v3 container of `plain_len` bytes: header, the message's salt and
+/// commitment, the plaintext's length of ciphertext, and one tag per 16 KiB chunk plus the
+/// final, always shorter (possibly empty) chunk's.
+pub fn container_len(plain_len: usize, header_len: usize) -> usize {
+    let chunks = plain_len / CHUNK + 1;
+    header_len + MESSAGE_PREFIX_LEN + plain_len + chunks * TAG_LEN
 }
 
-/// The `(ciphertext, tag)` records of a container body cut into `CHUNK`-byte chunks.
+/// The `(ciphertext, tag)` records of a v3 container's body (after its salt and commitment):
+/// full 16 KiB chunks, then the shorter last one.
 pub fn records(container: &[u8], header_len: usize) -> Vec<(&[u8], &[u8])> {
-    let body = &container[header_len..];
-    if body.len() == TAG_LEN {
-        return vec![(&body[..0], body)];
-    }
-    body.chunks(CHUNK + TAG_LEN)
+    let body = &container[header_len + MESSAGE_PREFIX_LEN..];
+    let mut out: Vec<(&[u8], &[u8])> = body
+        .chunks(CHUNK + TAG_LEN)
         .map(|record| {
-            assert!(record.len() > TAG_LEN, "a record shorter than a tag");
+            assert!(record.len() >= TAG_LEN, "a record shorter than a tag");
             record.split_at(record.len() - TAG_LEN)
         })
-        .collect()
+        .collect();
+    if body.len().is_multiple_of(CHUNK + TAG_LEN) {
+        out.push((&body[body.len()..], &body[body.len()..]));
+    }
+    out
 }
 
-/// The container body with the tags removed: the bare ECB/CTR stream.
-pub fn body_without_tags(container: &[u8], header_len: usize) -> Vec<u8> {
-    records(container, header_len)
-        .into_iter()
-        .flat_map(|(ciphertext, _)| ciphertext.iter().copied())
-        .collect()
-}
-
-/// The header's nonce (CTR: the initial counter block), bytes 16..32.
-pub fn nonce(container: &[u8]) -> [u8; 16] {
-    container[16..32].try_into().expect("16 bytes")
+/// The v3 message's salt: the 24 bytes at the body's start.
+pub fn salt(container: &[u8], header_len: usize) -> [u8; 24] {
+    container[header_len..header_len + 24]
+        .try_into()
+        .expect("24 bytes")
 }
 
 /// A temporary directory that `paraes` runs in.
@@ -238,20 +231,10 @@ impl Scratch {
         (head_output, tail.join().expect("second paraes"))
     }
 
-    /// `paraes enc -q -k KEY --mode MODE --chunk-size 4KiB INPUT` (the tests' small chunks, so
-    /// short files span several), asserting success: writes `INPUT.paraes`.
-    pub fn enc_small_chunks(&self, key: &str, mode: Mode, input: &str) {
-        let out = self.run(&[
-            "enc",
-            "-q",
-            "-k",
-            key,
-            "--mode",
-            mode.arg(),
-            "--chunk-size",
-            CHUNK_ARG,
-            input,
-        ]);
+    /// `paraes enc -q -k KEY --chunk-size 16KiB INPUT` (the smallest pipeline batch, one
+    /// 16 KiB chunk at a time), asserting success: writes `INPUT.paraes`.
+    pub fn enc_small_chunks(&self, key: &str, input: &str) {
+        let out = self.run(&["enc", "-q", "-k", key, "--chunk-size", CHUNK_ARG, input]);
         assert_success(&out, &format!("enc {input}"));
     }
 

@@ -21,4 +21,5 @@ mod stanzas;
 mod tamper;
 mod trust;
 mod v1_compat;
+mod v2_compat;
 mod verify;

@@ -364,15 +364,29 @@ fn the_file_list_and_empty_trees_are_handled() {
         "empty tree",
     );
     assert!(err.contains("no containers to check"), "{err}");
-    // ECB warns once per run, not once per file.
+    // Options a container cannot take are refused once for the run, not once per file: a
+    // container has no ECB (and --raw ecb, which has, takes one file at a time).
     for i in 0..5 {
         s.write(&format!("e{i}"), b"e");
     }
-    let out = s.run(&[
-        "enc", "-k", "k", "--mode", "ecb", "e0", "e1", "e2", "e3", "e4",
-    ]);
-    let err = assert_success(&out, "ecb");
-    assert_eq!(err.matches("ECB leaks patterns").count(), 1, "{err}");
+    let files = ["e0", "e1", "e2", "e3", "e4"];
+    let before = s.names();
+    let out = s.run(&[&["enc", "-k", "k", "--mode", "ecb"][..], &files].concat());
+    let message = assert_usage_error(&out, "--mode ecb with five files");
+    assert!(message.contains("no ECB"), "{message}");
+    assert_eq!(s.names(), before, "--mode ecb: the directory changed");
+    // A warning comes once per run, not once per file: a key file other users can read.
+    s.set_mode("k", 0o644);
+    let out = s.run(&[&["enc", "-k", "k"][..], &files].concat());
+    s.set_mode("k", 0o600);
+    let err = assert_success(&out, "a readable key file, five files");
+    assert_eq!(err.matches("other users").count(), 1, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    for name in files {
+        let back = s.run(&["dec", "-q", "-k", "k", &format!("{name}.paraes"), "-o", "-"]);
+        assert_success(&back, name);
+        assert_eq!(back.stdout, b"e", "{name}");
+    }
 }
 
 #[test]

@@ -298,3 +298,108 @@ fn a_message_file_cut_or_damaged_at_its_end_releases_nothing() {
         );
     }
 }
+
+/// Reads the body of a v3 container with pyca alone, as README and docs/FORMAT.md show: DATA_KEY
+/// and CONTEXT (hex, from `paraes dec --show-data-key`), BODY_OFFSET (from `paraes info
+/// --json`), FILE, OUT. The plaintext goes to a temporary file that becomes OUT only if
+/// finalize() succeeds (pyca releases each authenticated chunk before it can see a cut).
+pub const PYCA_READ_CONTAINER: &str = r#"
+import os, sys
+from cryptography.cobblestone import Cobblestone128Decryptor, Cobblestone256Decryptor
+data_key, context = bytes.fromhex(sys.argv[1]), bytes.fromhex(sys.argv[2])
+body_offset, path, out_path = int(sys.argv[3]), sys.argv[4], sys.argv[5]
+Decryptor = Cobblestone256Decryptor if len(data_key) == 32 else Cobblestone128Decryptor
+d = Decryptor(data_key, context)
+part = out_path + ".part"
+try:
+    with open(path, "rb") as f, open(part, "wb") as out:
+        f.seek(body_offset)
+        while block := f.read(1 << 20):
+            out.write(d.update(block))
+        out.write(d.finalize())
+except Exception:
+    os.unlink(part)
+    raise
+os.replace(part, out_path)
+"#;
+
+/// The value after `name:` on a line of `text`.
+fn field<'a>(text: &'a str, name: &str) -> &'a str {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name))
+        .unwrap_or_else(|| panic!("no {name} in: {text}"))
+        .trim()
+}
+
+/// Format v3's exit door: pyca reads the body of every container paraes writes (both key
+/// sizes, empty to multi-chunk) with the data key and context that `dec --show-data-key`
+/// shows and the body offset that `info --json` gives; a damaged body gives no output file.
+#[test]
+fn pyca_reads_the_body_of_a_v3_container_with_the_shown_data_key() {
+    let Some(py) = pyca("pyca_reads_the_body_of_a_v3_container_with_the_shown_data_key") else {
+        return;
+    };
+    let s = Scratch::new();
+    for bits in [128, 256] {
+        let key = s.key_file("k", bits, bits as u64 + 7, true);
+        for len in [0, 16385, 3 * 16384 + 5] {
+            let plain = seeded_bytes(len as u64 + 1, len);
+            s.write("plain", &plain);
+            let bits_arg = bits.to_string();
+            let out = s.run(&[
+                "enc", "-q", "-f", "-k", "k", "--bits", &bits_arg, "plain", "-o", "c",
+            ]);
+            assert_success(&out, "enc");
+            let out = s.run(&["dec", "-f", "-k", "k", "--show-data-key", "c", "-o", "back"]);
+            assert_success(&out, "dec --show-data-key");
+            assert!(s.read("back") == plain);
+            let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+            let data_key = field(&stderr, "data key:").to_owned();
+            let context = field(&stderr, "context:").to_owned();
+            assert_eq!(data_key.len(), bits / 4, "{stderr}");
+            assert_ne!(
+                hex::decode(&data_key).unwrap(),
+                key,
+                "the data key is not the user's key"
+            );
+            assert_eq!(context, hex::encode(&s.read("c")[..16]));
+            assert!(
+                stderr.contains("write a different body"),
+                "the warning says what it allows: {stderr}"
+            );
+            let out = s.run(&["info", "--json", "c"]);
+            assert_success(&out, "info --json");
+            let facts: serde_json::Value =
+                serde_json::from_slice(&out.stdout).expect("one JSON object");
+            assert_eq!(facts["format"], 3);
+            let offset = facts["body_offset"]
+                .as_u64()
+                .expect("body_offset")
+                .to_string();
+            assert_eq!(facts["slots"][0]["authenticated"], false);
+            python(
+                &s,
+                &py,
+                PYCA_READ_CONTAINER,
+                &[&data_key, &context, &offset, "c", "theirs"],
+            );
+            assert!(
+                s.read("theirs") == plain,
+                "pyca read the {bits}-bit {len}-byte body"
+            );
+            // The last byte changed: pyca refuses at finalize() and no output file is left.
+            let mut damaged = s.read("c");
+            *damaged.last_mut().unwrap() ^= 1;
+            s.write("bad", &damaged);
+            let refused = Command::new(&py)
+                .arg("-c")
+                .arg(PYCA_READ_CONTAINER)
+                .args([&data_key, &context, &offset, "bad", "nothing"])
+                .current_dir(s.path("."))
+                .output()
+                .expect("python runs");
+            assert!(!refused.status.success(), "pyca accepted a damaged body");
+            assert!(!s.path("nothing").exists() && !s.path("nothing.part").exists());
+        }
+    }
+}

@@ -3,8 +3,8 @@
 //! refusals of wrong passphrases, the wrong kind of secret and a changed Argon2id header.
 
 use crate::common::{
-    assert_silent_success, container_len, info_field, seeded_bytes, Mode, Scratch, CHUNK,
-    CHUNK_ARG, KEY_BITS, PASSPHRASE_HEADER_LEN,
+    assert_silent_success, assert_usage_error, container_len, info_field, seeded_bytes, Scratch,
+    CHUNK, CHUNK_ARG, CONTAINER_BITS, PASSPHRASE_HEADER_LEN,
 };
 
 /// A directory with the passphrase file `pass` and the plaintext `data`.
@@ -16,7 +16,7 @@ fn prepared(passphrase: &[u8], size: usize) -> (Scratch, Vec<u8>) {
     (s, plain)
 }
 
-/// `paraes enc --passphrase-file pass --chunk-size 4KiB data [extra]` -> `data.paraes`.
+/// `paraes enc --passphrase-file pass --chunk-size 16KiB data [extra]` -> `data.paraes`.
 fn encrypt(s: &Scratch, extra: &[&str]) {
     let args = [
         "enc",
@@ -36,25 +36,33 @@ fn decrypt(s: &Scratch, file: &str) -> std::process::Output {
 }
 
 #[test]
-fn round_trips_at_every_key_size_and_mode() {
-    for (bits, mode) in KEY_BITS.into_iter().zip([Mode::Ctr, Mode::Ecb, Mode::Ctr]) {
-        let what = format!("{mode:?} AES-{bits}");
+fn round_trips_at_every_key_size() {
+    for bits in CONTAINER_BITS {
+        let what = format!("Cobblestone-{bits}");
         let size = 2 * CHUNK + bits;
         let (s, plain) = prepared(b"correct horse battery staple\n", size);
-        encrypt(&s, &["--bits", &bits.to_string(), "-m", mode.arg()]);
+        encrypt(&s, &["--bits", &bits.to_string()]);
         let container = s.read("data.paraes");
         assert_eq!(
             container.len(),
-            container_len(mode, size, PASSPHRASE_HEADER_LEN),
+            container_len(size, PASSPHRASE_HEADER_LEN),
             "{what}: container length"
         );
-        assert_eq!(container[8], 2, "{what}: format v2");
+        assert_eq!(container[8], 3, "{what}: format v3");
+        assert_eq!(
+            usize::from(container[10]) * 8,
+            bits,
+            "{what}: key size byte"
+        );
 
         let info = s.run(&["info", "data.paraes"]);
         assert_silent_success(&info, "info");
         let info = String::from_utf8(info.stdout).expect("text");
-        let expected_mode = format!("AES-{bits}-{}", mode.arg().to_uppercase());
-        assert_eq!(info_field(&info, "mode"), Some(expected_mode), "{info}");
+        let expected_body = format!(
+            "Cobblestone-{bits} (C2SP chunked encryption, AES-{bits}-GCM) from byte \
+             {PASSPHRASE_HEADER_LEN}"
+        );
+        assert_eq!(info_field(&info, "body"), Some(expected_body), "{info}");
         let key = info_field(&info, "slot 0").unwrap_or_default();
         assert!(
             key.contains("passphrase (Argon2id"),
@@ -65,6 +73,22 @@ fn round_trips_at_every_key_size_and_mode() {
         let out = s.run(&["dec", "-q", "--passphrase-file", "pass", "data.paraes"]);
         assert_silent_success(&out, &what);
         assert!(s.read("data") == plain, "{what}: wrong plaintext");
+    }
+}
+
+#[test]
+fn ecb_and_192_bit_bodies_are_refused_with_a_passphrase_too() {
+    let (s, _) = prepared(b"correct horse battery staple\n", 100);
+    for (extra, expected) in [
+        (&["-m", "ecb"][..], "no ECB"),
+        (&["--bits", "192"], "--bits 128 or 256"),
+    ] {
+        let args = [&["enc", "--passphrase-file", "pass"][..], extra, &["data"]].concat();
+        let what = args.join(" ");
+        let before = s.names();
+        let message = assert_usage_error(&s.run(&args), &what);
+        assert!(message.contains(expected), "{what}: {message}");
+        assert_eq!(s.names(), before, "{what}: the directory changed");
     }
 }
 

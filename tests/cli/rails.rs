@@ -8,9 +8,21 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    assert_error, assert_silent_success, assert_success, assert_usage_error, seeded_bytes, stderr,
-    unfinished_output, Scratch, CHUNK_ARG,
+    assert_error, assert_silent_success, assert_success, assert_usage_error, container_len,
+    openssl_enc, seeded_bytes, stderr, unfinished_output, Scratch, CHUNK_ARG, HEADER_LEN,
 };
+
+/// The format v2 fixtures (docs/FORMAT.md: v2 is still read), among them an ECB container.
+const V2_FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/v2");
+
+/// Copies the v2 fixture `name` into `s` (mode 0600, as a key file must be to stay quiet).
+fn v2_fixture(s: &Scratch, name: &str) -> Vec<u8> {
+    let bytes = fs::read(format!("{V2_FIXTURES}/{name}"))
+        .unwrap_or_else(|e| panic!("the v2 fixture {name}: {e}"));
+    s.write(name, &bytes);
+    s.set_mode(name, 0o600);
+    bytes
+}
 
 /// A directory with a 256-bit key file `key` (mode 0600), a plaintext `x` and its container
 /// `x.paraes`.
@@ -167,10 +179,9 @@ fn empty_input_round_trips() {
     s.key_file("key", 128, 2, false);
     s.write("empty", b"");
     assert_silent_success(&s.run(&["enc", "-k", "key", "empty"]), "enc");
-    assert_eq!(
-        s.read("empty.paraes").len(),
-        crate::common::HEADER_LEN + crate::common::TAG_LEN
-    );
+    // The header, the message's salt and commitment, and the tag of the empty last chunk.
+    assert_eq!(s.read("empty.paraes").len(), container_len(0, HEADER_LEN));
+    assert_eq!(container_len(0, HEADER_LEN), 4168);
     s.remove("empty");
     assert_silent_success(&s.run(&["dec", "-k", "key", "empty.paraes"]), "dec");
     assert_eq!(s.read("empty"), b"");
@@ -229,17 +240,41 @@ fn key_on_the_command_line_is_warned_about() {
 
 #[test]
 fn ecb_is_warned_about() {
-    let (s, _) = prepared();
-    for mode in [&["-m", "ecb"][..], &["--raw", "ecb"]] {
-        let args = [&["enc", "-k", "key", "x", "-o", "e", "-f"][..], mode].concat();
-        let err = assert_success(&s.run(&args), "enc -m ecb");
-        let warning = one_warning(&err, "enc -m ecb");
-        assert!(warning.contains("ECB"), "{warning}");
-        assert_silent_success(&s.run(&[&args[..], &["-q"]].concat()), "enc -m ecb -q");
+    let (s, plain) = prepared();
+    // A raw ECB stream: written, with a warning that -q silences.
+    let args = ["enc", "-k", "key", "x", "-o", "e", "-f", "--raw", "ecb"];
+    let err = assert_success(&s.run(&args), "enc --raw ecb");
+    let warning = one_warning(&err, "enc --raw ecb");
+    assert!(warning.contains("ECB"), "{warning}");
+    assert_silent_success(&s.run(&[&args[..], &["-q"]].concat()), "enc --raw ecb -q");
+
+    // A container has no ECB (its body is AES-GCM): refused outright, not warned about.
+    for args in [
+        &["enc", "-k", "key", "-m", "ecb", "x", "-o", "c"][..],
+        &["enc", "-q", "-k", "key", "--mode", "ecb", "x", "-o", "c"],
+    ] {
+        let before = s.names();
+        let message = assert_usage_error(&s.run(args), &args.join(" "));
+        assert!(
+            message.contains("no ECB") && message.contains("--raw ecb"),
+            "{args:?}: {message}"
+        );
+        assert_eq!(s.names(), before, "{args:?}: the directory changed");
     }
-    // Decryption of an ECB container is no new leak: no warning.
-    s.run(&["enc", "-q", "-k", "key", "-m", "ecb", "x", "-o", "e", "-f"]);
-    assert_silent_success(&s.run(&["dec", "-k", "key", "e", "-o", "-"]), "dec ecb");
+
+    // Decryption is no new leak: no warning, for a raw ECB stream and for an ECB container
+    // of format v2 (still read).
+    let out = s.run(&["dec", "-k", "key", "--raw", "ecb", "e", "-o", "-"]);
+    assert_silent_success(&out, "dec --raw ecb");
+    assert!(out.stdout == plain, "dec --raw ecb: wrong plaintext");
+    v2_fixture(&s, "k256.key");
+    v2_fixture(&s, "ecb-256.paraes");
+    let out = s.run(&["dec", "-k", "k256.key", "ecb-256.paraes", "-o", "-"]);
+    assert_silent_success(&out, "dec of a v2 ECB container");
+    assert!(
+        out.stdout == fs::read(format!("{V2_FIXTURES}/plain.txt")).expect("plain.txt"),
+        "dec of a v2 ECB container: wrong plaintext"
+    );
 }
 
 #[test]
@@ -249,7 +284,7 @@ fn senseless_option_combinations_are_refused() {
     s.set_mode("short-key", 0o600);
     let iv = "000102030405060708090a0b0c0d0e0f";
     // Broken by the options alone: usage errors (status 2).
-    let usage: [(&[&str], &str); 13] = [
+    let usage: [(&[&str], &str); 17] = [
         (&["enc", "-k", "key", "x", "--iv", iv], "--iv"),
         (&["enc", "-k", "key", "x", "--no-pad"], "--no-pad"),
         (
@@ -282,6 +317,22 @@ fn senseless_option_combinations_are_refused() {
         (
             &["enc", "-k", "key", "x", "--chunk-size", "65MiB"],
             "--chunk-size",
+        ),
+        // A container's chunks are 16 KiB: its --chunk-size (the pipeline's batch) is a
+        // multiple of that; only raw streams take smaller multiples of 16 bytes.
+        (
+            &["enc", "-k", "key", "x", "--chunk-size", "4KiB"],
+            "multiple of 16KiB",
+        ),
+        (
+            &["enc", "-k", "key", "x", "--chunk-size", "24KiB"],
+            "multiple of 16KiB",
+        ),
+        // A container's body is AES-GCM: no ECB, no 192-bit key.
+        (&["enc", "-k", "key", "x", "-m", "ecb"], "--mode ecb"),
+        (
+            &["enc", "-k", "key", "x", "--bits", "192"],
+            "--bits 128 or 256",
         ),
         (
             &["dec", "-k", "key", "x.paraes", "--chunk-size", "4KiB"],
@@ -404,17 +455,53 @@ fn keygen_writes_new_private_key_files() {
     assert_eq!(default.stdout.len(), 65, "256-bit hex and a newline");
     assert_ne!(s.run(&["keygen"]).stdout, default.stdout, "two equal keys");
 
-    // The key works with enc and dec (the body key size is --bits, not the key's size).
+    // The keys work with enc and dec (the body key size is --bits, not the key's size).
     s.write("data", b"secret data");
-    assert_silent_success(
-        &s.run(&["enc", "-k", "k192", "--bits", "192", "data"]),
-        "enc",
+    for (key, bits) in [("k192", "128"), ("k192", "256"), ("k128", "256")] {
+        let what = format!("-k {key} --bits {bits}");
+        assert_silent_success(
+            &s.run(&[
+                "enc",
+                "-k",
+                key,
+                "--bits",
+                bits,
+                "data",
+                "-o",
+                "data.paraes",
+                "-f",
+            ]),
+            &format!("enc {what}"),
+        );
+        let out = s.run(&["dec", "-k", key, "data.paraes", "-o", "-"]);
+        assert_silent_success(&out, &format!("dec {what}"));
+        assert_eq!(out.stdout, b"secret data", "{what}");
+        let info = String::from_utf8(s.run(&["info", "data.paraes"]).stdout).expect("text");
+        assert!(
+            info.contains(&format!("Cobblestone-{bits} ")),
+            "{what}: {info}"
+        );
+    }
+    // A container's body has no 192-bit key (Cobblestone-128 or -256): a usage error, even with
+    // a 192-bit key file; a raw stream still takes AES-192.
+    let before = s.names();
+    let args = ["enc", "-k", "k192", "--bits", "192", "data", "-o", "c192"];
+    let message = assert_usage_error(&s.run(&args), "enc --bits 192");
+    assert!(message.contains("--bits 128 or 256"), "{message}");
+    assert_eq!(s.names(), before, "enc --bits 192: the directory changed");
+    let args = [
+        "enc", "-q", "-k", "k192", "--bits", "192", "--raw", "ecb", "data", "-o", "r192",
+    ];
+    assert_silent_success(&s.run(&args), "enc --raw ecb --bits 192");
+    let key = hex::decode(String::from_utf8(s.read("k192")).expect("hex").trim()).expect("hex");
+    assert_eq!(
+        s.read("r192"),
+        openssl_enc("-aes-192-ecb", &key, None, false, true, b"secret data"),
+        "--raw ecb with the 192-bit key is not AES-192-ECB"
     );
-    let out = s.run(&["dec", "-k", "k192", "data.paraes", "-o", "-"]);
-    assert_silent_success(&out, "dec");
+    let out = s.run(&["dec", "-q", "-k", "k192", "--raw", "ecb", "r192", "-o", "-"]);
+    assert_silent_success(&out, "dec --raw ecb with a 192-bit key");
     assert_eq!(out.stdout, b"secret data");
-    let info = String::from_utf8(s.run(&["info", "data.paraes"]).stdout).expect("text");
-    assert!(info.contains("AES-192-CTR"), "{info}");
 }
 
 #[test]

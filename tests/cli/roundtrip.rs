@@ -1,18 +1,31 @@
-//! End-to-end round trips of `paraes enc` / `paraes dec` for every mode, key size and the sizes
-//! around chunk boundaries, through files (default names and -o) and through pipes.
+//! End-to-end round trips of `paraes enc` / `paraes dec` of containers (format v3: an AES-GCM
+//! message) for every container key size and the sizes around chunk boundaries, through files
+//! (default names and -o) and through pipes; and the refusal of what a container cannot be
+//! (ECB, a 192-bit body).
 
 use crate::common::{
-    assert_silent_success, container_len, seeded_bytes, Mode, Scratch, CHUNK, CHUNK_ARG,
-    HEADER_LEN, KEY_BITS,
+    assert_silent_success, assert_usage_error, container_len, records, seeded_bytes, Scratch,
+    CHUNK, CHUNK_ARG, CONTAINER_BITS, HEADER_LEN, TAG_LEN,
 };
 
 /// Plaintext sizes: empty, around one block, around one chunk, and several chunks plus a tail.
-const SIZES: [usize; 9] = [0, 1, 15, 16, 17, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 5];
+const SIZES: [usize; 10] = [
+    0,
+    1,
+    15,
+    16,
+    17,
+    CHUNK - 1,
+    CHUNK,
+    CHUNK + 1,
+    2 * CHUNK,
+    3 * CHUNK + 5,
+];
 
-/// One round-trip case: its mode, key size, plaintext and key file (in a fresh directory).
+/// One round-trip case: its key size, plaintext and key file (in a fresh directory).
 struct Case {
     name: String,
-    mode: Mode,
+    bits: usize,
     plain: Vec<u8>,
     scratch: Scratch,
 }
@@ -20,8 +33,9 @@ struct Case {
 impl Case {
     /// `enc` arguments (quiet, so a success must leave stderr empty) followed by `extra`.
     fn enc_args<'a>(&'a self, extra: &[&'a str]) -> Vec<&'a str> {
+        let bits = if self.bits == 128 { "128" } else { "256" };
         let mut args = vec!["enc", "-q", "-k", "key", "--chunk-size", CHUNK_ARG];
-        args.extend(["--mode", self.mode.arg()]);
+        args.extend(["--bits", bits]);
         args.extend_from_slice(extra);
         args
     }
@@ -35,11 +49,40 @@ impl Case {
     fn check_container(&self, container: &[u8]) {
         assert_eq!(
             container.len(),
-            container_len(self.mode, self.plain.len(), HEADER_LEN),
+            container_len(self.plain.len(), HEADER_LEN),
             "{}: container length",
             self.name
         );
         assert_eq!(&container[..8], b"\x89PARAES\n", "{}: magic", self.name);
+        assert_eq!(container[8], 3, "{}: format v3", self.name);
+        assert_eq!(
+            usize::from(container[10]) * 8,
+            self.bits,
+            "{}: key size byte",
+            self.name
+        );
+        // Full 16 KiB chunks, then one shorter last chunk, each with its tag.
+        let records = records(container, HEADER_LEN);
+        assert_eq!(
+            records.len(),
+            self.plain.len() / CHUNK + 1,
+            "{}: chunks",
+            self.name
+        );
+        let (last, rest) = records.split_last().expect("a last chunk");
+        assert!(
+            rest.iter()
+                .all(|(body, tag)| body.len() == CHUNK && tag.len() == TAG_LEN),
+            "{}: a chunk before the last is not 16 KiB",
+            self.name
+        );
+        assert_eq!(
+            last.0.len(),
+            self.plain.len() % CHUNK,
+            "{}: last chunk",
+            self.name
+        );
+        assert_eq!(last.1.len(), TAG_LEN, "{}: last tag", self.name);
     }
 
     fn check_plain(&self, decrypted: &[u8], route: &str) {
@@ -53,23 +96,23 @@ impl Case {
     }
 }
 
-/// Runs `check` for every mode x key size x size, each with its own seed and directory.
+/// Runs `check` for every container key size x size, each with its own seed and directory
+/// (and key files of every AES size: a container's body key size is --bits, not the key's).
 fn for_every_case(check: impl Fn(&Case)) {
     let mut seed = 0;
-    for mode in Mode::ALL {
-        for bits in KEY_BITS {
-            for size in SIZES {
-                seed += 1;
-                let scratch = Scratch::new();
-                // Alternate the two key-file formats: raw bytes and hex text.
-                scratch.key_file("key", bits, seed, seed % 2 == 0);
-                check(&Case {
-                    name: format!("{mode:?} AES-{bits}, {size} bytes"),
-                    mode,
-                    plain: seeded_bytes(seed, size),
-                    scratch,
-                });
-            }
+    for bits in CONTAINER_BITS {
+        for size in SIZES {
+            seed += 1;
+            let scratch = Scratch::new();
+            // Alternate the two key-file formats (raw bytes and hex text) and the key sizes.
+            let key_bits = [128, 192, 256][seed as usize % 3];
+            scratch.key_file("key", key_bits, seed, seed % 2 == 0);
+            check(&Case {
+                name: format!("Cobblestone-{bits} (a {key_bits}-bit key file), {size} bytes"),
+                bits,
+                plain: seeded_bytes(seed, size),
+                scratch,
+            });
         }
     }
 }
@@ -140,4 +183,34 @@ fn standard_input_to_standard_output() {
         case.check_plain(&dec.stdout, "paraes enc | paraes dec");
         assert_eq!(s.names(), ["key"].map(String::from).into(), "{}", case.name);
     });
+}
+
+#[test]
+fn ecb_and_192_bit_containers_are_refused() {
+    let s = Scratch::new();
+    s.key_file("key", 192, 1, true);
+    s.write("data", &seeded_bytes(1, 100));
+    for (args, expected) in [
+        (&["enc", "-k", "key", "--mode", "ecb", "data"][..], "no ECB"),
+        (
+            &["enc", "-k", "key", "-m", "ecb", "--bits", "128", "-o", "-"],
+            "no ECB",
+        ),
+        (
+            &["enc", "-k", "key", "--bits", "192", "data"],
+            "--bits 128 or 256",
+        ),
+        (
+            &["enc", "-k", "key", "--bits", "192", "-o", "-"],
+            "--bits 128 or 256",
+        ),
+    ] {
+        let what = args.join(" ");
+        let before = s.names();
+        let out = s.run_with_stdin(args, b"from standard input");
+        let message = assert_usage_error(&out, &what);
+        assert!(message.contains(expected), "{what}: {message}");
+        assert!(out.stdout.is_empty(), "{what}: output written");
+        assert_eq!(s.names(), before, "{what}: the directory changed");
+    }
 }

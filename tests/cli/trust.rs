@@ -1,14 +1,20 @@
-//! The findings of issue 25's hostile review of format v2, end to end through the binary: a
-//! planted idle slot (generation 2^64-1 or 2^64-2, or a valid slot for the victim's public
-//! recipient) never lets a rekey destroy the file; two slots that wrap different file keys
-//! (one file, two authenticated plaintexts) are refused; `--show-data-key` never prints a v1
-//! user key; a rekey through a link rekeys the link's target and refuses hard-linked files on
-//! the rewrite path; `info` trusts no slot and reports temporaries a killed rekey left.
+//! The findings of issue 25's hostile review of format v2, end to end through the binary, on
+//! format v3 files (what paraes writes; the v2 cases that still matter for old files are in
+//! tests/cli/v2_compat.rs): a planted idle slot (generation 2^64-1 or 2^64-2, or a valid slot for
+//! the victim's public recipient) never lets a rekey destroy the file; two slots that wrap
+//! different file keys (one file, two authenticated plaintexts) are refused for both
+//! recipients, and v3's key commitment refuses the planted file key even with
+//! `--allow-unverified-slot`; `--show-data-key` never prints a v1 user key; a rekey through a
+//! link rekeys the link's target and refuses hard-linked files on the rewrite path; `info`
+//! trusts no slot and reports temporaries a killed rekey left.
 
 use paraes_core::container::{parse_recipients, Recipient};
 use paraes_core::fuzzing::plant_slot;
 
-use crate::common::{assert_error, assert_success, seeded_bytes, Scratch, V1_FIXTURES};
+use crate::common::{
+    assert_error, assert_success, seeded_bytes, Scratch, HEADER_LEN, MESSAGE_PREFIX_LEN,
+    V1_FIXTURES,
+};
 
 /// Offset of slot 1 in a container with one key-file stanza (a 4 KiB header).
 const SLOT_1: usize = 64 + 2016;
@@ -31,6 +37,7 @@ fn victim() -> (Scratch, Vec<u8>) {
         "victim.paraes",
     ]);
     assert_success(&out, "enc");
+    assert_eq!(s.read("victim.paraes")[8], 3, "enc did not write format v3");
     (s, plain)
 }
 
@@ -168,8 +175,8 @@ fn a_valid_slot_planted_for_the_victims_recipient_never_replaces_the_real_one() 
         "verify",
     );
     assert!(err.contains("does not authenticate"), "{err}");
-    // With the override the planted key fails the body check, so the real slot opens the
-    // file and the rekey overwrites the planted one.
+    // With the override the planted file key fails the body's key commitment, so the real
+    // slot opens the file and the rekey overwrites the planted one.
     let out = rekey(
         &s,
         &[
@@ -193,27 +200,63 @@ fn a_file_with_slots_for_two_recipients_under_different_file_keys_is_refused() {
     let bob = identity(&s, "bob.id");
     let out = s.run(&["enc", "-q", "-r", &alice, "order.txt", "-o", "two.paraes"]);
     assert_success(&out, "enc");
-    // Slot 1 wraps another file key for Bob, with a valid tag under it: with a chunk tag that
-    // verifies under both keys (v2's chunk MAC does not commit to its key), Bob would read
-    // other content. Each reader refuses the file before any plaintext.
+    assert_eq!(s.read("two.paraes")[8], 3, "enc did not write format v3");
+    // Slot 1 wraps another file key for Bob, with a valid slot tag under it: if a body could
+    // verify under both keys, Bob would read other content than Alice. Each reader refuses the
+    // file before any plaintext: Alice because the other slot does not verify under her file
+    // key, Bob because the body's key commitment is not his (planted) file key's.
     let two_faced = plant_slot(&s.read("two.paraes"), 1, &[public(&bob)], 1);
     s.write("two.paraes", &two_faced);
-    for id in ["alice.id", "bob.id"] {
+    for (id, expected) in [
+        ("alice.id", "does not authenticate"),
+        ("bob.id", "key commitment does not match"),
+    ] {
         for command in [
             &["dec", "-i", id, "two.paraes", "-o", "-"][..],
             &["verify", "-i", id, "two.paraes"],
         ] {
             let out = s.run(command);
             let err = assert_error(&out, &format!("{} {id}", command[0]));
-            assert!(
-                out.stdout.is_empty() || command[0] == "verify",
-                "{id}: plaintext came out"
-            );
-            assert!(
-                err.contains("does not authenticate") || err.contains("failed authentication"),
-                "{id}: {err}"
-            );
+            assert!(out.stdout.is_empty(), "{id}: {} wrote", command[0]);
+            assert!(err.contains(expected), "{id}: {err}");
         }
+    }
+    // The override lets Alice read her authentic file (the planted slot is ignored), never
+    // Bob: a v3 body commits to one file key, so no override gives Bob other content.
+    let out = s.run(&[
+        "dec",
+        "-q",
+        "-i",
+        "alice.id",
+        "--allow-unverified-slot",
+        "two.paraes",
+        "-o",
+        "-",
+    ]);
+    assert_success(&out, "alice with the override");
+    assert_eq!(out.stdout, b"TRANSFER 100 EUR TO ALICE\n");
+    for command in [
+        &[
+            "dec",
+            "-i",
+            "bob.id",
+            "--allow-unverified-slot",
+            "two.paraes",
+            "-o",
+            "-",
+        ][..],
+        &[
+            "verify",
+            "-i",
+            "bob.id",
+            "--allow-unverified-slot",
+            "two.paraes",
+        ],
+    ] {
+        let out = s.run(command);
+        let err = assert_error(&out, &format!("{} bob with the override", command[0]));
+        assert!(out.stdout.is_empty(), "bob: {} wrote", command[0]);
+        assert!(err.contains("key commitment does not match"), "bob: {err}");
     }
 }
 
@@ -338,13 +381,15 @@ fn a_second_rekey_of_the_same_file_waits_for_none_and_writes_nothing() {
 }
 
 #[test]
-fn on_a_pipe_the_first_record_picks_the_real_slot_over_a_planted_one() {
+fn on_a_pipe_the_key_commitment_picks_the_real_slot_over_a_planted_one() {
     let s = Scratch::new();
     let plain = seeded_bytes(27, 3 * 1024 * 1024 + 5);
     s.write("plain.bin", &plain);
     let me = identity(&s, "victim.id");
     let out = s.run(&["enc", "-q", "-r", &me, "plain.bin", "-o", "victim.paraes"]);
     assert_success(&out, "enc");
+    // The planted slot (the newer generation, tried first) opens with the victim's identity,
+    // but its file key does not match the message's key commitment, read with the header.
     let planted = plant_slot(&s.read("victim.paraes"), 1, &[public(&me)], 7);
     let args = [
         "dec",
@@ -386,12 +431,24 @@ fn messages_never_present_an_unauthenticated_slot_as_fact() {
     assert!(err.contains("no key has authenticated"), "{err}");
     // Damage to the first chunk names the chunk, not a replaced header.
     let (s, _) = victim();
-    let mut damaged = s.read("victim.paraes");
-    damaged[4096 + 10] ^= 1;
+    let good = s.read("victim.paraes");
+    let mut damaged = good.clone();
+    damaged[HEADER_LEN + MESSAGE_PREFIX_LEN + 10] ^= 1;
     s.write("victim.paraes", &damaged);
     let err = assert_error(
         &s.run(&["verify", "-k", "old.key", "victim.paraes"]),
         "damaged chunk",
     );
     assert!(err.contains("chunk 0 failed authentication"), "{err}");
+    assert!(!err.contains("stanza slot"), "{err}");
+    // Damage to the message's salt names the body's key commitment, not a chunk or a slot.
+    let mut damaged = good;
+    damaged[HEADER_LEN + 10] ^= 1;
+    s.write("victim.paraes", &damaged);
+    let err = assert_error(
+        &s.run(&["verify", "-k", "old.key", "victim.paraes"]),
+        "damaged salt",
+    );
+    assert!(err.contains("key commitment does not match"), "{err}");
+    assert!(!err.contains("stanza slot"), "{err}");
 }

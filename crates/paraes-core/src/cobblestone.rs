@@ -286,6 +286,16 @@ pub fn sealed_len(plaintext_len: u64) -> u64 {
     PREFIX_LEN as u64 + plaintext_len + chunks * TAG_LEN as u64
 }
 
+/// The chunks of a message whose chunk records (everything after the salt and commitment)
+/// take `records_len` bytes: their number and the ciphertext bytes of the last one, or `None`
+/// for a length no writer makes (the last record must hold a tag and fewer than 16 KiB of
+/// ciphertext: a message cut at a chunk boundary, or extended, has no such record).
+pub fn chunk_count(records_len: u64) -> Option<(u64, u64)> {
+    let tail = records_len % RECORD_LEN as u64;
+    let last_len = tail.checked_sub(TAG_LEN as u64)?;
+    Some((records_len / RECORD_LEN as u64 + 1, last_len))
+}
+
 /// Seals `plaintext` as one whole message under `input_key` and `context` with `salt` (which
 /// must be fresh and random for every message), on this thread.
 pub fn seal(

@@ -81,7 +81,8 @@ pub enum SeedRecipient {
     Hybrid,
 }
 
-/// Seals `plain` into a v2 container that [`decrypt_container`] opens, for `recipients`.
+/// Seals `plain` into a format v2 container (as paraes wrote before v3) that
+/// [`decrypt_container`] opens, for `recipients`.
 pub fn seal_container(
     mode: Mode,
     key_size: KeySize,
@@ -89,8 +90,34 @@ pub fn seal_container(
     recipients: &[SeedRecipient],
     plain: &[u8],
 ) -> Vec<u8> {
+    let params = container::BodyParams {
+        mode,
+        key_size,
+        chunk_size,
+    };
+    let sealed = container::seal_v2(params, &seed_recipients(key_size, recipients));
+    encrypt_body(sealed.expect("valid container"), plain)
+}
+
+/// Seals `plain` into a format v3 container (what paraes writes: a Cobblestone body of
+/// `key_size`, 128 or 256 bits) that [`decrypt_container`] opens, for `recipients`.
+pub fn seal_v3_container(key_size: KeySize, recipients: &[SeedRecipient], plain: &[u8]) -> Vec<u8> {
+    let sealed = container::seal(key_size, &seed_recipients(key_size, recipients));
+    encrypt_body(sealed.expect("valid container"), plain)
+}
+
+/// The header bytes of a sealed container followed by `plain` encrypted under it.
+fn encrypt_body((mut out, opened): (Vec<u8>, container::Opened), plain: &[u8]) -> Vec<u8> {
+    let engine = CpuEngine::new(Some(1)).expect("one thread");
+    let spec = opened.stream_spec(&engine, Direction::Encrypt);
+    pipeline::run(&spec, &mut &plain[..], &mut out, &|_| {}).expect("encryption into memory");
+    out
+}
+
+/// The recipients a seed names.
+fn seed_recipients(key_size: KeySize, recipients: &[SeedRecipient]) -> Vec<Recipient> {
     let [x25519, hybrid] = fixed_identities();
-    let recipients: Vec<Recipient> = recipients
+    recipients
         .iter()
         .map(|r| match r {
             SeedRecipient::Key => Recipient::Key(fixed_key(key_size)),
@@ -100,17 +127,7 @@ pub fn seal_container(
             SeedRecipient::X25519 => Recipient::Public(x25519.recipient()),
             SeedRecipient::Hybrid => Recipient::Public(hybrid.recipient()),
         })
-        .collect();
-    let params = container::BodyParams {
-        mode,
-        key_size,
-        chunk_size,
-    };
-    let (mut out, opened) = container::seal(params, &recipients).expect("valid container");
-    let engine = CpuEngine::new(Some(1)).expect("one thread");
-    let spec = opened.stream_spec(&engine, Direction::Encrypt);
-    pipeline::run(&spec, &mut &plain[..], &mut out, &|_| {}).expect("encryption into memory");
-    out
+        .collect()
 }
 
 /// Parses `data` as a container header only. Must never panic.
@@ -202,7 +219,7 @@ pub fn all_paths(data: &[u8]) {
 /// `container` with stanza slot `position` (0 or 1) replaced by a valid slot of `generation`
 /// that wraps a fresh file key of the forger's own for `recipients` (the planted slots of
 /// issue 25: one for the victim's public recipient, or a second recipient's slot of a file
-/// that shows two recipients different content). Panics on a container that is not v2.
+/// that shows two recipients different content). Panics on a container that is not v2 or v3.
 pub fn plant_slot(
     container: &[u8],
     position: usize,
@@ -210,5 +227,5 @@ pub fn plant_slot(
     generation: u64,
 ) -> Vec<u8> {
     crate::container::plant_slot(container, position, recipients, generation)
-        .expect("a v2 container to plant a slot in")
+        .expect("a v2 or v3 container to plant a slot in")
 }

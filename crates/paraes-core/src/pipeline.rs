@@ -255,7 +255,7 @@ pub fn seal(spec: &StreamSpec<'_>, chunk: &mut Chunk) -> Result<(), PipelineErro
 /// Everything one chunk needs on the way in: tag check, decryption and padding removal for
 /// [`Direction::Decrypt`] (see [`seal`]).
 pub fn open(spec: &StreamSpec<'_>, chunk: &mut Chunk) -> Result<(), PipelineError> {
-    verify_chunk(spec, chunk)?;
+    verify_tags(spec, chunk)?;
     crypt_chunk(spec, chunk)
 }
 
@@ -328,7 +328,7 @@ pub fn run_segment(
                     }
                     Direction::Decrypt => {
                         let first = scope.spawn(move || {
-                            run_stage(segment, read, mid_tx, |c| verify_chunk(spec, c))
+                            run_stage(segment, read, mid_tx, |c| verify_tags(spec, c))
                         });
                         let second = run_stage(segment, mid, done_tx, |c| crypt_chunk(spec, c));
                         join(first).and(second)
@@ -608,7 +608,7 @@ fn tag_chunk(spec: &StreamSpec<'_>, chunk: &mut Chunk) -> Result<(), PipelineErr
 }
 
 /// Checks (and for v2 removes) the tags of a chunk read from a tagged stream, and its shape.
-fn verify_chunk(spec: &StreamSpec<'_>, chunk: &mut Chunk) -> Result<(), PipelineError> {
+pub(crate) fn verify_tags(spec: &StreamSpec<'_>, chunk: &mut Chunk) -> Result<(), PipelineError> {
     let auth = match spec.tags {
         Tags::None => return Ok(()),
         Tags::Chunk(auth) => auth,
@@ -736,7 +736,9 @@ mod tests {
             chunk_size: CHUNK,
         };
         let key = Key::new(&[5; 16]).unwrap();
-        container::seal(params, &[Recipient::Key(key)]).unwrap().1
+        container::seal_v2(params, &[Recipient::Key(key)])
+            .unwrap()
+            .1
     }
 
     fn spec<'a>(
@@ -760,7 +762,7 @@ mod tests {
     fn body_is_the_raw_stream_and_round_trips() {
         let engine = CpuEngine::new(Some(2)).unwrap().with_split(0, 1024);
         let keys = sealed(KeySize::from_len(24).unwrap());
-        let auth = keys.authenticator().clone();
+        let auth = keys.authenticator().unwrap().clone();
         for mode in [Mode::Ctr, Mode::Ecb] {
             for len in [0, 1, 15, 16, 17, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 5] {
                 let plain = data(len);
@@ -804,7 +806,7 @@ mod tests {
     fn chunk_at_a_time_matches_the_pipeline() {
         let engine = CpuEngine::new(Some(1)).unwrap();
         let keys = sealed(KeySize::from_len(16).unwrap());
-        let auth = keys.authenticator().clone();
+        let auth = keys.authenticator().unwrap().clone();
         for mode in [Mode::Ctr, Mode::Ecb] {
             for auth in [None, Some(&auth)] {
                 for len in [
@@ -852,7 +854,7 @@ mod tests {
     fn segments_concatenated_are_the_whole_stream() {
         let engine = CpuEngine::new(Some(1)).unwrap();
         let keys = sealed(KeySize::from_len(32).unwrap());
-        let auth = keys.authenticator().clone();
+        let auth = keys.authenticator().unwrap().clone();
         let cases = [(Mode::Ctr, false), (Mode::Ecb, true), (Mode::Ecb, false)];
         for (mode, padding) in cases {
             for auth in [None, Some(&auth)] {
@@ -951,7 +953,7 @@ mod tests {
     fn segments_refuse_partial_records_and_check_the_last_chunk() {
         let engine = CpuEngine::new(Some(1)).unwrap();
         let keys = sealed(KeySize::from_len(16).unwrap());
-        let auth = keys.authenticator().clone();
+        let auth = keys.authenticator().unwrap().clone();
         let enc = spec(&engine, &keys, Mode::Ctr, Direction::Encrypt, Some(&auth));
         let middle = Segment {
             first_index: 2,
@@ -995,7 +997,7 @@ mod tests {
     fn chunk_level_truncation_and_extension_fail() {
         let engine = CpuEngine::new(Some(1)).unwrap();
         let keys = sealed(KeySize::from_len(16).unwrap());
-        let auth = keys.authenticator().clone();
+        let auth = keys.authenticator().unwrap().clone();
         let enc = spec(&engine, &keys, Mode::Ctr, Direction::Encrypt, Some(&auth));
         let dec = spec(&engine, &keys, Mode::Ctr, Direction::Decrypt, Some(&auth));
         let sealed = run_spec(&enc, &data(3 * CHUNK)).unwrap();

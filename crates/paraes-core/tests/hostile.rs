@@ -391,11 +391,11 @@ fn absurd_headers_are_refused_by_the_header_reader() {
         }
         assert!(decrypt_container(&bytes).is_err(), "{what}");
     }
-    let mut version_3 = fields(1, 16, 0, CHUNK as u32, None);
-    version_3[8] = 3;
+    let mut version_4 = fields(1, 16, 0, CHUNK as u32, None);
+    version_4[8] = 4;
     assert!(matches!(
-        Header::read(&mut &authentic(&version_3, 16)[..]),
-        Err(ContainerError::UnsupportedVersion(3))
+        Header::read(&mut &authentic(&version_4, 16)[..]),
+        Err(ContainerError::UnsupportedVersion(4))
     ));
 }
 

@@ -4,10 +4,8 @@
 
 use bech32::primitives::iter::{ByteIterExt, Fe32IterExt};
 use bech32::{Bech32, Hrp};
-use paraes_core::container::{
-    parse_identities, seal, BodyParams, PublicRecipient, Recipient, SecretIdentity,
-};
-use paraes_core::{KeySize, Mode};
+use paraes_core::container::{parse_identities, seal, PublicRecipient, Recipient, SecretIdentity};
+use paraes_core::KeySize;
 use x_wing::{Decapsulator, KeyExport};
 
 /// Bytes of an X-Wing public key: the ML-KEM-768 encapsulation key, then the X25519 key.
@@ -57,14 +55,6 @@ fn refused(text: &str, what: &str) -> String {
     match text.parse::<PublicRecipient>() {
         Ok(_) => panic!("{what}: accepted as a recipient"),
         Err(e) => e.to_string(),
-    }
-}
-
-fn params() -> BodyParams {
-    BodyParams {
-        mode: Mode::Ctr,
-        key_size: KeySize::Aes256,
-        chunk_size: 4096,
     }
 }
 
@@ -135,9 +125,9 @@ fn real_recipients_still_parse_and_seal() {
     ] {
         let recipient: PublicRecipient = id.recipient().to_string().parse().unwrap();
         assert_eq!(recipient, id.recipient());
-        seal(params(), &[Recipient::Public(recipient)]).expect("seals");
+        seal(KeySize::Aes256, &[Recipient::Public(recipient)]).expect("seals");
     }
-    seal(params(), &[Recipient::Public(text.parse().unwrap())]).expect("seals");
+    seal(KeySize::Aes256, &[Recipient::Public(text.parse().unwrap())]).expect("seals");
 }
 
 /// Every substring of 4 characters of `secret` (case-insensitive) missing from `shown`.

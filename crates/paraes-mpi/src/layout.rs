@@ -84,8 +84,8 @@ mod tests {
             chunk_size: CHUNK,
         };
         let key = Key::new(&[1; 16]).unwrap();
-        let (_, sealed) = container::seal(params, &[Recipient::Key(key)]).unwrap();
-        let auth = sealed.authenticator().clone();
+        let (_, sealed) = container::seal_v2(params, &[Recipient::Key(key)]).unwrap();
+        let auth = sealed.authenticator().unwrap().clone();
         for mode in [Mode::Ecb, Mode::Ctr] {
             for direction in [Direction::Encrypt, Direction::Decrypt] {
                 for tags in [Tags::None, Tags::Chunk(&auth)] {

@@ -27,7 +27,11 @@ pub fn execute(
     } else {
         UnverifiedHeader::read(&mut &plan.header[..])
             .and_then(|header| header.open_with_secret(&FileSecret::from_bytes(&plan.key)))
-            .map(|opened| Keys::Container(Box::new(opened)))
+            .map(|mut opened| {
+                // A v3 body goes through the pipeline in the batches rank 0 chose.
+                opened.set_batch(plan.chunk_size);
+                Keys::Container(Box::new(opened))
+            })
             .map_err(|e| e.to_string())
     };
     mpi.agree(prepared.as_ref().map(|_| ()).map_err(|e| mpi.tag(e)))?;

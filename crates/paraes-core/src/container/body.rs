@@ -12,7 +12,11 @@ use crate::engine::{Direction, Engine, Mode};
 use crate::pipeline::{self, Chunk, ChunkReader, PipelineError, Segment, StreamSpec};
 use crate::positioned::ReadAt;
 
-use super::{Authenticator, BodyParams, ContainerError, Opened, UnverifiedHeader, TAG_LEN};
+use super::{
+    Authenticator, BodyParams, ContainerError, HeaderInfo, Opened, UnverifiedHeader,
+    MESSAGE_PREFIX_LEN, TAG_LEN,
+};
+use crate::cobblestone;
 
 /// How a reader of a container can reach its bytes, for the body check of docs/FORMAT.md
 /// ("Opening a file"): a file key is accepted only if the first and the last chunk tag of the
@@ -89,6 +93,32 @@ impl BodyAccess<'_> {
         }
     }
 
+    /// The end check of a v3 body under `cipher` (its key commitment already matched): on a
+    /// whole file, its length must be one a writer makes and its last chunk's tag must verify,
+    /// so that a body cut at a chunk boundary, or a damaged last chunk, is seen before anything
+    /// is written (on a stream, the pipeline sees the end).
+    pub(crate) fn check_message_end(
+        &self,
+        info: &HeaderInfo,
+        cipher: &cobblestone::ChunkCipher,
+    ) -> Result<BodyCheck, ContainerError> {
+        let Some(file_len) = self.len()? else {
+            return Ok(BodyCheck::NotChecked);
+        };
+        let Ok(layout) = info.layout(file_len) else {
+            return Ok(BodyCheck::Failed(info.truncated_chunk(file_len)));
+        };
+        let last = layout.chunks - 1;
+        let mut record = vec![0u8; layout.last_chunk_len as usize + TAG_LEN];
+        self.read_exact_at(&mut record, info.chunks_start() + last * layout.record_len)?;
+        let (ciphertext, tag) = record.split_at(layout.last_chunk_len as usize);
+        Ok(if cipher.verify(last, ciphertext, tag) {
+            BodyCheck::Verified
+        } else {
+            BodyCheck::Failed(last)
+        })
+    }
+
     /// The body check under `auth` for a body from `body_start`: the first and the last chunk
     /// tag (a file), or the first (a stream, whose first record may be the last: both flags
     /// are tried when it is whole, since only the next byte would tell).
@@ -159,6 +189,61 @@ pub struct BodyLayout {
 #[error("{0}")]
 pub struct LayoutError(String);
 
+impl HeaderInfo {
+    /// Whether the body is a C2SP message (format v3).
+    pub fn is_message(&self) -> bool {
+        self.version == super::v3::VERSION
+    }
+
+    /// Where the first chunk record starts: after the header, and for v3 after the message's
+    /// salt and commitment.
+    pub fn chunks_start(&self) -> u64 {
+        let prefix = if self.is_message() {
+            MESSAGE_PREFIX_LEN
+        } else {
+            0
+        };
+        (self.header_len + prefix) as u64
+    }
+
+    /// The index of the chunk where a container of `file_len` bytes, whose length no writer
+    /// makes, was cut or extended (for its error).
+    pub(crate) fn truncated_chunk(&self, file_len: u64) -> u64 {
+        let records = file_len.saturating_sub(self.chunks_start());
+        let record = (self.params.chunk_size + TAG_LEN) as u64;
+        if self.is_message() {
+            records / record
+        } else {
+            records.div_ceil(record).saturating_sub(1)
+        }
+    }
+
+    /// The chunk layout of the body of a container of `file_len` bytes, if the format allows
+    /// that length ([`BodyParams::layout`]; v3: a message's chunks, the last always shorter
+    /// than 16 KiB).
+    pub fn layout(&self, file_len: u64) -> Result<BodyLayout, LayoutError> {
+        let Some(records) = file_len.checked_sub(self.chunks_start()) else {
+            return Err(LayoutError(format!(
+                "the file has {file_len} bytes, fewer than its header and message prefix"
+            )));
+        };
+        if !self.is_message() {
+            return self.params.layout(records);
+        }
+        let (chunks, last_chunk_len) = cobblestone::chunk_count(records).ok_or_else(|| {
+            LayoutError(
+                "the message does not end in a chunk shorter than 16 KiB (it was cut at a chunk boundary, or extended)".to_owned(),
+            )
+        })?;
+        Ok(BodyLayout {
+            chunks,
+            ciphertext_len: records - chunks * cobblestone::TAG_LEN as u64,
+            last_chunk_len,
+            record_len: cobblestone::RECORD_LEN as u64,
+        })
+    }
+}
+
 impl BodyParams {
     /// The layout of a body of `body_len` bytes, if docs/FORMAT.md allows that length: the
     /// last chunk holds 1..=chunk bytes (CTR; 0 only when it is the only chunk), or 16..=chunk
@@ -201,9 +286,10 @@ impl BodyParams {
     }
 }
 
-/// Checks every chunk tag and the last-chunk flag of the body that `input` holds (positioned
-/// right after the header) without decrypting it, except the last chunk, whose ECB padding is
-/// checked too (at most one chunk of AES on `engine`). Writes nothing. Returns the plaintext
+/// Checks every chunk tag (and v2's last-chunk flag) of the body that `input` holds
+/// (positioned where [`UnverifiedHeader::read`] left it: after the header, and for v3 after the
+/// message's salt and commitment) without decrypting it, except the last chunk, whose shape and
+/// ECB padding are checked too (at most one chunk of AES on `engine`). Writes nothing. Returns the plaintext
 /// length; any error means the file is not authentic as a whole. [`verify_file`] does the
 /// same on several cores.
 pub fn verify(
@@ -211,8 +297,8 @@ pub fn verify(
     engine: &dyn Engine,
     input: &mut impl Read,
 ) -> Result<u64, PipelineError> {
-    let spec = opened.stream_spec(engine, Direction::Decrypt);
-    verify_segment(&spec, opened, Segment::WHOLE, input)
+    let spec = opened.chunk_spec(engine, Direction::Decrypt);
+    verify_segment(&spec, Segment::WHOLE, input)
 }
 
 /// [`verify`] of the container file `file` on `threads` threads (at most
@@ -226,15 +312,13 @@ pub fn verify_file(
     file: &File,
     threads: usize,
 ) -> Result<u64, PipelineError> {
-    let spec = opened.stream_spec(engine, Direction::Decrypt);
-    let body_start = opened.info().header_len as u64;
+    let spec = opened.chunk_spec(engine, Direction::Decrypt);
+    let info = opened.info();
+    let body_start = info.chunks_start();
     let file_len = file.metadata().map_err(PipelineError::Read)?.len();
-    let body_len = file_len.saturating_sub(body_start);
-    let layout = opened
-        .info()
-        .params
-        .layout(body_len)
-        .map_err(|_| PipelineError::Truncated(chunk_count_hint(opened, body_len)))?;
+    let layout = info
+        .layout(file_len)
+        .map_err(|_| PipelineError::Truncated(info.truncated_chunk(file_len)))?;
     let (per_thread, segments) = runs(layout.chunks, threads);
     let spec = &spec;
     std::thread::scope(|scope| {
@@ -254,7 +338,7 @@ pub fn verify_file(
                 };
                 scope.spawn(move || {
                     let mut input = ReadAt::new(file, at, len);
-                    verify_segment(spec, opened, segment, &mut input)
+                    verify_segment(spec, segment, &mut input)
                 })
             })
             .collect();
@@ -287,21 +371,12 @@ fn runs(chunks: u64, threads: usize) -> (u64, u64) {
     (per_run, chunks.div_ceil(per_run))
 }
 
-/// The index of the chunk a body of `body_len` bytes would end in (for the error of a body
-/// whose length no writer makes).
-fn chunk_count_hint(opened: &Opened, body_len: u64) -> u64 {
-    let record = opened.info().params.chunk_size as u64 + TAG_LEN as u64;
-    body_len.div_ceil(record).saturating_sub(1)
-}
-
 /// Checks the chunks of `segment` that `input` holds; returns their plaintext length.
 fn verify_segment(
     spec: &StreamSpec<'_>,
-    opened: &Opened,
     segment: Segment,
     input: &mut impl Read,
 ) -> Result<u64, PipelineError> {
-    let auth = opened.authenticator();
     let mut reader = ChunkReader::segment(spec, segment, input);
     let mut buf = spec.new_buffer();
     let mut plaintext = 0u64;
@@ -316,10 +391,7 @@ fn verify_segment(
             pipeline::open(spec, &mut chunk)?;
             return Ok(plaintext + chunk.data.len() as u64);
         }
-        let (body, tag) = chunk.data.split_at(spec.chunk_size);
-        if !auth.verify(chunk.index, false, body, tag) {
-            return Err(PipelineError::Tampered(chunk.index));
-        }
+        pipeline::verify_tags(spec, &mut chunk)?;
         plaintext += spec.chunk_size as u64;
         buf = chunk.data;
     }
@@ -357,19 +429,13 @@ impl<'a, R: Read + Seek> SeekableReader<'a, R> {
     ) -> Result<Self, PipelineError> {
         let info = opened.info();
         let file_len = input.seek(SeekFrom::End(0)).map_err(PipelineError::Read)?;
-        let body_start = info.header_len as u64;
-        let body_len = file_len.saturating_sub(body_start);
-        let layout = info.params.layout(body_len).map_err(|_| {
-            PipelineError::Truncated(
-                body_len
-                    .div_ceil(info.params.chunk_size as u64 + TAG_LEN as u64)
-                    .saturating_sub(1),
-            )
-        })?;
+        let layout = info
+            .layout(file_len)
+            .map_err(|_| PipelineError::Truncated(info.truncated_chunk(file_len)))?;
         let mut reader = SeekableReader {
-            spec: opened.stream_spec(engine, Direction::Decrypt),
+            spec: opened.chunk_spec(engine, Direction::Decrypt),
+            body_start: info.chunks_start(),
             input,
-            body_start,
             layout,
             plaintext_len: 0,
             position: 0,

@@ -1,10 +1,11 @@
 //! The paraes container: one API for writing ([`seal`]) and reading ([`UnverifiedHeader::read`]
 //! -> [`UnverifiedHeader::open`] -> [`Opened`]) containers, used alike by the CLI, MPI ranks,
 //! fuzz targets and `info`. Nothing unverified reaches the pipeline: only an [`Opened`] makes
-//! a [`StreamSpec`]. Format v2 (what paraes writes): a random file key D per file, wrapped by
-//! stanzas for keys, a passphrase and public-key recipients; the body key and the MAC keys are
-//! derived from D in their own domains. Format v1 is still read. docs/FORMAT.md has the layout
-//! and the security argument.
+//! a [`StreamSpec`]. Format v3 (what paraes writes): a random file key D per file, wrapped by
+//! stanzas for keys, a passphrase and public-key recipients; the body is one C2SP
+//! chunked-encryption message (Cobblestone) whose input key is derived from D, and whose key
+//! commitment ties D to the body. Formats v1 and v2 are still read (v2's body has paraes's own
+//! chunk tags). docs/FORMAT.md has the layouts and the security argument.
 
 mod body;
 mod identity;
@@ -13,6 +14,7 @@ mod rekey;
 mod stanza;
 mod v1;
 mod v2;
+mod v3;
 
 use std::io::Read;
 
@@ -33,19 +35,23 @@ pub use rekey::{HeaderWrite, InPlace, Rekey};
 pub use stanza::{Identity, Recipient, StanzaKind};
 pub use v1::V1KeySource;
 
+use crate::cobblestone::{self, Variant};
 use crate::engine::{Direction, Engine, Mode};
 use crate::key::{Key, KeySize};
-use crate::pipeline::{StreamSpec, Tags};
+use crate::pipeline::{StreamSpec, Tags, DEFAULT_CHUNK_SIZE};
 use keys::StreamKeys;
 use stanza::Stanza;
 use v1::V1Header;
-use v2::{Preamble, V2Header, V2Keys};
+use v2::{HeaderKeys, Preamble, SlottedHeader};
+use v3::MessageBody;
 
 /// First bytes of every container: a high-bit byte (catches 7-bit channels), the name, and a
 /// newline (catches newline translation), as PNG does.
 pub const MAGIC: [u8; 8] = *b"\x89PARAES\n";
 /// The format version paraes writes.
-pub const VERSION: u8 = v2::VERSION;
+pub const VERSION: u8 = v3::VERSION;
+/// Bytes of a v3 body's message before its first chunk: salt and key commitment.
+pub const MESSAGE_PREFIX_LEN: usize = cobblestone::PREFIX_LEN;
 /// Smallest chunk size a container may declare.
 pub const MIN_CHUNK_SIZE: usize = 4 << 10;
 /// Largest chunk size a container may declare: reading one chunk never allocates more.
@@ -62,7 +68,7 @@ pub enum ContainerError {
     #[error("not a paraes container (no paraes header)")]
     NotAContainer,
     /// A newer or unknown format version.
-    #[error("container format version {0} is not supported by this paraes (it reads versions 1 and 2): upgrade paraes")]
+    #[error("container format version {0} is not supported by this paraes (it reads versions 1, 2 and 3): upgrade paraes")]
     UnsupportedVersion(u8),
     /// A header field is invalid or asks for more than the documented limits.
     #[error("damaged or hostile container header: {0}")]
@@ -86,6 +92,10 @@ pub enum ContainerError {
     /// verify under that file key (nor under any other slot's).
     #[error("chunk {0} failed authentication under the key that opened the header: the file is damaged, truncated, reordered or was tampered with (or its header came from another file)")]
     BodyKeyMismatch(u64),
+    /// A stanza opened and its slot verified, but the v3 body's key commitment does not match
+    /// that file key (nor any other slot's).
+    #[error("the body's key commitment does not match the key that opened the header: the body was changed or its header came from another file")]
+    CommitmentMismatch,
     /// A rekey would need a slot generation past the largest a slot may hold.
     #[error(
         "the header's rekey generation is at its limit: decrypt the file and encrypt it again"
@@ -155,23 +165,51 @@ pub struct BodyParams {
 }
 
 impl BodyParams {
-    /// Mode, key size, a zero byte and the chunk size: header bytes 9..16.
-    fn encode(&self) -> [u8; 7] {
+    /// The parameters of a v3 body: a message of `variant`, whose chunks are 16 KiB AES-GCM
+    /// (the CTR part run as [`Mode::Ctr`]).
+    pub fn message(variant: Variant) -> Self {
+        BodyParams {
+            mode: Mode::Ctr,
+            key_size: variant.key_size(),
+            chunk_size: cobblestone::CHUNK_LEN,
+        }
+    }
+
+    /// Mode, key size, a zero byte and the chunk size: header bytes 9..16 of format `version`
+    /// (v3's mode byte is 3, a C2SP message).
+    fn encode(&self, version: u8) -> [u8; 7] {
         let mut out = [0u8; 7];
-        out[0] = v1::mode_byte(self.mode);
+        out[0] = if version == v3::VERSION {
+            V3_BODY_BYTE
+        } else {
+            v1::mode_byte(self.mode)
+        };
         out[1] = self.key_size.bytes() as u8;
         out[3..].copy_from_slice(&(self.chunk_size as u32).to_be_bytes());
         out
     }
 
-    fn decode(bytes: &[u8]) -> Result<Self, ContainerError> {
+    fn decode(bytes: &[u8], version: u8) -> Result<Self, ContainerError> {
+        let key_size = v1::key_size_of(bytes[1])?;
+        let chunk_size = u32::from_be_bytes(bytes[3..7].try_into().expect("4 bytes")) as usize;
+        if version == v3::VERSION {
+            let variant = Variant::for_key_size(key_size);
+            return match (bytes[0], variant) {
+                (V3_BODY_BYTE, Some(variant)) if chunk_size == cobblestone::CHUNK_LEN => {
+                    Ok(BodyParams::message(variant))
+                }
+                _ => Err(ContainerError::BadHeader(format!(
+                    "body {} with {}-bit keys and {chunk_size}-byte chunks (format v3 has C2SP messages, byte 3, of 128- or 256-bit keys and 16384-byte chunks)",
+                    bytes[0],
+                    key_size.bits()
+                ))),
+            };
+        }
         let mode = match bytes[0] {
             1 => Mode::Ctr,
             2 => Mode::Ecb,
             other => return Err(ContainerError::BadHeader(format!("unknown mode {other}"))),
         };
-        let key_size = v1::key_size_of(bytes[1])?;
-        let chunk_size = u32::from_be_bytes(bytes[3..7].try_into().expect("4 bytes")) as usize;
         let params = BodyParams {
             mode,
             key_size,
@@ -195,16 +233,20 @@ impl BodyParams {
     }
 }
 
+/// Header byte 9 of format v3: the body is a C2SP chunked-encryption message.
+const V3_BODY_BYTE: u8 = 3;
+
 /// What a header says without a key: public and not yet authenticated.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HeaderInfo {
-    /// Format version (1 or 2).
+    /// Format version (1, 2 or 3).
     pub version: u8,
-    /// The body's parameters.
+    /// The body's parameters (v3: [`BodyParams::message`]).
     pub params: BodyParams,
-    /// CTR's initial counter block; for ECB a random value that makes the file's tags unique.
+    /// v1 and v2: CTR's initial counter block; for ECB a random value that makes the file's
+    /// tags unique. v3: zero (a message derives its nonces).
     pub counter: [u8; 16],
-    /// Bytes of the header: the body starts here.
+    /// Bytes of the header: the body starts here (for v3, the message, with its salt).
     pub header_len: usize,
     /// How the file opens.
     pub access: Access,
@@ -215,10 +257,10 @@ pub struct HeaderInfo {
 pub enum Access {
     /// Format v1: with the key K itself, or a passphrase.
     V1(V1KeySource),
-    /// Format v2: with a stanza of a slot. Before a key opens the file nothing here is
+    /// Formats v2 and v3: with a stanza of a slot. Before a key opens the file nothing here is
     /// authenticated (a slot may be planted); after, every slot listed verified under the
     /// file key, except one that `--allow-unverified-slot` let through.
-    V2 {
+    Slots {
         /// The slots that parse, by position in the file.
         slots: Vec<SlotInfo>,
         /// Slots that do not parse, by position, and why (a slot being written or wiped by
@@ -227,7 +269,7 @@ pub enum Access {
     },
 }
 
-/// One v2 stanza slot as parsed.
+/// One stanza slot (v2, v3) as parsed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SlotInfo {
     /// Position of the slot in the header (0 or 1).
@@ -274,7 +316,8 @@ impl Unlock {
 #[derive(Debug)]
 enum Parsed {
     V1(V1Header),
-    V2(V2Header),
+    /// v2 or v3: the preamble says which.
+    Slots(SlottedHeader),
 }
 
 /// A parsed header whose tag has not been checked: its [`HeaderInfo`] may be shown, but only
@@ -283,11 +326,14 @@ enum Parsed {
 pub struct UnverifiedHeader {
     info: HeaderInfo,
     parsed: Parsed,
+    /// v3: the message's salt and commitment, read with the header.
+    message_prefix: Option<[u8; MESSAGE_PREFIX_LEN]>,
 }
 
 impl UnverifiedHeader {
-    /// Reads and parses a header (v1 or v2), refusing absurd values before allocating
-    /// anything for them (at most two stanza slots of [`v2::MAX_SLOT_LEN`] bytes).
+    /// Reads and parses a header (v1, v2 or v3; for v3 also the message's salt and commitment
+    /// after it), refusing absurd values before allocating anything for them (at most two
+    /// stanza slots of [`v2::MAX_SLOT_LEN`] bytes).
     pub fn read(input: &mut impl Read) -> Result<Self, ContainerError> {
         let mut first = [0u8; 32];
         match read_exact(input, &mut first[..MAGIC.len()]) {
@@ -298,7 +344,7 @@ impl UnverifiedHeader {
             return Err(ContainerError::NotAContainer);
         }
         read_exact(input, &mut first[MAGIC.len()..MAGIC.len() + 1])?;
-        if first[8] != v1::VERSION && first[8] != v2::VERSION {
+        if ![v1::VERSION, v2::VERSION, v3::VERSION].contains(&first[8]) {
             return Err(ContainerError::UnsupportedVersion(first[8]));
         }
         read_exact(input, &mut first[MAGIC.len() + 1..])?;
@@ -314,9 +360,17 @@ impl UnverifiedHeader {
                     access: Access::V1(header.key_source),
                 },
                 parsed: Parsed::V1(header),
+                message_prefix: None,
             });
         }
-        let header = V2Header::read(&first, input)?;
+        let header = SlottedHeader::read(&first, input)?;
+        let message_prefix = if header.preamble.version == v3::VERSION {
+            let mut prefix = [0u8; MESSAGE_PREFIX_LEN];
+            read_exact(input, &mut prefix)?;
+            Some(prefix)
+        } else {
+            None
+        };
         let mut slots = header
             .slots
             .iter()
@@ -331,16 +385,17 @@ impl UnverifiedHeader {
         slots.sort_by_key(|slot| slot.position);
         Ok(UnverifiedHeader {
             info: HeaderInfo {
-                version: v2::VERSION,
+                version: header.preamble.version,
                 params: header.preamble.params,
                 counter,
                 header_len: header.preamble.header_len(),
-                access: Access::V2 {
+                access: Access::Slots {
                     slots,
                     ignored: header.ignored.clone(),
                 },
             },
-            parsed: Parsed::V2(header),
+            parsed: Parsed::Slots(header),
+            message_prefix,
         })
     }
 
@@ -349,16 +404,18 @@ impl UnverifiedHeader {
         &self.info
     }
 
-    /// Opens the header with an identity (docs/FORMAT.md, "Opening a file"). v2: a stanza's
-    /// file key D is taken only if its slot's tag verifies under D and, where `body` can be
-    /// read at offsets, the body's first and last chunk tags verify under D (else the next
-    /// stanza or slot is tried); then every other slot that parses must verify under D too,
-    /// unless [`Unlock::allow_unverified_slot`]. Argon2id runs only if the passphrase
-    /// stanzas of all slots together ask for no more than the cap.
+    /// Opens the header with an identity (docs/FORMAT.md, "Opening a file"). v2 and v3: a
+    /// stanza's file key D is taken only if its slot's tag verifies under D and the body check
+    /// passes (else the next stanza or slot is tried): v3, the message's key commitment
+    /// matches D (read with the header, so on files and streams alike); v2, where `body` can be
+    /// read at offsets, the body's first and last chunk tags verify under D (the first, on a
+    /// stream). Then every other slot that parses must verify under D too, unless
+    /// [`Unlock::allow_unverified_slot`]. Argon2id runs only if the passphrase stanzas of all
+    /// slots together ask for no more than the cap.
     pub fn open(self, unlock: &Unlock, body: BodyAccess<'_>) -> Result<Opened, ContainerError> {
         match &self.parsed {
             Parsed::V1(header) => self.open_v1(header, unlock),
-            Parsed::V2(header) => self.open_v2(header, unlock, body),
+            Parsed::Slots(header) => self.open_slots(header, unlock, body),
         }
     }
 
@@ -385,7 +442,12 @@ impl UnverifiedHeader {
                 tried_key = true;
                 if let Some(keys) = header.open(&key) {
                     let secret = FileSecret::from_bytes(key.as_bytes());
-                    return Ok(self.opened(secret, keys, None));
+                    return Ok(self.opened(
+                        secret,
+                        BodyKeys::Chunked(Box::new(keys)),
+                        None,
+                        Vec::new(),
+                    ));
                 }
             }
         }
@@ -396,9 +458,9 @@ impl UnverifiedHeader {
         })
     }
 
-    fn open_v2(
+    fn open_slots(
         &self,
-        header: &V2Header,
+        header: &SlottedHeader,
         unlock: &Unlock,
         body: BodyAccess<'_>,
     ) -> Result<Opened, ContainerError> {
@@ -441,25 +503,19 @@ impl UnverifiedHeader {
                         }
                     };
                     opened_a_stanza = true;
-                    let Some(mut opened) = self.open_v2_slot(header, slot, file_key) else {
+                    let Some(mut opened) = self.open_slot(header, slot, file_key) else {
                         continue;
                     };
-                    let auth = opened.authenticator();
-                    let body_start = self.info.header_len as u64;
-                    match body.check(self.info.params, body_start, auth)? {
-                        BodyCheck::Failed(chunk) => {
-                            body_mismatch.get_or_insert(chunk);
+                    match self.check_body(&opened, body)? {
+                        Err(mismatch) => {
+                            body_mismatch.get_or_insert(mismatch);
                             continue;
                         }
-                        BodyCheck::Verified => {
-                            opened.body_checked =
-                                matches!(body, BodyAccess::File(_) | BodyAccess::Bytes(_))
-                        }
-                        BodyCheck::NotChecked => {}
+                        Ok(checked) => opened.body_checked = checked,
                     }
                     // The opened facts list only the slots this key authenticates.
                     let others_verify = matches!(&opened.info.access,
-                        Access::V2 { slots, .. } if slots.len() == header.slots.len());
+                        Access::Slots { slots, .. } if slots.len() == header.slots.len());
                     if !others_verify && !unlock.allow_unverified_slot {
                         return Err(ContainerError::UnverifiedSlot);
                     }
@@ -467,8 +523,8 @@ impl UnverifiedHeader {
                 }
             }
         }
-        Err(if let Some(chunk) = body_mismatch {
-            ContainerError::BodyKeyMismatch(chunk)
+        Err(if let Some(mismatch) = body_mismatch {
+            mismatch
         } else if opened_a_stanza {
             ContainerError::DamagedHeader
         } else if let Some(refused) = refused {
@@ -478,9 +534,41 @@ impl UnverifiedHeader {
         })
     }
 
+    /// The body check of `opened` (a slot that verified under its file key): `Ok(true)` if
+    /// it passed with the whole body at hand, `Ok(false)` if not all of it could be checked
+    /// (a stream, whose end the pipeline checks, or a length no writer makes, which the
+    /// pipeline reports), `Err(why)` if this file key does not belong to the body. v3: the
+    /// message's key commitment (read with the header) must match, then on a whole file its
+    /// last chunk's tag must verify; v2: the first and last chunk tags (the first, on a
+    /// stream).
+    fn check_body(
+        &self,
+        opened: &Opened,
+        body: BodyAccess<'_>,
+    ) -> Result<Result<bool, ContainerError>, ContainerError> {
+        let check = match (&opened.keys, &self.message_prefix) {
+            (BodyKeys::Message(message), Some(prefix)) => {
+                if !message.commits_to(prefix) {
+                    return Ok(Err(ContainerError::CommitmentMismatch));
+                }
+                body.check_message_end(&self.info, &message.cipher)?
+            }
+            (BodyKeys::Chunked(keys), _) => {
+                body.check(self.info.params, self.info.header_len as u64, &keys.auth)?
+            }
+            (BodyKeys::Message(_), None) => unreachable!("a v3 header is read with its prefix"),
+        };
+        Ok(match check {
+            BodyCheck::Failed(chunk) => Err(ContainerError::BodyKeyMismatch(chunk)),
+            BodyCheck::Verified => Ok(matches!(body, BodyAccess::File(_) | BodyAccess::Bytes(_))),
+            BodyCheck::NotChecked => Ok(false),
+        })
+    }
+
     /// Opens the header with the file's secret itself, as another process of the same job
     /// received it from the one that opened the file (an MPI rank): that process applied the
-    /// rules of [`UnverifiedHeader::open`]; here the header tag of a slot is checked.
+    /// rules of [`UnverifiedHeader::open`]; here the header tag of a slot is checked, and for
+    /// v3 the body's key commitment.
     pub fn open_with_secret(self, secret: &FileSecret) -> Result<Opened, ContainerError> {
         match &self.parsed {
             Parsed::V1(header) => {
@@ -489,25 +577,40 @@ impl UnverifiedHeader {
                 let keys = header
                     .open(&key)
                     .ok_or(ContainerError::WrongKeyOrDamagedHeader)?;
-                Ok(self.opened(secret.clone(), keys, None))
+                Ok(self.opened(
+                    secret.clone(),
+                    BodyKeys::Chunked(Box::new(keys)),
+                    None,
+                    Vec::new(),
+                ))
             }
-            Parsed::V2(header) => header
-                .slots
-                .iter()
-                .find_map(|slot| self.open_v2_slot(header, slot, secret.clone()))
-                .ok_or(ContainerError::DamagedHeader),
+            Parsed::Slots(header) => {
+                let opened = header
+                    .slots
+                    .iter()
+                    .find_map(|slot| self.open_slot(header, slot, secret.clone()))
+                    .ok_or(ContainerError::DamagedHeader)?;
+                if let (BodyKeys::Message(message), Some(prefix)) =
+                    (&opened.keys, &self.message_prefix)
+                {
+                    if !message.commits_to(prefix) {
+                        return Err(ContainerError::CommitmentMismatch);
+                    }
+                }
+                Ok(opened)
+            }
         }
     }
 
     /// `slot` opened with `file_key`, if the slot's tag verifies under it. The next rekey
     /// generation comes from the slots this key authenticates, never from another.
-    fn open_v2_slot(
+    fn open_slot(
         &self,
-        header: &V2Header,
+        header: &SlottedHeader,
         slot: &v2::Slot,
         file_key: FileSecret,
     ) -> Option<Opened> {
-        let header_keys = V2Keys::new(&file_key);
+        let header_keys = HeaderKeys::new(&file_key, header.preamble.version);
         let authentic: Vec<&v2::Slot> = header
             .slots
             .iter()
@@ -521,28 +624,51 @@ impl UnverifiedHeader {
             .map(|s| s.generation)
             .max()
             .unwrap_or(slot.generation);
-        let keys = V2Keys::stream(&file_key, &header.preamble_bytes, header.preamble.params);
+        let keys = match &self.message_prefix {
+            Some(prefix) => BodyKeys::Message(Box::new(MessageBody::new(
+                &file_key,
+                &header.preamble_bytes,
+                Variant::for_key_size(header.preamble.params.key_size)
+                    .expect("a v3 preamble has a message's key size"),
+                prefix[..cobblestone::SALT_LEN]
+                    .try_into()
+                    .expect("24 bytes"),
+            ))),
+            None => BodyKeys::Chunked(Box::new(v2::body_keys(
+                &file_key,
+                &header.preamble_bytes,
+                header.preamble.params,
+            ))),
+        };
         let rekey = RekeyState {
             preamble: header.preamble,
             preamble_bytes: header.preamble_bytes,
             opened_slot: slot.index,
             newest_generation: newest_authentic,
         };
-        let mut opened = self.opened(file_key, keys, Some(rekey));
+        let mut opened = self.opened(file_key, keys, Some(rekey), slot.stanzas.clone());
         // Once opened, the facts shown are the authenticated ones only.
-        if let Access::V2 { slots, .. } = &mut opened.info.access {
+        if let Access::Slots { slots, .. } = &mut opened.info.access {
             slots.retain(|info| authentic.iter().any(|s| s.index == info.position));
         }
         Some(opened)
     }
 
-    fn opened(&self, secret: FileSecret, keys: StreamKeys, rekey: Option<RekeyState>) -> Opened {
+    fn opened(
+        &self,
+        secret: FileSecret,
+        keys: BodyKeys,
+        rekey: Option<RekeyState>,
+        stanzas: Vec<Stanza>,
+    ) -> Opened {
         Opened {
             info: self.info.clone(),
             secret,
             keys,
             rekey,
+            stanzas,
             body_checked: false,
+            batch: DEFAULT_CHUNK_SIZE,
         }
     }
 }
@@ -553,7 +679,7 @@ fn describe(access: &Access) -> String {
         Access::V1(V1KeySource::RawKey) => "a key file (format v1)".into(),
         Access::V1(V1KeySource::Passphrase(_)) => "a passphrase (format v1)".into(),
         // Nothing here is authenticated: this only lists what the slots claim, each apart.
-        Access::V2 { slots, .. } => {
+        Access::Slots { slots, .. } => {
             let claims: Vec<String> = slots
                 .iter()
                 .map(|slot| count_kinds(&slot.stanzas))
@@ -595,8 +721,8 @@ fn count_kinds(kinds: &[StanzaKind]) -> String {
         .join(", ")
 }
 
-/// What a rekey of an opened v2 file needs: the preamble, which slot the file key opened, and
-/// the newest generation among the slots that key authenticates.
+/// What a rekey (or an upgrade) of an opened v2 or v3 file needs: the preamble, which slot the
+/// file key opened, and the newest generation among the slots that key authenticates.
 #[derive(Clone, Copy, Debug)]
 struct RekeyState {
     preamble: Preamble,
@@ -605,15 +731,30 @@ struct RekeyState {
     newest_generation: u64,
 }
 
+/// The keys a body runs with.
+enum BodyKeys {
+    /// v1 and v2: the body's AES key and paraes's chunk authenticator.
+    Chunked(Box<StreamKeys>),
+    /// v3: the message's input key, context and chunk cipher.
+    Message(Box<MessageBody>),
+}
+
 /// A verified (or freshly sealed) container: its facts, and the keys its stream runs with.
 pub struct Opened {
     info: HeaderInfo,
     secret: FileSecret,
-    keys: StreamKeys,
+    keys: BodyKeys,
     rekey: Option<RekeyState>,
-    /// Whether the body's first and last chunk tags verified under this file key when it
-    /// was opened from a whole file (a rekey needs that proof before it writes anything).
+    /// The stanzas of the slot that opened the file (v2, v3), as they are: an upgrade keeps
+    /// them.
+    stanzas: Vec<Stanza>,
+    /// Whether the body check passed with the whole body at hand when the file was opened
+    /// (v2: its first and last chunk tags from a whole file; v3: the key commitment), which a
+    /// rekey needs before it writes anything.
     body_checked: bool,
+    /// Plaintext bytes per pipeline chunk of a v3 body (a whole number of 16 KiB message
+    /// chunks); v1 and v2 bodies go through the pipeline one format chunk at a time.
+    batch: usize,
 }
 
 impl std::fmt::Debug for Opened {
@@ -628,47 +769,219 @@ impl Opened {
         &self.info
     }
 
-    /// The stream of the body in `direction` on `engine`.
+    /// Sets how many plaintext bytes of a v3 body go through the pipeline as one chunk:
+    /// `bytes` rounded down to a whole number of 16 KiB message chunks (at least one). The
+    /// bytes written do not depend on it. No effect on v1 and v2 bodies, whose chunk size is
+    /// in their header.
+    pub fn set_batch(&mut self, bytes: usize) {
+        let chunk = cobblestone::CHUNK_LEN;
+        self.batch = (bytes / chunk).max(1) * chunk;
+    }
+
+    /// The stream of the body in `direction` on `engine`, as the pipeline runs it (a v3 body
+    /// in batches of [`Opened::set_batch`]).
     pub fn stream_spec<'a>(
         &'a self,
         engine: &'a dyn Engine,
         direction: Direction,
     ) -> StreamSpec<'a> {
-        StreamSpec {
-            engine,
-            mode: self.info.params.mode,
-            direction,
-            key: &self.keys.expanded,
-            counter: self.info.counter,
-            chunk_size: self.info.params.chunk_size,
-            padding: true,
-            tags: Tags::Chunk(&self.keys.auth),
+        self.spec(engine, direction, self.batch)
+    }
+
+    /// The stream of the body with one format chunk per pipeline chunk (16 KiB for v3), for
+    /// readers that index chunks by their place in the file: `verify`, `--range`.
+    pub fn chunk_spec<'a>(
+        &'a self,
+        engine: &'a dyn Engine,
+        direction: Direction,
+    ) -> StreamSpec<'a> {
+        self.spec(engine, direction, self.info.params.chunk_size)
+    }
+
+    fn spec<'a>(
+        &'a self,
+        engine: &'a dyn Engine,
+        direction: Direction,
+        batch: usize,
+    ) -> StreamSpec<'a> {
+        match &self.keys {
+            BodyKeys::Chunked(keys) => StreamSpec {
+                engine,
+                mode: self.info.params.mode,
+                direction,
+                key: &keys.expanded,
+                counter: self.info.counter,
+                chunk_size: self.info.params.chunk_size,
+                padding: true,
+                tags: Tags::Chunk(&keys.auth),
+            },
+            BodyKeys::Message(message) => StreamSpec {
+                engine,
+                mode: Mode::Ctr,
+                direction,
+                key: message.cipher.key(),
+                counter: [0; 16],
+                chunk_size: batch,
+                padding: false,
+                tags: Tags::Gcm(&message.cipher),
+            },
         }
     }
 
     /// The secret another process of the same job opens the header with
-    /// ([`UnverifiedHeader::open_with_secret`]): D for v2 (never the user's key), K for v1.
+    /// ([`UnverifiedHeader::open_with_secret`]): D for v2 and v3 (never the user's key), K
+    /// for v1.
     pub fn secret(&self) -> &FileSecret {
         &self.secret
     }
 
-    /// The body's AES key: with the counter block, it decrypts the body with any AES-CTR/ECB
-    /// tool (after removing the chunk tags). It cannot forge chunk tags (those keys are
-    /// derived from D separately). Show it only on an explicit request.
-    pub fn body_key(&self) -> &Key {
-        &self.keys.body
+    /// The key that reads the body without paraes (show it only on an explicit request). v3:
+    /// the message's input key IK, which with [`Opened::message_context`] reads the body with
+    /// any C2SP Cobblestone implementation, and also lets its holder write a different body
+    /// that this key accepts, for every recipient. v1 and v2: the body's AES key, which with
+    /// the counter block decrypts the body with any AES-CTR/ECB tool (after removing the chunk
+    /// tags) and cannot forge chunk tags (their keys are derived from D separately).
+    pub fn data_key(&self) -> &Key {
+        match &self.keys {
+            BodyKeys::Chunked(keys) => &keys.body,
+            BodyKeys::Message(message) => &message.input_key,
+        }
     }
 
-    /// The chunk authenticator.
-    pub fn authenticator(&self) -> &Authenticator {
-        &self.keys.auth
+    /// v3: the context of the body's message (the preamble's first 16 bytes).
+    pub fn message_context(&self) -> Option<&[u8]> {
+        match &self.keys {
+            BodyKeys::Message(message) => Some(&message.context),
+            BodyKeys::Chunked(_) => None,
+        }
+    }
+
+    /// v3: the body message's chunk cipher.
+    pub fn message_cipher(&self) -> Option<&cobblestone::ChunkCipher> {
+        match &self.keys {
+            BodyKeys::Message(message) => Some(&message.cipher),
+            BodyKeys::Chunked(_) => None,
+        }
+    }
+
+    /// The v1/v2 chunk authenticator (none for a v3 body, whose chunks are AES-GCM).
+    pub fn authenticator(&self) -> Option<&Authenticator> {
+        match &self.keys {
+            BodyKeys::Chunked(keys) => Some(&keys.auth),
+            BodyKeys::Message(_) => None,
+        }
+    }
+
+    /// A v3 header, with its message prefix, for the same file key D and the stanzas of the
+    /// slot that opened this v2 file (every stanza kept, so recipients who are not present
+    /// still open the upgraded file), and the opened v3 container to encrypt the body with.
+    /// Refused for v1 (no file key to keep) and v3.
+    pub fn upgrade(&self, key_size: KeySize) -> Result<(Vec<u8>, Opened), ContainerError> {
+        let (Some(state), 2) = (&self.rekey, self.info.version) else {
+            return Err(ContainerError::BadRecipients(format!(
+                "only format v2 files can be upgraded, and this one is format v{}{}",
+                self.info.version,
+                if self.info.version == 1 {
+                    " (it has no file key to keep): decrypt it and encrypt it again"
+                } else {
+                    ""
+                }
+            )));
+        };
+        let variant = Variant::for_key_size(key_size).ok_or_else(|| {
+            ContainerError::BadRecipients(
+                "a v3 body has a 128- or 256-bit key, not 192: give --bits 128 or 256".into(),
+            )
+        })?;
+        seal_message(
+            &self.stanzas,
+            self.secret.clone(),
+            variant,
+            state.preamble.slot_len,
+            state.newest_generation,
+        )
     }
 }
 
-/// Seals a new v2 container for `recipients`: a fresh file key D and counter block, one stanza
-/// per recipient. Returns the header bytes to write before the body, and the keys to encrypt
-/// the body with.
+/// Seals a new v3 container for `recipients` with a body of `key_size` (128 or 256 bits): a
+/// fresh file key D and message salt, one stanza per recipient. Returns the bytes to write
+/// before the body's first chunk (header, then the message's salt and commitment), and the
+/// keys to encrypt the body with.
 pub fn seal(
+    key_size: KeySize,
+    recipients: &[Recipient],
+) -> Result<(Vec<u8>, Opened), ContainerError> {
+    let variant = Variant::for_key_size(key_size).ok_or_else(|| {
+        ContainerError::BadRecipients(
+            "a container's body has a 128- or 256-bit key, not 192".into(),
+        )
+    })?;
+    let file_key = FileSecret::random()?;
+    let stanzas = make_stanzas(recipients, &file_key)?;
+    let slot_len = Preamble::slot_len_for(v2::slot_bytes_needed(&stanzas));
+    seal_message(&stanzas, file_key, variant, slot_len, FIRST_GENERATION)
+}
+
+/// A v3 container with `stanzas` (which wrap `file_key`) in slot 0 of `slot_len` bytes at
+/// `generation`: its header and message prefix, and its opened keys.
+fn seal_message(
+    stanzas: &[Stanza],
+    file_key: FileSecret,
+    variant: Variant,
+    slot_len: usize,
+    generation: u64,
+) -> Result<(Vec<u8>, Opened), ContainerError> {
+    let preamble = Preamble {
+        version: v3::VERSION,
+        params: BodyParams::message(variant),
+        counter: [0; 16],
+        slot_len,
+    };
+    let (mut header, rekey) = slotted_header(preamble, stanzas, &file_key, generation);
+    let header_len = header.len();
+    let mut salt = [0u8; cobblestone::SALT_LEN];
+    random_bytes(&mut salt)?;
+    let message = MessageBody::new(&file_key, &rekey.preamble_bytes, variant, &salt);
+    header.extend_from_slice(&message.prefix(&salt));
+    let opened = Opened {
+        info: sealed_info(preamble, header_len, generation, stanzas)?,
+        secret: file_key,
+        keys: BodyKeys::Message(Box::new(message)),
+        rekey: Some(rekey),
+        stanzas: stanzas.to_vec(),
+        body_checked: false,
+        batch: DEFAULT_CHUNK_SIZE,
+    };
+    Ok((header, opened))
+}
+
+/// The facts of a freshly sealed header.
+fn sealed_info(
+    preamble: Preamble,
+    header_len: usize,
+    generation: u64,
+    stanzas: &[Stanza],
+) -> Result<HeaderInfo, ContainerError> {
+    Ok(HeaderInfo {
+        version: preamble.version,
+        params: preamble.params,
+        counter: preamble.counter,
+        header_len,
+        access: Access::Slots {
+            slots: vec![SlotInfo {
+                position: 0,
+                generation,
+                stanzas: stanzas.iter().map(Stanza::kind).collect::<Result<_, _>>()?,
+            }],
+            ignored: Vec::new(),
+        },
+    })
+}
+
+/// Seals a format v2 container, as paraes wrote them before v3 (for tests of the v2 reader,
+/// rekey and upgrade): a fresh file key D and counter block, one stanza per recipient.
+#[cfg(any(test, feature = "testing"))]
+pub fn seal_v2(
     params: BodyParams,
     recipients: &[Recipient],
 ) -> Result<(Vec<u8>, Opened), ContainerError> {
@@ -678,31 +991,21 @@ pub fn seal(
     let mut counter = [0u8; 16];
     random_bytes(&mut counter)?;
     let preamble = Preamble {
+        version: v2::VERSION,
         params,
         counter,
         slot_len: Preamble::slot_len_for(v2::slot_bytes_needed(&stanzas)),
     };
-    let (header, rekey) = v2_header(preamble, &stanzas, &file_key, FIRST_GENERATION);
-    let keys = V2Keys::stream(&file_key, &rekey.preamble_bytes, params);
+    let (header, rekey) = slotted_header(preamble, &stanzas, &file_key, FIRST_GENERATION);
+    let keys = v2::body_keys(&file_key, &rekey.preamble_bytes, params);
     let opened = Opened {
-        info: HeaderInfo {
-            version: v2::VERSION,
-            params,
-            counter,
-            header_len: header.len(),
-            access: Access::V2 {
-                slots: vec![SlotInfo {
-                    position: 0,
-                    generation: FIRST_GENERATION,
-                    stanzas: stanzas.iter().map(Stanza::kind).collect::<Result<_, _>>()?,
-                }],
-                ignored: Vec::new(),
-            },
-        },
+        info: sealed_info(preamble, header.len(), FIRST_GENERATION, &stanzas)?,
         secret: file_key,
-        keys,
+        keys: BodyKeys::Chunked(Box::new(keys)),
         rekey: Some(rekey),
+        stanzas,
         body_checked: false,
+        batch: DEFAULT_CHUNK_SIZE,
     };
     Ok((header, opened))
 }
@@ -739,8 +1042,9 @@ fn make_stanzas(
         .collect()
 }
 
-/// A whole v2 header with `stanzas` in slot 0 and an empty slot 1.
-fn v2_header(
+/// A whole v2 or v3 header (the preamble says which) with `stanzas` in slot 0 and an empty
+/// slot 1.
+fn slotted_header(
     preamble: Preamble,
     stanzas: &[Stanza],
     file_key: &FileSecret,
@@ -752,7 +1056,7 @@ fn v2_header(
         preamble.slot_len,
         generation,
         stanzas,
-        &V2Keys::new(file_key),
+        &HeaderKeys::new(file_key, preamble.version),
     )
     .expect("the slot was sized for the stanzas");
     let mut header = preamble_bytes.to_vec();
@@ -782,7 +1086,7 @@ pub(crate) fn plant_slot(
         .get(..32)
         .and_then(|b| b.try_into().ok())
         .ok_or(ContainerError::TruncatedHeader)?;
-    let header = V2Header::read(first, &mut &file[32..])?;
+    let header = SlottedHeader::read(first, &mut &file[32..])?;
     let forged_key = FileSecret::random()?;
     let stanzas = make_stanzas(recipients, &forged_key)?;
     let slot = v2::encode_slot(
@@ -790,7 +1094,7 @@ pub(crate) fn plant_slot(
         header.preamble.slot_len,
         generation,
         &stanzas,
-        &V2Keys::new(&forged_key),
+        &HeaderKeys::new(&forged_key, header.preamble.version),
     )
     .ok_or_else(|| ContainerError::BadRecipients("the forged stanzas do not fit".into()))?;
     let at = header.preamble.slot_offset(position);

@@ -6,10 +6,10 @@
 //! caller writes a new file with a larger header and the same body, checks it, and renames it
 //! over the old one. docs/FORMAT.md, "Rekey without re-encrypting".
 
-use super::body::{BodyAccess, BodyCheck};
+use super::body::BodyAccess;
 use super::stanza::Stanza;
-use super::v2::{self, Preamble, V2Keys, GENERATION_LEN, MAX_GENERATION};
-use super::{make_stanzas, v2_header, ContainerError, Opened, Parsed, Recipient};
+use super::v2::{self, HeaderKeys, Preamble, GENERATION_LEN, MAX_GENERATION};
+use super::{make_stanzas, slotted_header, ContainerError, Opened, Parsed, Recipient};
 
 /// One write of an in-place rekey: `bytes` at byte `offset` of the container.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,7 +119,7 @@ impl Opened {
             state.preamble.slot_len,
             generation,
             &stanzas,
-            &V2Keys::new(&self.secret),
+            &HeaderKeys::new(&self.secret, state.preamble.version),
         );
         match slot {
             Some(mut slot) => {
@@ -160,7 +160,7 @@ impl Opened {
                     slot_len: Preamble::slot_len_for(v2::slot_bytes_needed(&stanzas)),
                     ..state.preamble
                 };
-                let (header, _) = v2_header(preamble, &stanzas, &self.secret, generation);
+                let (header, _) = slotted_header(preamble, &stanzas, &self.secret, generation);
                 Ok(Rekey::Rewrite {
                     header,
                     body_offset: state.preamble.header_len() as u64,
@@ -201,8 +201,8 @@ impl Opened {
             },
         };
         let header = rekeyed.read_header()?;
-        let Parsed::V2(parsed) = &header.parsed else {
-            return Err(fail("the header read back is not format v2"));
+        let Parsed::Slots(parsed) = &header.parsed else {
+            return Err(fail("the header read back is not format v2 or v3"));
         };
         if parsed.preamble_bytes[..32] != state.preamble_bytes[..32] {
             return Err(fail("the preamble read back differs"));
@@ -213,13 +213,12 @@ impl Opened {
             .find(|s| s.index == expected.position && s.generation == expected.generation)
             .ok_or_else(|| fail("the new stanza slot is not there"))?;
         let opened = header
-            .open_v2_slot(parsed, slot, self.secret.clone())
+            .open_slot(parsed, slot, self.secret.clone())
             .ok_or_else(|| fail("the new stanza slot's tag does not verify"))?;
-        let body_start = header.info.header_len as u64;
-        match rekeyed.check(header.info.params, body_start, opened.authenticator())? {
-            BodyCheck::Verified => Ok(()),
-            BodyCheck::Failed(_) => Err(fail("the body's chunk tags do not verify")),
-            BodyCheck::NotChecked => Err(fail("the body's length is not one a writer makes")),
+        match header.check_body(&opened, rekeyed)? {
+            Ok(true) => Ok(()),
+            Err(_) => Err(fail("the body does not belong to the file key (its key commitment or chunk tags do not verify)")),
+            Ok(false) => Err(fail("the body's length is not one a writer makes")),
         }
     }
 }

@@ -1,5 +1,6 @@
-//! Tests of the v2 container: every stanza kind and mixes, wrong identities, header tampering,
-//! the Argon2id cost cap, rekey in place and by rewrite, and interrupted rekeys.
+//! Tests of the container (v3, and v2 where its body differs): every stanza kind and mixes,
+//! wrong identities, header tampering, the Argon2id cost cap, rekey in place and by rewrite,
+//! interrupted rekeys, planted slots, v3's key commitment and the upgrade from v2.
 
 use super::*;
 use crate::cpu::CpuEngine;
@@ -35,9 +36,18 @@ fn passphrase(text: &str) -> Zeroizing<Vec<u8>> {
 
 use zeroize::Zeroizing;
 
-/// Seals `plain` for `recipients` into a whole container.
+/// Seals `plain` for `recipients` into a whole v3 container (what paraes writes).
 fn encrypt(recipients: &[Recipient], plain: &[u8]) -> Vec<u8> {
-    let (mut out, opened) = seal(params(Mode::Ctr), recipients).unwrap();
+    encrypt_sealed(seal(KeySize::Aes256, recipients).unwrap(), plain)
+}
+
+/// Seals `plain` for `recipients` into a whole v2 container (as paraes wrote before v3).
+fn encrypt_v2(recipients: &[Recipient], plain: &[u8]) -> Vec<u8> {
+    encrypt_sealed(seal_v2(params(Mode::Ctr), recipients).unwrap(), plain)
+}
+
+/// The header bytes of a sealed container, then `plain` encrypted under it.
+fn encrypt_sealed((mut out, opened): (Vec<u8>, Opened), plain: &[u8]) -> Vec<u8> {
     let engine = CpuEngine::new(Some(1)).unwrap();
     let spec = opened.stream_spec(&engine, Direction::Encrypt);
     pipeline::run(&spec, &mut &plain[..], &mut out, &|_| {}).unwrap();
@@ -136,17 +146,17 @@ fn wrong_identities_fail_cleanly_and_say_what_opens_the_file() {
 
 #[test]
 fn the_body_key_is_neither_the_users_key_nor_shared_between_files() {
-    let (_, a) = seal(params(Mode::Ctr), &[Recipient::Key(key(1))]).unwrap();
-    let (_, b) = seal(params(Mode::Ctr), &[Recipient::Key(key(1))]).unwrap();
-    assert_ne!(a.body_key().as_bytes(), key(1).as_bytes());
-    assert_ne!(a.body_key().as_bytes(), b.body_key().as_bytes());
-    assert_ne!(a.secret().as_bytes(), a.body_key().as_bytes());
+    let (_, a) = seal_v2(params(Mode::Ctr), &[Recipient::Key(key(1))]).unwrap();
+    let (_, b) = seal_v2(params(Mode::Ctr), &[Recipient::Key(key(1))]).unwrap();
+    assert_ne!(a.data_key().as_bytes(), key(1).as_bytes());
+    assert_ne!(a.data_key().as_bytes(), b.data_key().as_bytes());
+    assert_ne!(a.secret().as_bytes(), a.data_key().as_bytes());
 }
 
 #[test]
 fn the_body_is_plain_ctr_under_the_body_key_and_counter() {
     let data = plain();
-    let (mut file, opened) = seal(params(Mode::Ctr), &[Recipient::Key(key(1))]).unwrap();
+    let (mut file, opened) = seal_v2(params(Mode::Ctr), &[Recipient::Key(key(1))]).unwrap();
     let header_len = file.len();
     let engine = CpuEngine::new(Some(1)).unwrap();
     let spec = opened.stream_spec(&engine, Direction::Encrypt);
@@ -159,7 +169,7 @@ fn the_body_is_plain_ctr_under_the_body_key_and_counter() {
     let job = crate::Job {
         mode: Mode::Ctr,
         direction: Direction::Encrypt,
-        key: &opened.body_key().expand(),
+        key: &opened.data_key().expand(),
         counter: opened.info().counter,
         offset: 0,
         counters: Counters::Stream,
@@ -210,7 +220,7 @@ fn damage_in_the_idle_slot_changes_nothing_that_is_used() {
 
 /// Re-encodes slot 0 of `file` with `edit` applied to its stanzas, keeping the old tag bytes.
 fn edit_stanzas(file: &[u8], edit: impl FnOnce(&mut Vec<Stanza>)) -> Vec<u8> {
-    let header = V2Header::read(file[..32].try_into().unwrap(), &mut &file[32..]).unwrap();
+    let header = SlottedHeader::read(file[..32].try_into().unwrap(), &mut &file[32..]).unwrap();
     let slot = &header.slots[0];
     let old_tag_at = v2::PREAMBLE_LEN + v2::slot_bytes_needed(&slot.stanzas) - 32;
     let old_tag = file[old_tag_at..old_tag_at + 32].to_vec();
@@ -275,10 +285,10 @@ fn one_passphrase_at_most_and_at_least_one_recipient() {
         Recipient::Passphrase(passphrase("b"), cheap(2)),
     ];
     assert!(matches!(
-        seal(params(Mode::Ctr), &two),
+        seal_v2(params(Mode::Ctr), &two),
         Err(ContainerError::BadRecipients(_))
     ));
-    assert!(seal(params(Mode::Ctr), &[]).is_err());
+    assert!(seal_v2(params(Mode::Ctr), &[]).is_err());
     // A header carrying two passphrase stanzas is refused when read.
     let file = encrypt(
         &[Recipient::Passphrase(passphrase("a"), cheap(1))],
@@ -365,10 +375,10 @@ fn absurd_slots_are_refused_before_allocation() {
         Err(ContainerError::TruncatedHeader)
     ));
     let mut future = file.clone();
-    future[8] = 3;
+    future[8] = 4;
     assert!(matches!(
         UnverifiedHeader::read(&mut &future[..]),
-        Err(ContainerError::UnsupportedVersion(3))
+        Err(ContainerError::UnsupportedVersion(4))
     ));
 }
 
@@ -386,7 +396,7 @@ fn open_with_secret_checks_the_header() {
         .unwrap()
         .open_with_secret(opened.secret())
         .unwrap();
-    assert_eq!(again.body_key().as_bytes(), opened.body_key().as_bytes());
+    assert_eq!(again.data_key().as_bytes(), opened.data_key().as_bytes());
     let wrong = FileSecret::from_bytes(&[0; 32]);
     assert!(UnverifiedHeader::read(&mut &file[..])
         .unwrap()
@@ -519,7 +529,7 @@ fn format_v1_headers_still_open() {
         )
         .unwrap();
     assert_eq!(
-        opened.body_key().as_bytes(),
+        opened.data_key().as_bytes(),
         k.as_bytes(),
         "v1's body key is K"
     );
@@ -547,7 +557,7 @@ fn format_v1_headers_still_open() {
 
 /// Offset of slot `position` (0 or 1) in `file`.
 fn slot_offset(file: &[u8], position: usize) -> usize {
-    let header = V2Header::read(file[..32].try_into().unwrap(), &mut &file[32..]).unwrap();
+    let header = SlottedHeader::read(file[..32].try_into().unwrap(), &mut &file[32..]).unwrap();
     header.preamble.slot_offset(position)
 }
 
@@ -634,7 +644,7 @@ fn a_planted_slot_of_generation_2_pow_64_minus_2_is_refused_and_never_sets_the_g
     .unwrap();
     assert_eq!(decrypt(&twice, vec![Identity::Key(key(3))]).unwrap(), data);
     let header = UnverifiedHeader::read(&mut &twice[..]).unwrap();
-    let Access::V2 { slots, .. } = &header.info().access else {
+    let Access::Slots { slots, .. } = &header.info().access else {
         panic!("v2");
     };
     assert_eq!(slots.len(), 1);
@@ -643,6 +653,14 @@ fn a_planted_slot_of_generation_2_pow_64_minus_2_is_refused_and_never_sets_the_g
 
 #[test]
 fn a_valid_slot_planted_for_the_victims_recipient_is_refused_and_never_replaces_the_real_one() {
+    for encrypt in [encrypt, encrypt_v2] {
+        a_valid_slot_planted_for_the_victims_recipient_is_refused(encrypt);
+    }
+}
+
+fn a_valid_slot_planted_for_the_victims_recipient_is_refused(
+    encrypt: fn(&[Recipient], &[u8]) -> Vec<u8>,
+) {
     let data = plain();
     let victim = SecretIdentity::generate_x25519().unwrap();
     let file = encrypt(&[Recipient::Public(victim.recipient())], &data);
@@ -660,9 +678,18 @@ fn a_valid_slot_planted_for_the_victims_recipient_is_refused_and_never_replaces_
     assert_eq!(decrypt_with(&attacked, &allowing(me())).unwrap(), data);
     let after = rekeyed(&attacked, &allowing(me()), &[Recipient::Key(key(2))]).unwrap();
     assert_eq!(decrypt(&after, vec![Identity::Key(key(2))]).unwrap(), data);
-    // On a pipe, the first record read ahead does the same: the real slot opens the file.
-    let body = &attacked[header_len(&attacked)..];
-    let first = &body[..CHUNK + TAG_LEN];
+    // On a pipe, the key commitment (v3) or the first record read ahead (v2) does the same:
+    // the real slot opens the file.
+    let info = UnverifiedHeader::read(&mut &attacked[..])
+        .unwrap()
+        .info()
+        .clone();
+    let body = &attacked[info.chunks_start() as usize..];
+    let first = if info.is_message() {
+        &[][..]
+    } else {
+        &body[..CHUNK + TAG_LEN]
+    };
     let streamed = UnverifiedHeader::read(&mut &attacked[..])
         .unwrap()
         .open(&allowing(me()), BodyAccess::Stream { first })
@@ -684,11 +711,19 @@ fn two_slots_wrapping_different_file_keys_are_refused_for_either_recipient() {
     let data = plain();
     let alice = SecretIdentity::generate_x25519().unwrap();
     let bob = SecretIdentity::generate_x25519().unwrap();
-    let file = encrypt(&[Recipient::Public(alice.recipient())], &data);
-    let two_faced = plant_slot(&file, 1, &[Recipient::Public(bob.recipient())], 1).unwrap();
-    for (who, id) in [("alice", &alice), ("bob", &bob)] {
+    for encrypt in [encrypt, encrypt_v2] {
+        let file = encrypt(&[Recipient::Public(alice.recipient())], &data);
+        let two_faced = plant_slot(&file, 1, &[Recipient::Public(bob.recipient())], 1).unwrap();
+        refused_for_either(&two_faced, [("alice", &alice), ("bob", &bob)]);
+    }
+}
+
+/// Opening `two_faced` with either identity fails: one slot does not authenticate the other,
+/// and the forger's file key does not belong to the body.
+fn refused_for_either(two_faced: &[u8], recipients: [(&str, &SecretIdentity); 2]) {
+    for (who, id) in recipients {
         for body in [
-            BodyAccess::Bytes(&two_faced),
+            BodyAccess::Bytes(two_faced),
             BodyAccess::Stream { first: &[] },
         ] {
             let opened = UnverifiedHeader::read(&mut &two_faced[..])
@@ -697,7 +732,9 @@ fn two_slots_wrapping_different_file_keys_are_refused_for_either_recipient() {
             assert!(
                 matches!(
                     opened,
-                    Err(ContainerError::UnverifiedSlot | ContainerError::BodyKeyMismatch(_))
+                    Err(ContainerError::UnverifiedSlot
+                        | ContainerError::BodyKeyMismatch(_)
+                        | ContainerError::CommitmentMismatch)
                 ),
                 "{who} {body:?}: {opened:?}"
             );
@@ -707,9 +744,9 @@ fn two_slots_wrapping_different_file_keys_are_refused_for_either_recipient() {
 
 #[test]
 fn rekey_refuses_a_generation_past_2_pow_64_minus_2() {
-    let (_, sealed) = seal(params(Mode::Ctr), &[Recipient::Key(key(1))]).unwrap();
+    let (_, sealed) = seal_v2(params(Mode::Ctr), &[Recipient::Key(key(1))]).unwrap();
     let state = sealed.rekey.unwrap();
-    let (header, _) = v2_header(
+    let (header, _) = slotted_header(
         state.preamble,
         &make_stanzas(&[Recipient::Key(key(1))], &sealed.secret).unwrap(),
         &sealed.secret,
@@ -734,8 +771,12 @@ fn rekey_refuses_a_generation_past_2_pow_64_minus_2() {
 
 #[test]
 fn rekey_needs_the_body_checked_and_confirms_what_it_wrote() {
-    let data = plain();
-    let file = encrypt(&[Recipient::Key(key(1))], &data);
+    for encrypt in [encrypt, encrypt_v2] {
+        rekey_needs_the_body_checked(encrypt(&[Recipient::Key(key(1))], &plain()));
+    }
+}
+
+fn rekey_needs_the_body_checked(file: Vec<u8>) {
     let streamed = UnverifiedHeader::read(&mut &file[..])
         .unwrap()
         .open(
@@ -811,4 +852,172 @@ fn the_argon2_cap_holds_for_both_slots_together() {
     assert!(refused.contains("above the cap"), "{refused}");
     // One slot alone stays within a cap of one stanza's cost.
     assert_eq!(decrypt_with(&file, &capped(cost)).unwrap(), data);
+}
+
+/// The opened container of a whole `file` (the body at hand) with `identity`.
+fn opened_with(file: &[u8], identity: Identity) -> Result<Opened, ContainerError> {
+    UnverifiedHeader::read(&mut &file[..])?
+        .open(&Unlock::new(vec![identity]), BodyAccess::Bytes(file))
+}
+
+/// v3's exit door: from `body_offset` on, the file is one Cobblestone message under the data
+/// key (IK) and context that the opened header shows, at both key sizes and at the lengths
+/// around a chunk.
+#[test]
+fn a_v3_body_is_a_cobblestone_message_under_the_shown_data_key_and_context() {
+    use crate::cobblestone;
+    let chunk = cobblestone::CHUNK_LEN;
+    for (size, variant) in [
+        (KeySize::Aes128, Variant::Cobblestone128),
+        (KeySize::Aes256, Variant::Cobblestone256),
+    ] {
+        for len in [0, 1, chunk - 1, chunk, chunk + 1, 3 * chunk + 5] {
+            let data: Vec<u8> = (0..len).map(|i| (i * 13 + 5) as u8).collect();
+            let file = encrypt_sealed(seal(size, &[Recipient::Key(key(1))]).unwrap(), &data);
+            let opened = opened_with(&file, Identity::Key(key(1))).unwrap();
+            let info = opened.info();
+            assert_eq!((info.version, info.params.key_size), (3, size));
+            assert_eq!(opened.data_key().size(), size);
+            assert_ne!(
+                opened.data_key().as_bytes(),
+                &opened.secret().as_bytes()[..size.bytes()]
+            );
+            let context = opened.message_context().unwrap();
+            assert_eq!(context, &file[..16]);
+            let body = &file[info.header_len..];
+            assert_eq!(body.len() as u64, cobblestone::sealed_len(len as u64));
+            let read = cobblestone::open(variant, opened.data_key().as_bytes(), context, body);
+            assert_eq!(read.unwrap(), data, "{size:?} {len}");
+            assert_eq!(decrypt(&file, vec![Identity::Key(key(1))]).unwrap(), data);
+        }
+    }
+}
+
+/// The commitment ties the file key to the body: a header from another file (same slot
+/// length, same key), a changed salt or a changed commitment is refused before any chunk is
+/// decrypted, by `open` and by an MPI rank's `open_with_secret`.
+#[test]
+fn a_v3_header_from_another_file_or_a_changed_salt_fails_the_commitment() {
+    let a = encrypt(&[Recipient::Key(key(1))], &plain());
+    let b = encrypt(&[Recipient::Key(key(1))], &plain());
+    let at = header_len(&a);
+    assert_eq!(at, header_len(&b));
+    let mut swapped = a[..at].to_vec();
+    swapped.extend_from_slice(&b[at..]);
+    let mut salt = a.clone();
+    salt[at + 3] ^= 1;
+    let mut commitment = a.clone();
+    commitment[at + 24 + 31] ^= 0x80;
+    for (what, file) in [
+        ("swapped", &swapped),
+        ("salt", &salt),
+        ("commitment", &commitment),
+    ] {
+        let refused = opened_with(file, Identity::Key(key(1))).unwrap_err();
+        assert!(
+            matches!(refused, ContainerError::CommitmentMismatch),
+            "{what}: {refused}"
+        );
+        let streamed = UnverifiedHeader::read(&mut &file[..]).unwrap().open(
+            &Unlock::new(vec![Identity::Key(key(1))]),
+            BodyAccess::Stream { first: &[] },
+        );
+        assert!(
+            matches!(streamed, Err(ContainerError::CommitmentMismatch)),
+            "{what}"
+        );
+        let secret = opened_with(&a, Identity::Key(key(1)))
+            .unwrap()
+            .secret()
+            .clone();
+        let rank = UnverifiedHeader::read(&mut &file[..])
+            .unwrap()
+            .open_with_secret(&secret);
+        assert!(
+            matches!(rank, Err(ContainerError::CommitmentMismatch)),
+            "{what}"
+        );
+    }
+}
+
+/// A v3 body cut at a chunk boundary, or with a damaged last chunk, is refused when the file
+/// is opened, before anything is decrypted.
+#[test]
+fn a_v3_file_cut_at_a_chunk_boundary_or_with_a_bad_last_chunk_does_not_open() {
+    use crate::cobblestone::{CHUNK_LEN, RECORD_LEN};
+    let data = vec![7u8; 2 * CHUNK_LEN + 100];
+    let file = encrypt(&[Recipient::Key(key(1))], &data);
+    let start = header_len(&file) + MESSAGE_PREFIX_LEN;
+    let cut = &file[..start + 2 * RECORD_LEN];
+    let mut damaged = file.clone();
+    *damaged.last_mut().unwrap() ^= 1;
+    for (what, bad) in [("cut", cut), ("damaged", &damaged[..])] {
+        let refused = opened_with(bad, Identity::Key(key(1))).unwrap_err();
+        assert!(
+            matches!(refused, ContainerError::BodyKeyMismatch(2)),
+            "{what}: {refused}"
+        );
+    }
+}
+
+/// `upgrade` re-encrypts a v2 body as v3 under the same file key and keeps every stanza: each
+/// recipient of the v2 file, present or not, opens the upgraded file. v1 and v3 are refused.
+#[test]
+fn upgrade_keeps_every_stanza_and_the_plaintext() {
+    let data = plain();
+    let x = SecretIdentity::generate_x25519().unwrap();
+    let pq = SecretIdentity::generate_hybrid().unwrap();
+    let recipients = [
+        Recipient::Key(key(1)),
+        Recipient::Passphrase(passphrase("pass"), cheap(3)),
+        Recipient::Public(x.recipient()),
+        Recipient::Public(pq.recipient()),
+    ];
+    let old = encrypt_v2(&recipients, &data);
+    let opened = opened_with(&old, Identity::Key(key(1))).unwrap();
+    for size in [KeySize::Aes128, KeySize::Aes256] {
+        let (header, upgraded) = opened.upgrade(size).unwrap();
+        // The body: the v2 plaintext, decrypted and encrypted again.
+        let engine = CpuEngine::new(Some(1)).unwrap();
+        let mut plaintext = Vec::new();
+        let start = opened.info().chunks_start() as usize;
+        let spec = opened.stream_spec(&engine, Direction::Decrypt);
+        pipeline::run(&spec, &mut &old[start..], &mut plaintext, &|_| {}).unwrap();
+        let file = encrypt_sealed((header, upgraded), &plaintext);
+        assert_eq!(
+            UnverifiedHeader::read(&mut &file[..])
+                .unwrap()
+                .info()
+                .version,
+            3
+        );
+        for identity in [
+            Identity::Key(key(1)),
+            Identity::Passphrase(passphrase("pass")),
+            Identity::Secret(x.clone()),
+            Identity::Secret(pq.clone()),
+        ] {
+            let again = opened_with(&file, identity).unwrap();
+            assert_eq!(again.secret().as_bytes(), opened.secret().as_bytes());
+            assert_eq!(again.info().params.key_size, size);
+        }
+        assert_eq!(decrypt(&file, vec![Identity::Key(key(1))]).unwrap(), data);
+        let Access::Slots { slots, .. } = &opened_with(&file, Identity::Key(key(1)))
+            .unwrap()
+            .info
+            .access
+        else {
+            panic!("slots");
+        };
+        let Access::Slots {
+            slots: old_slots, ..
+        } = &opened.info().access
+        else {
+            panic!("slots");
+        };
+        assert_eq!(slots[0].stanzas, old_slots[0].stanzas);
+        let v3 = opened_with(&file, Identity::Key(key(1))).unwrap();
+        assert!(v3.upgrade(KeySize::Aes256).is_err());
+    }
+    assert!(opened.upgrade(KeySize::Aes192).is_err());
 }

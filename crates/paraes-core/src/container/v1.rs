@@ -52,7 +52,7 @@ impl V1Header {
         input: &mut impl Read,
     ) -> Result<Self, ContainerError> {
         let bad = |what: String| ContainerError::BadHeader(what);
-        let params = BodyParams::decode(&fixed[9..16])?;
+        let params = BodyParams::decode(&fixed[9..16], VERSION)?;
         let mut fields = fixed.to_vec();
         let key_source = match fixed[11] {
             0 => V1KeySource::RawKey,
@@ -121,7 +121,7 @@ impl V1Header {
     ) -> Vec<u8> {
         let mut out = super::MAGIC.to_vec();
         out.push(VERSION);
-        out.extend_from_slice(&params.encode());
+        out.extend_from_slice(&params.encode(VERSION));
         out[11] = match key_source {
             V1KeySource::RawKey => 0,
             V1KeySource::Passphrase(_) => 1,

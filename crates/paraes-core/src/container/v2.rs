@@ -1,6 +1,8 @@
-//! Format v2's header: a 64-byte preamble (the body's parameters, fixed for the file's life)
-//! and two equal stanza slots, so a rekey writes the new stanzas into the idle slot and only
-//! then wipes the old one: at every instant one complete slot opens the file.
+//! The header of formats v2 and v3: a 64-byte preamble (the body's parameters, fixed for the
+//! file's life) and two equal stanza slots, so a rekey writes the new stanzas into the idle slot
+//! and only then wipes the old one: at every instant one complete slot opens the file. The two
+//! versions differ in their body (v2: paraes's own chunk tags; v3: a C2SP message, see
+//! [`super::v3`]) and in the domain of the slot MAC key.
 
 use std::io::Read;
 
@@ -38,14 +40,18 @@ const STANZA_FIXED_LEN: usize = 3;
 
 /// BLAKE3 key-derivation context of the body's AES key.
 const BODY_KEY_CONTEXT: &str = "paraes 2026-11 container v2 body AES key";
-/// BLAKE3 key-derivation context of the header (slot) MAC key.
+/// BLAKE3 key-derivation context of the header (slot) MAC key of format v2.
 const HEADER_KEY_CONTEXT: &str = "paraes 2026-11 container v2 header MAC key";
+/// BLAKE3 key-derivation context of the header (slot) MAC key of format v3.
+const V3_HEADER_KEY_CONTEXT: &str = "paraes 2026-11 container v3 header MAC key";
 /// BLAKE3 key-derivation context of the chunk MAC keys (POLYVAL key and tag AES key).
 const CHUNK_KEY_CONTEXT: &str = "paraes 2026-11 container v2 chunk MAC keys";
 
 /// The 64-byte preamble.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Preamble {
+    /// 2 or 3.
+    pub(crate) version: u8,
     pub(crate) params: BodyParams,
     pub(crate) counter: [u8; 16],
     pub(crate) slot_len: usize,
@@ -55,17 +61,20 @@ impl Preamble {
     pub(crate) fn encode(&self) -> [u8; PREAMBLE_LEN] {
         let mut out = [0u8; PREAMBLE_LEN];
         out[..8].copy_from_slice(&MAGIC);
-        out[8] = VERSION;
-        out[9..16].copy_from_slice(&self.params.encode());
+        out[8] = self.version;
+        out[9..16].copy_from_slice(&self.params.encode(self.version));
         out[16..32].copy_from_slice(&self.counter);
         out[32..36].copy_from_slice(&(self.slot_len as u32).to_be_bytes());
         out
     }
 
-    /// Parses a preamble (magic and version already checked), refusing absurd values.
+    /// Parses a preamble (magic and version, 2 or 3, already checked), refusing absurd values.
     fn decode(bytes: &[u8; PREAMBLE_LEN]) -> Result<Self, ContainerError> {
-        let params = BodyParams::decode(&bytes[9..16])?;
-        if bytes[11] != 0 || bytes[36..].iter().any(|&b| b != 0) {
+        let version = bytes[8];
+        let params = BodyParams::decode(&bytes[9..16], version)?;
+        // v3 has no counter block (the message derives its nonces): those bytes are reserved.
+        let reserved_counter = version == super::v3::VERSION && bytes[16..32] != [0; 16];
+        if bytes[11] != 0 || reserved_counter || bytes[36..].iter().any(|&b| b != 0) {
             return Err(ContainerError::BadHeader(
                 "reserved bytes are not zero".into(),
             ));
@@ -77,6 +86,7 @@ impl Preamble {
             )));
         }
         Ok(Preamble {
+            version,
             params,
             counter: bytes[16..32].try_into().expect("16 bytes"),
             slot_len,
@@ -101,38 +111,22 @@ impl Preamble {
     }
 }
 
-/// The keys derived from a v2 file key.
-pub(crate) struct V2Keys {
+/// The slot MAC key derived from a v2 or v3 file key.
+pub(crate) struct HeaderKeys {
     header_mac: Zeroizing<[u8; 32]>,
 }
 
-impl V2Keys {
-    pub(crate) fn new(file_key: &FileSecret) -> Self {
+impl HeaderKeys {
+    /// The slot MAC key of a file of format `version` (2 or 3), each in its own domain.
+    pub(crate) fn new(file_key: &FileSecret, version: u8) -> Self {
+        let context = if version == super::v3::VERSION {
+            V3_HEADER_KEY_CONTEXT
+        } else {
+            HEADER_KEY_CONTEXT
+        };
         let mut header_mac = Zeroizing::new([0u8; 32]);
-        derive(
-            HEADER_KEY_CONTEXT,
-            &[file_key.as_bytes()],
-            &mut header_mac[..],
-        );
-        V2Keys { header_mac }
-    }
-
-    /// The body key and chunk authenticator of the file whose preamble is `preamble`.
-    pub(crate) fn stream(
-        file_key: &FileSecret,
-        preamble: &[u8; PREAMBLE_LEN],
-        params: BodyParams,
-    ) -> StreamKeys {
-        let mut body = Zeroizing::new([0u8; 32]);
-        derive(BODY_KEY_CONTEXT, &[file_key.as_bytes()], &mut body[..]);
-        let body = Key::new(&body[..params.key_size.bytes()]).expect("a valid key size");
-        let mut material = Zeroizing::new([0u8; 48]);
-        derive(
-            CHUNK_KEY_CONTEXT,
-            &[file_key.as_bytes(), &preamble[..BODY_BINDING_LEN]],
-            &mut material[..],
-        );
-        StreamKeys::new(body, &material)
+        derive(context, &[file_key.as_bytes()], &mut header_mac[..]);
+        HeaderKeys { header_mac }
     }
 
     fn slot_tag(&self, preamble: &[u8; PREAMBLE_LEN], slot_body: &[u8]) -> blake3::Hash {
@@ -143,6 +137,24 @@ impl V2Keys {
         zeroize::Zeroize::zeroize(&mut mac);
         tag
     }
+}
+
+/// The v2 body key and chunk authenticator of the file whose preamble is `preamble`.
+pub(crate) fn body_keys(
+    file_key: &FileSecret,
+    preamble: &[u8; PREAMBLE_LEN],
+    params: BodyParams,
+) -> StreamKeys {
+    let mut body = Zeroizing::new([0u8; 32]);
+    derive(BODY_KEY_CONTEXT, &[file_key.as_bytes()], &mut body[..]);
+    let body = Key::new(&body[..params.key_size.bytes()]).expect("a valid key size");
+    let mut material = Zeroizing::new([0u8; 48]);
+    derive(
+        CHUNK_KEY_CONTEXT,
+        &[file_key.as_bytes(), &preamble[..BODY_BINDING_LEN]],
+        &mut material[..],
+    );
+    StreamKeys::new(body, &material)
 }
 
 /// A parsed, non-empty slot: its generation and stanzas, tag not yet checked.
@@ -157,7 +169,7 @@ pub(crate) struct Slot {
 
 impl Slot {
     /// Whether the slot's tag verifies under the keys of `file_key`.
-    pub(crate) fn verify(&self, preamble: &[u8; PREAMBLE_LEN], keys: &V2Keys) -> bool {
+    pub(crate) fn verify(&self, preamble: &[u8; PREAMBLE_LEN], keys: &HeaderKeys) -> bool {
         let tag = &self.bytes[self.authenticated_len..self.authenticated_len + SLOT_TAG_LEN];
         let expected = keys.slot_tag(preamble, &self.bytes[..self.authenticated_len]);
         // blake3::Hash compares in constant time.
@@ -186,7 +198,7 @@ pub(crate) fn encode_slot(
     slot_len: usize,
     generation: u64,
     stanzas: &[Stanza],
-    keys: &V2Keys,
+    keys: &HeaderKeys,
 ) -> Option<Vec<u8>> {
     if slot_bytes_needed(stanzas) > slot_len {
         return None;
@@ -256,18 +268,19 @@ fn parse_slot(index: usize, bytes: Vec<u8>) -> Result<Option<Slot>, String> {
     }))
 }
 
-/// A v2 header as read: preamble, the slots that parse (newest first: an order that saves
+/// A v2 or v3 header as read: preamble, the slots that parse (newest first: an order that saves
 /// work, never one that decides anything), and the positions of those that do not, with why.
 #[derive(Debug)]
-pub(crate) struct V2Header {
+pub(crate) struct SlottedHeader {
     pub(crate) preamble: Preamble,
     pub(crate) preamble_bytes: [u8; PREAMBLE_LEN],
     pub(crate) slots: Vec<Slot>,
     pub(crate) ignored: Vec<(usize, String)>,
 }
 
-impl V2Header {
-    /// Reads the rest of a v2 header after its first 32 bytes (magic and version checked).
+impl SlottedHeader {
+    /// Reads the rest of a v2 or v3 header after its first 32 bytes (magic and version
+    /// checked).
     pub(crate) fn read(first: &[u8; 32], input: &mut impl Read) -> Result<Self, ContainerError> {
         let mut preamble_bytes = [0u8; PREAMBLE_LEN];
         preamble_bytes[..32].copy_from_slice(first);
@@ -293,7 +306,7 @@ impl V2Header {
             }));
         }
         slots.sort_by_key(|slot| std::cmp::Reverse(slot.generation));
-        Ok(V2Header {
+        Ok(SlottedHeader {
             preamble,
             preamble_bytes,
             slots,
