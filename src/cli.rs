@@ -59,6 +59,10 @@ pub enum Command {
     Info(InfoArgs),
     /// Replace who can open a container (its stanzas) without re-encrypting its body.
     Rekey(RekeyArgs),
+    /// Re-encrypt format v2 containers as v3 under the same file key, keeping every stanza
+    /// (so recipients who are not present still open them); each file is replaced only once
+    /// its new copy reads back whole.
+    Upgrade(UpgradeArgs),
     /// Measure engine throughput across buffer sizes (table, JSON, CSV, SVG plot).
     Bench(BenchArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -432,6 +436,31 @@ pub struct UiArgs {
 pub enum StatsFormat {
     /// One JSON object.
     Json,
+}
+
+/// The options of `upgrade`.
+#[derive(Args, Debug)]
+pub struct UpgradeArgs {
+    /// The v2 containers to upgrade.
+    pub input: Vec<PathBuf>,
+
+    #[command(flatten)]
+    pub list: FileListArgs,
+
+    /// One key that opens each file.
+    #[command(flatten)]
+    pub keys: KeyArgs,
+
+    #[command(flatten)]
+    pub unlock: UnlockArgs,
+
+    /// Key size of the v3 body, 128 or 256 [default: 256].
+    #[arg(long, value_name = "BITS", value_parser = key_size_parser())]
+    pub bits: Option<KeySize>,
+
+    /// Print nothing for upgraded files (errors still go to standard error).
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 /// The options of `rekey`.

@@ -28,6 +28,7 @@ mod range;
 mod rekey;
 mod signals;
 mod units;
+mod upgrade;
 mod verify;
 
 use std::io::Write;
@@ -79,6 +80,7 @@ fn run(plan: Plan) -> Result<()> {
         Plan::Crypt(plan) => crypt::run(&plan),
         Plan::Verify(plan) => verify::run(&plan),
         Plan::Rekey(plan) => rekey::run(&plan),
+        Plan::Upgrade(plan) => upgrade::run(&plan),
         Plan::Keygen(args) => keygen::run(&args),
         Plan::Info(args) => info::run(&args),
         Plan::Bench(args) => bench::run(&args),

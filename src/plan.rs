@@ -23,6 +23,7 @@ use zeroize::Zeroizing;
 use crate::cli::{
     BackendArg, BenchArgs, Command, DecArgs, EncArgs, EngineArgs, FileListArgs, FormatArg,
     InfoArgs, KeyArgs, KeygenArgs, MessageArgs, MpiIoArg, RankEngineArg, RecipientArgs, RekeyArgs,
+    UpgradeArgs,
     StatsFormat, UiArgs, UnlockArgs, VerifyArgs,
 };
 use crate::files::{self, Found, Skipped};
@@ -62,6 +63,8 @@ pub enum Plan {
     Verify(VerifyPlan),
     /// `rekey`.
     Rekey(RekeyPlan),
+    /// `upgrade`.
+    Upgrade(UpgradePlan),
     /// `keygen` (its options are independent of each other beyond clap's conflicts).
     Keygen(KeygenArgs),
     /// `info`.
@@ -398,6 +401,15 @@ pub struct VerifyPlan {
     pub quiet: bool,
 }
 
+/// A validated `upgrade`: the containers and their keys (as `verify` takes them), and the v3
+/// body's key size.
+pub struct UpgradePlan {
+    /// The containers, how to open them, and quiet.
+    pub containers: VerifyPlan,
+    /// The v3 body's key size (128 or 256 bits).
+    pub key_size: KeySize,
+}
+
 /// A validated `enc` or `dec`.
 pub struct CryptPlan {
     /// enc or dec.
@@ -453,6 +465,7 @@ pub fn build(command: Command) -> Result<Plan> {
         Command::Dec(args) => Plan::Crypt(Box::new(dec(&args)?)),
         Command::Verify(args) => Plan::Verify(verify(&args)?),
         Command::Rekey(args) => Plan::Rekey(rekey(&args)?),
+        Command::Upgrade(args) => Plan::Upgrade(upgrade(&args)?),
         Command::Keygen(args) => Plan::Keygen(args),
         Command::Info(args) => Plan::Info(args),
         Command::Bench(args) => Plan::Bench(args),
@@ -979,38 +992,68 @@ fn parse_range(command: &'static str, text: &str) -> Result<ByteRange> {
 
 /// Builds the plan of `verify`.
 fn verify(args: &VerifyArgs) -> Result<VerifyPlan> {
-    const C: &str = "verify";
+    containers(
+        "verify",
+        &args.input,
+        &args.list,
+        KeyPlan::new(&args.keys).with_unlock(&args.unlock),
+        args.quiet,
+    )
+}
+
+/// Builds the plan of `upgrade`.
+fn upgrade(args: &UpgradeArgs) -> Result<UpgradePlan> {
+    const C: &str = "upgrade";
     let keys = KeyPlan::new(&args.keys).with_unlock(&args.unlock);
-    let list_on_stdin = args.list.files_from.as_deref() == Some(Path::new("-"));
+    if keys.keys.is_empty() && keys.passphrase.is_none() && keys.identities.is_empty() {
+        usage!(C, "upgrade must open each file: give one key that opens it (-k, --key, --key-fd, --key-env, -p, --passphrase-file or -i)");
+    }
+    let key_size = args.bits.unwrap_or(KeySize::Aes256);
+    if key_size == KeySize::Aes192 {
+        usage!(C, "a v3 body is Cobblestone-128 or Cobblestone-256: give --bits 128 or 256, not 192");
+    }
+    Ok(UpgradePlan {
+        containers: containers(C, &args.input, &args.list, keys, args.quiet)?,
+        key_size,
+    })
+}
+
+/// The containers a `verify` or `upgrade` runs over (files only, never standard input), and
+/// how to open them.
+fn containers(
+    command: &'static str,
+    input: &[PathBuf],
+    list: &crate::cli::FileListArgs,
+    keys: KeyPlan,
+    quiet: bool,
+) -> Result<VerifyPlan> {
+    let list_on_stdin = list.files_from.as_deref() == Some(Path::new("-"));
     if keys.stdin_readers() + usize::from(list_on_stdin) > 1 {
-        usage!(C, "standard input can feed only one thing: give the key or passphrase another way (-k FILE, --key-fd N, --key-env VAR, --passphrase-file FILE)");
+        usage!(command, "standard input can feed only one thing: give the key or passphrase another way (-k FILE, --key-fd N, --key-env VAR, --passphrase-file FILE)");
     }
-    if args.input.iter().any(|p| p == Path::new("-")) {
-        usage!(C, "verify reads files, not standard input: give the container's path (dec -o /dev/null checks a stream)");
+    if input.iter().any(|p| p == Path::new("-")) {
+        usage!(command, "{command} reads container files, not standard input: give the container's path (dec -o /dev/null checks a stream)");
     }
-    let mut names = args.input.clone();
-    if let Some(list) = &args.list.files_from {
-        names.extend(files::read_list(list, args.list.null)?);
+    let mut names = input.to_vec();
+    if let Some(files_from) = &list.files_from {
+        names.extend(files::read_list(files_from, list.null)?);
     }
     if names.is_empty() {
-        usage!(
-            C,
-            "give the containers to check (FILE..., or --files-from LIST)"
-        );
+        usage!(command, "give the containers (FILE..., or --files-from LIST)");
     }
     let mut skipped = Skipped::default();
     let found = files::gather(
         names,
-        args.list.recursive,
+        list.recursive,
         |p| p.as_os_str().as_bytes().ends_with(b".paraes"),
         &mut skipped,
     );
-    say_skipped(&skipped, Direction::Decrypt, args.quiet);
+    say_skipped(&skipped, Direction::Decrypt, quiet);
     if found.is_empty() && skipped.unlisted.is_empty() {
         bail!("no containers to check: the directories hold no .paraes files (an empty backup does not verify)");
     }
     // Opening a FIFO among many inputs would block the run (a stat does not open it).
-    let many = found.len() > 1 || args.list.recursive || args.list.files_from.is_some();
+    let many = found.len() > 1 || list.recursive || list.files_from.is_some();
     let mut unlisted = skipped.unlisted;
     let mut files = Vec::with_capacity(found.len());
     for Found { path, .. } in found {
@@ -1027,7 +1070,7 @@ fn verify(args: &VerifyArgs) -> Result<VerifyPlan> {
         files,
         unlisted,
         keys,
-        quiet: args.quiet,
+        quiet,
     })
 }
 

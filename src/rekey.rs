@@ -127,7 +127,7 @@ fn rekey_in_place(file: &File, opened: &Opened, plan: &Rekey, in_place: &InPlace
 /// Takes an exclusive lock on the container for the whole rekey (released when `file` is
 /// closed), so two rekeys of one file never interleave their writes; then checks that `path`
 /// still names the locked file (a rekey by rewrite may have replaced it while we waited).
-fn lock(file: &File, path: &Path, meta: &fs::Metadata) -> Result<()> {
+pub(crate) fn lock(file: &File, path: &Path, meta: &fs::Metadata) -> Result<()> {
     use rustix::fs::{flock, FlockOperation};
     flock(file, FlockOperation::NonBlockingLockExclusive).map_err(|e| match e {
         rustix::io::Errno::WOULDBLOCK => {

@@ -7,7 +7,8 @@
 //! key and counter, with which `openssl enc` decrypts the body; and v2's defences against a
 //! planted stanza slot (issue 25) still hold: two slots for two recipients under different file
 //! keys are refused for both, and a slot planted for the victim's own recipient never replaces
-//! the real one, not even in a rekey.
+//! the real one, not even in a rekey. `upgrade` turns them into v3 files that every old
+//! recipient opens, and a failed upgrade changes nothing.
 
 use std::path::Path;
 
@@ -506,4 +507,157 @@ fn slots_planted_in_a_v2_file_never_open_it_for_anyone_nor_replace_the_real_one(
     let out = dec(&s, "victim.paraes", &["-k", "new.key"], &[]);
     assert_success(&out, "the new key");
     assert!(out.stdout == plain, "wrong plaintext after the rekey");
+}
+
+/// The names in the scratch directory, sorted (to see that a failed upgrade left nothing).
+fn names(s: &Scratch) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(s.path("."))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// `paraes upgrade` re-encrypts each v2 fixture as v3 under the same file key, in one run, and
+/// keeps every stanza: each key, the passphrase and the identity of the v2 file open the v3
+/// file to the same plaintext; the file keeps its mode; `--bits 128` gives a 128-bit body.
+#[test]
+fn upgrade_makes_v3_files_that_every_old_recipient_opens() {
+    let s = scratch();
+    s.set_mode("ctr-multi.paraes", 0o640);
+    let out = s.run(&[
+        "upgrade",
+        "-k",
+        "k256.key",
+        "ctr-multi.paraes",
+        "ecb-256.paraes",
+        "ctr-256-empty.paraes",
+    ]);
+    assert_success(&out, "upgrade of three v2 files");
+    let out = s.run(&[
+        "upgrade",
+        "-k",
+        "k128.key",
+        "--bits",
+        "128",
+        "ctr-128.paraes",
+    ]);
+    assert_success(&out, "upgrade --bits 128");
+    for (file, unlocks, plain) in CASES {
+        let bytes = s.read(file);
+        assert_eq!(bytes[8], 3, "{file} is format v3 after the upgrade");
+        let bits = if file == "ctr-128.paraes" { 16 } else { 32 };
+        assert_eq!(bytes[10], bits, "{file}: body key size");
+        for unlock in unlocks {
+            let out = dec(&s, file, unlock, &[]);
+            assert_success(&out, &format!("{file} {unlock:?} after the upgrade"));
+            assert!(out.stdout == fixture(plain), "{file} {unlock:?}: plaintext");
+        }
+        assert_success(&s.run(&[&["verify", file][..], unlocks[0]].concat()), file);
+    }
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(s.path("ctr-multi.paraes"))
+            .unwrap()
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o640, "the upgraded file keeps its mode");
+    // Upgrading again is refused, and changes nothing.
+    let before = s.read("ctr-multi.paraes");
+    let err = assert_error(
+        &s.run(&["upgrade", "-k", "k256.key", "ctr-multi.paraes"]),
+        "a second upgrade",
+    );
+    assert!(err.contains("already format v3"), "{err}");
+    assert!(s.read("ctr-multi.paraes") == before);
+}
+
+/// A v2 file whose middle chunk was changed fails the upgrade (its plaintext is not authentic)
+/// and stays byte for byte as it was, with no temporary left; the other files of the run are
+/// upgraded. v1 files and wrong keys are refused the same way; --bits 192 and no key are usage
+/// errors.
+#[test]
+fn a_failed_upgrade_changes_nothing_and_the_run_goes_on() {
+    let s = scratch();
+    let mut damaged = s.read("ctr-multi.paraes");
+    let middle = HEADER_LEN + 5 * (FIXTURE_CHUNK + TAG_LEN) + 100;
+    damaged[middle] ^= 1;
+    s.write("damaged.paraes", &damaged);
+    s.set_mode("damaged.paraes", 0o600);
+    let v1 = std::fs::read(Path::new(crate::common::V1_FIXTURES).join("ctr-128.paraes")).unwrap();
+    s.write("v1.paraes", &v1);
+    let before = names(&s);
+    let out = s.run(&[
+        "upgrade",
+        "-k",
+        "k256.key",
+        "damaged.paraes",
+        "v1.paraes",
+        "ctr-128.paraes",
+        "ecb-256.paraes",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "upgrade with three bad files");
+    let err = stderr(&out);
+    assert!(
+        err.contains("damaged.paraes") && err.contains("failed authentication"),
+        "{err}"
+    );
+    assert!(
+        err.contains("v1.paraes") && err.contains("format v1"),
+        "{err}"
+    );
+    assert!(
+        err.contains("ctr-128.paraes") && err.contains("none of the given keys"),
+        "{err}"
+    );
+    assert!(err.contains("3 of 4 files were not upgraded"), "{err}");
+    assert!(
+        s.read("damaged.paraes") == damaged,
+        "the damaged file is unchanged"
+    );
+    assert!(s.read("v1.paraes") == v1);
+    assert!(s.read("ctr-128.paraes") == fixture("ctr-128.paraes"));
+    assert_eq!(
+        s.read("ecb-256.paraes")[8],
+        3,
+        "the good file of the run was upgraded"
+    );
+    assert_eq!(names(&s), before, "no temporary is left");
+    for args in [
+        &[
+            "upgrade",
+            "-k",
+            "k256.key",
+            "--bits",
+            "192",
+            "ecb-256.paraes",
+        ][..],
+        &["upgrade", "ecb-256.paraes"][..],
+    ] {
+        crate::common::assert_usage_error(&s.run(args), &args.join(" "));
+    }
+}
+
+/// Through a symbolic link the target is upgraded and the link stays a link; a file with
+/// another hard link is refused (the other name would keep format v2).
+#[test]
+fn upgrade_follows_links_and_refuses_hard_links() {
+    let s = scratch();
+    std::os::unix::fs::symlink("ctr-128.paraes", s.path("link.paraes")).unwrap();
+    assert_success(
+        &s.run(&["upgrade", "-k", "k128.key", "link.paraes"]),
+        "via link",
+    );
+    assert!(std::fs::symlink_metadata(s.path("link.paraes"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(s.read("ctr-128.paraes")[8], 3);
+    std::fs::hard_link(s.path("ecb-256.paraes"), s.path("other.paraes")).unwrap();
+    let err = assert_error(
+        &s.run(&["upgrade", "-k", "k256.key", "ecb-256.paraes"]),
+        "hard link",
+    );
+    assert!(err.contains("hard links"), "{err}");
+    assert!(s.read("ecb-256.paraes") == fixture("ecb-256.paraes"));
 }

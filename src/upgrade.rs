@@ -1,0 +1,154 @@
+//! `upgrade`: a format v2 container re-encrypted as v3 under the same file key, keeping the
+//! stanzas of the slot that opened it (so recipients who are not present still open the
+//! upgraded file). Crash-safe as rekey's rewrite path: the v3 copy is written beside the file,
+//! read back whole (every chunk tag, and its plaintext length against the v2 file's), made
+//! durable and only then renamed over it. docs/FORMAT.md, "Format v3".
+
+use std::fs;
+use std::io::{BufReader, BufWriter, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Context, Result};
+use paraes_core::container::{self, BodyAccess, Opened, Unlock, UnverifiedHeader};
+use paraes_core::pipeline;
+use paraes_core::positioned::ReadAt;
+use paraes_core::{CpuEngine, Direction, Engine, KeySize};
+
+use crate::advice::one_line;
+use crate::job::warner;
+use crate::output::{Output, Reach};
+use crate::plan::UpgradePlan;
+
+/// Runs `upgrade` over every file of the plan, one after another (each file's pipeline uses
+/// every core); a file that fails is reported and the others go on.
+pub fn run(plan: &UpgradePlan) -> Result<()> {
+    let containers = &plan.containers;
+    let warn = warner(containers.quiet);
+    let unlock = containers.keys.unlock(&warn)?;
+    let engine = CpuEngine::new(None)?;
+    let mut failed = containers.unlisted.len();
+    for (path, why) in &containers.unlisted {
+        eprintln!(
+            "paraes: error: {}: {}",
+            one_line(&path.display().to_string()),
+            one_line(why)
+        );
+    }
+    for path in &containers.files {
+        let shown = one_line(&path.display().to_string());
+        match upgrade_one(path, &unlock, &engine, plan.key_size) {
+            Ok(()) if !containers.quiet => eprintln!("paraes: upgraded {shown} to format v3"),
+            Ok(()) => {}
+            Err(e) => {
+                failed += 1;
+                eprintln!("paraes: error: {shown}: {}", crate::advice::error_line(&e));
+            }
+        }
+    }
+    let total = containers.files.len() + containers.unlisted.len();
+    match failed {
+        0 => Ok(()),
+        n => {
+            if total > 1 {
+                eprintln!("paraes: {n} of {total} files were not upgraded (each is unchanged)");
+            }
+            Err(anyhow!(crate::job::Reported))
+        }
+    }
+}
+
+/// Upgrades one v2 container in place of itself (a symbolic link: at its target).
+fn upgrade_one(path: &Path, unlock: &Unlock, engine: &dyn Engine, key_size: KeySize) -> Result<()> {
+    let target = fs::canonicalize(path).context("cannot open it")?;
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&target)
+        .context("cannot open it")?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        bail!("not a regular file");
+    }
+    // The same lock as rekey: an upgrade and a rekey of one file never interleave.
+    crate::rekey::lock(&file, &target, &meta)?;
+    let unverified = UnverifiedHeader::read(&mut BufReader::new(&file))?;
+    match unverified.info().version {
+        2 => {}
+        3 => bail!("it is already format v3"),
+        v => bail!("it is format v{v}, which has no file key to keep: decrypt it and encrypt it again"),
+    }
+    let opened = unverified.open(unlock, BodyAccess::File(&file))?;
+    let (header, upgraded) = opened.upgrade(key_size)?;
+    if meta.nlink() > 1 {
+        bail!(
+            "it has {} hard links: the upgraded copy would replace this name only and leave the other links in format v2; remove the other links (find -samefile) or upgrade a copy",
+            meta.nlink()
+        );
+    }
+    let output = Output::create(Some(&target), true, true, Reach::ThisMachine, false)?;
+    let copy = output.file().expect("a path gives a file output");
+    copy.set_permissions(fs::Permissions::from_mode(meta.permissions().mode()))?;
+    let plaintext = transcrypt(&opened, &upgraded, &header, &file, meta.len(), copy, engine)
+        .context("writing the upgraded copy failed (the file is unchanged)")?;
+    confirm(&opened, copy, engine, plaintext)
+        .context("the upgraded copy did not read back whole (the file is unchanged)")?;
+    output
+        .commit()
+        .context("replacing the file with its upgraded copy failed (the file is unchanged)")
+}
+
+/// Writes `header` and the v2 body of `old` decrypted and encrypted again under `upgraded` to
+/// `copy`: one pipeline decrypts into a pipe on its own thread while another encrypts from it,
+/// so memory stays bounded whatever the size. Returns the plaintext length; a v2 chunk that
+/// fails authentication fails the whole copy.
+fn transcrypt(
+    opened: &Opened,
+    upgraded: &Opened,
+    header: &[u8],
+    old: &fs::File,
+    old_len: u64,
+    copy: &fs::File,
+    engine: &dyn Engine,
+) -> Result<u64> {
+    let start = opened.info().chunks_start();
+    let mut body = ReadAt::new(old, start, old_len.saturating_sub(start));
+    let (mut from_v2, to_v3) = std::io::pipe()?;
+    let mut out = BufWriter::new(copy);
+    out.write_all(header)?;
+    let decrypt = opened.stream_spec(engine, Direction::Decrypt);
+    let encrypt = upgraded.stream_spec(engine, Direction::Encrypt);
+    let (decrypted, encrypted) = std::thread::scope(|scope| {
+        let decrypting = scope.spawn(move || {
+            let mut to_v3 = to_v3;
+            pipeline::run(&decrypt, &mut body, &mut to_v3, &|_| {})
+        });
+        let encrypted = pipeline::run(&encrypt, &mut from_v2, &mut out, &|_| {});
+        let decrypted = decrypting
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (decrypted, encrypted)
+    });
+    // The decryption's error is the cause when both fail (its end closed the pipe early).
+    let plaintext = decrypted.context("the v2 body did not decrypt")?;
+    encrypted?;
+    out.flush()?;
+    Ok(plaintext)
+}
+
+/// Reads the upgraded copy back: it opens with the same file key (slot tag and key
+/// commitment), every chunk tag verifies, and it holds `plaintext` bytes.
+fn confirm(opened: &Opened, copy: &fs::File, engine: &dyn Engine, plaintext: u64) -> Result<()> {
+    copy.sync_all()?;
+    let mut reader = BufReader::new(ReadAt::new(copy, 0, copy.metadata()?.len()));
+    let again = UnverifiedHeader::read(&mut reader)?.open_with_secret(opened.secret())?;
+    if again.info().version != container::VERSION {
+        bail!("the copy is not format v{}", container::VERSION);
+    }
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let read_back = container::verify_file(&again, engine, copy, threads)?;
+    if read_back != plaintext {
+        bail!("the copy holds {read_back} bytes of plaintext, the file {plaintext}");
+    }
+    Ok(())
+}
