@@ -292,17 +292,18 @@ pub fn prepare(
             let header_bytes = tee.seen;
             let unlock = credentials.unlock()?;
             let _turn = unlock.has_passphrase().then(kdf_turn);
-            // The body check (docs/FORMAT.md): v3's key commitment was read with the header.
-            // v2: a regular file's first and last chunk are read at their offsets; a stream's
-            // first record is read ahead, checked, and then served again to the pipeline,
-            // which checks every chunk as it goes.
-            let opened = if unverified.info().is_message() {
-                unverified.open(&unlock, BodyAccess::Stream { first: &[] })?
-            } else if input.len().is_some() {
+            // The body check (docs/FORMAT.md): a regular file's length and last chunk (and
+            // v2's first chunk) are read at their offsets before anything is written; v3's key
+            // commitment was read with the header. On a stream, v2's first record is read
+            // ahead, checked, and then served again to the pipeline, which checks every chunk
+            // as it goes.
+            let opened = if input.len().is_some() {
                 let Input::File(file, _) = &input else {
                     unreachable!("only a regular file has a length")
                 };
                 unverified.open(&unlock, BodyAccess::File(file))?
+            } else if unverified.info().is_message() {
+                unverified.open(&unlock, BodyAccess::Stream { first: &[] })?
             } else {
                 let record = unverified.info().params.chunk_size + container::TAG_LEN;
                 let mut first = Vec::new();

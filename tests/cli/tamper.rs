@@ -422,3 +422,45 @@ fn standard_output_gets_only_verified_chunks() {
         );
     }
 }
+
+/// A regular file is checked at its end before any plaintext goes out, even to standard
+/// output: a v3 file of several pipeline batches cut at a chunk boundary, cut inside its last
+/// record, or with its last tag changed releases nothing (a hostile review found `dec FILE -o
+/// -` writing 4 MiB of a cut file before it failed).
+#[test]
+fn a_regular_file_cut_or_damaged_at_its_end_releases_nothing_to_standard_output() {
+    let s = Scratch::new();
+    s.key_file("key", 256, 5, true);
+    let plain = seeded_bytes(41, 5_000_000);
+    s.write("plain", &plain);
+    assert_silent_success(
+        &s.run(&["enc", "-q", "-k", "key", "plain", "-o", "c"]),
+        "enc",
+    );
+    let sealed = s.read("c");
+    let records_start = crate::common::HEADER_LEN + crate::common::MESSAGE_PREFIX_LEN;
+    let record = CHUNK + TAG_LEN;
+    let full = (sealed.len() - records_start) / record;
+    let cases = [
+        (
+            "cut at a chunk boundary",
+            sealed[..records_start + full * record].to_vec(),
+        ),
+        (
+            "cut inside the last record",
+            sealed[..sealed.len() - 3].to_vec(),
+        ),
+        ("last tag changed", flipped(&sealed, sealed.len() - 1)),
+        ("cut inside the salt", sealed[..records_start - 40].to_vec()),
+    ];
+    for (what, bad) in cases {
+        s.write("bad", &bad);
+        let out = s.run(&["dec", "-k", "key", "bad", "-o", "-"]);
+        crate::common::assert_error(&out, what);
+        assert!(
+            out.stdout.is_empty(),
+            "{what}: {} bytes released",
+            out.stdout.len()
+        );
+    }
+}

@@ -50,7 +50,7 @@ pub(crate) enum BodyCheck {
 
 impl BodyAccess<'_> {
     /// Bytes of the whole container, if it can be read at offsets.
-    fn len(&self) -> io::Result<Option<u64>> {
+    pub(crate) fn len(&self) -> io::Result<Option<u64>> {
         match self {
             BodyAccess::File(file) => Ok(Some(file.metadata()?.len())),
             BodyAccess::Bytes(bytes) => Ok(Some(bytes.len() as u64)),

@@ -92,6 +92,10 @@ pub enum ContainerError {
     /// verify under that file key (nor under any other slot's).
     #[error("chunk {0} failed authentication under the key that opened the header: the file is damaged, truncated, reordered or was tampered with (or its header came from another file)")]
     BodyKeyMismatch(u64),
+    /// A v3 file's length is one no writer makes: its body was cut (at or inside a chunk,
+    /// or inside its salt and commitment) or extended. Found before any key is tried.
+    #[error("the body was cut or extended ({0}): the file is damaged or truncated")]
+    BodyCutOrExtended(String),
     /// A stanza opened and its slot verified, but the v3 body's key commitment does not match
     /// that file key (nor any other slot's).
     #[error("the body's key commitment does not match the key that opened the header: the body was changed or its header came from another file")]
@@ -366,7 +370,12 @@ impl UnverifiedHeader {
         let header = SlottedHeader::read(&first, input)?;
         let message_prefix = if header.preamble.version == v3::VERSION {
             let mut prefix = [0u8; MESSAGE_PREFIX_LEN];
-            read_exact(input, &mut prefix)?;
+            read_exact(input, &mut prefix).map_err(|e| match e {
+                ContainerError::TruncatedHeader => ContainerError::BodyCutOrExtended(
+                    "it ends inside its 24-byte salt and 32-byte key commitment".into(),
+                ),
+                other => other,
+            })?;
             Some(prefix)
         } else {
             None
@@ -413,6 +422,13 @@ impl UnverifiedHeader {
     /// [`Unlock::allow_unverified_slot`]. Argon2id runs only if the passphrase stanzas of all
     /// slots together ask for no more than the cap.
     pub fn open(self, unlock: &Unlock, body: BodyAccess<'_>) -> Result<Opened, ContainerError> {
+        // A v3 body whose length no writer makes is refused before any key is tried (it says
+        // nothing about the keys, and trying them may run Argon2id).
+        if let (true, Some(len)) = (self.info.is_message(), body.len()?) {
+            self.info
+                .layout(len)
+                .map_err(|why| ContainerError::BodyCutOrExtended(why.to_string()))?;
+        }
         match &self.parsed {
             Parsed::V1(header) => self.open_v1(header, unlock),
             Parsed::Slots(header) => self.open_slots(header, unlock, body),
