@@ -23,8 +23,7 @@ use zeroize::Zeroizing;
 use crate::cli::{
     BackendArg, BenchArgs, Command, DecArgs, EncArgs, EngineArgs, FileListArgs, FormatArg,
     InfoArgs, KeyArgs, KeygenArgs, MessageArgs, MpiIoArg, RankEngineArg, RecipientArgs, RekeyArgs,
-    UpgradeArgs,
-    StatsFormat, UiArgs, UnlockArgs, VerifyArgs,
+    StatsFormat, UiArgs, UnlockArgs, UpgradeArgs, VerifyArgs,
 };
 use crate::files::{self, Found, Skipped};
 
@@ -1010,7 +1009,10 @@ fn upgrade(args: &UpgradeArgs) -> Result<UpgradePlan> {
     }
     let key_size = args.bits.unwrap_or(KeySize::Aes256);
     if key_size == KeySize::Aes192 {
-        usage!(C, "a v3 body is Cobblestone-128 or Cobblestone-256: give --bits 128 or 256, not 192");
+        usage!(
+            C,
+            "a v3 body is Cobblestone-128 or Cobblestone-256: give --bits 128 or 256, not 192"
+        );
     }
     Ok(UpgradePlan {
         containers: containers(C, &args.input, &args.list, keys, args.quiet)?,
@@ -1039,7 +1041,10 @@ fn containers(
         names.extend(files::read_list(files_from, list.null)?);
     }
     if names.is_empty() {
-        usage!(command, "give the containers (FILE..., or --files-from LIST)");
+        usage!(
+            command,
+            "give the containers (FILE..., or --files-from LIST)"
+        );
     }
     let mut skipped = Skipped::default();
     let found = files::gather(

@@ -76,7 +76,9 @@ fn upgrade_one(path: &Path, unlock: &Unlock, engine: &dyn Engine, key_size: KeyS
     match unverified.info().version {
         2 => {}
         3 => bail!("it is already format v3"),
-        v => bail!("it is format v{v}, which has no file key to keep: decrypt it and encrypt it again"),
+        v => bail!(
+            "it is format v{v}, which has no file key to keep: decrypt it and encrypt it again"
+        ),
     }
     let opened = unverified.open(unlock, BodyAccess::File(&file))?;
     let (header, upgraded) = opened.upgrade(key_size)?;
