@@ -8,8 +8,11 @@
 #                                                 tests and `paraes --backend gpu` run on the
 #                                                 CUDA stand-in (kernels/aes.cu on the CPU,
 #                                                 built by the tests with g++; under a minute)
-#   2. cargo test --release --features mpi ...    the MPI backend under mpiexec -n 1, 2, 3
-#   3. kernels/check-ptx.sh                       committed PTX is current; ptxas sm_80/sm_90,
+#   2. scripts/second-reader/run_testkit.py      an independent Python reader of format v3,
+#                                                 written from docs/FORMAT.md alone, agrees
+#                                                 with tests/testkit/manifest.json
+#   3. cargo test --release --features mpi ...    the MPI backend under mpiexec -n 1, 2, 3
+#   4. kernels/check-ptx.sh                       committed PTX is current; ptxas sm_80/sm_90,
 #                                                 no spills (NVRTC/ptxas wheels from PyPI)
 #
 # Tests that need hardware this machine lacks (a GPU) run on a stand-in and say so loudly.
@@ -57,6 +60,9 @@ export PARAES_PYCA="$pyca/python"
 
 echo "== unit, property and end-to-end tests"
 cargo test --workspace --release
+
+echo "== the second implementation (written from docs/FORMAT.md alone) over the v3 testkit"
+"$PARAES_PYCA" scripts/second-reader/run_testkit.py
 
 echo "== the MPI backend under mpiexec"
 cargo test --release --features mpi --test cli mpi::

@@ -19,6 +19,7 @@ mod roundtrip;
 mod secrets;
 mod stanzas;
 mod tamper;
+mod testkit;
 mod trust;
 mod v1_compat;
 mod v2_compat;

@@ -230,11 +230,8 @@ impl HeaderInfo {
         if !self.is_message() {
             return self.params.layout(records);
         }
-        let (chunks, last_chunk_len) = cobblestone::chunk_count(records).ok_or_else(|| {
-            LayoutError(
-                "the message does not end in a chunk shorter than 16 KiB (it was cut at a chunk boundary, or extended)".to_owned(),
-            )
-        })?;
+        let (chunks, last_chunk_len) = cobblestone::chunk_count(records)
+            .ok_or_else(|| LayoutError("it has no final chunk shorter than 16 KiB".to_owned()))?;
         Ok(BodyLayout {
             chunks,
             ciphertext_len: records - chunks * cobblestone::TAG_LEN as u64,
