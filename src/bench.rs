@@ -10,14 +10,15 @@ use std::path::Path;
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use paraes_bench::machine::{load_average, utc_now};
+use paraes_bench::mode::GCM_NOTE;
 use paraes_bench::openssl::{self, OpensslError};
 use paraes_bench::report::{self, format_size, Row};
 use paraes_bench::{
-    fill_speedups, measure_e2e, measure_engine, plot, summary, Document, Machine, Paraes, Stats,
-    Timing,
+    fill_speedups, measure_e2e, measure_engine, measure_gcm, plot, summary, BenchMode, Document,
+    Machine, Paraes, Stats, Timing,
 };
 use paraes_core::pipeline::DEFAULT_CHUNK_SIZE;
-use paraes_core::{AesImpl, Engine, Key, Mode};
+use paraes_core::{AesImpl, Engine, Key};
 
 use crate::cli::BenchArgs;
 use crate::engines::{self, BenchEngine};
@@ -43,10 +44,10 @@ fn usage(message: String) -> anyhow::Error {
     })
 }
 
-fn parse_modes(list: &str) -> Result<Vec<Mode>> {
+fn parse_modes(list: &str) -> Result<Vec<BenchMode>> {
     let mut modes = Vec::new();
     for item in list.split(',') {
-        let mode: Mode = item.parse().map_err(|e| usage(format!("--mode: {e}")))?;
+        let mode: BenchMode = item.parse().map_err(|e| usage(format!("--mode: {e}")))?;
         if !modes.contains(&mode) {
             modes.push(mode);
         }
@@ -68,6 +69,45 @@ fn parse_bits(list: &str) -> Result<Vec<u32>> {
         }
     }
     Ok(all)
+}
+
+/// The key sizes of `mode` among `bits`: all of them, except 192 for gcm (format v3's body,
+/// C2SP Cobblestone-128 and -256, has no 192-bit key).
+fn mode_bits(mode: BenchMode, bits: &[u32]) -> Vec<u32> {
+    bits.iter()
+        .copied()
+        .filter(|&b| mode.has_key_bits(b))
+        .collect()
+}
+
+/// gcm with `--bits`: 192 is skipped for gcm (returns the note saying so) while gcm keeps 128
+/// or 256; a `--bits` list that leaves gcm no key size is a usage error.
+fn check_gcm_bits(modes: &[BenchMode], bits: &[u32]) -> Result<Option<String>> {
+    if !modes.contains(&BenchMode::Gcm) || !bits.contains(&192) {
+        return Ok(None);
+    }
+    if mode_bits(BenchMode::Gcm, bits).is_empty() {
+        return Err(usage(
+            "--mode gcm has 128 and 256-bit keys only (format v3's body, C2SP Cobblestone), \
+             and --bits 192 leaves it nothing to measure: add 128 or 256 to --bits, or take gcm \
+             out of --mode"
+                .to_string(),
+        ));
+    }
+    let others: Vec<&str> = modes
+        .iter()
+        .filter(|m| **m != BenchMode::Gcm)
+        .map(|m| m.lower())
+        .collect();
+    let rest = if others.is_empty() {
+        String::new()
+    } else {
+        let verb = if others.len() == 1 { "is" } else { "are" };
+        format!(" ({} {verb} measured at 192)", others.join(" and "))
+    };
+    Ok(Some(format!(
+        "gcm: no 192-bit rows: GCM has 128 and 256-bit keys only{rest}"
+    )))
 }
 
 /// A fixed key of `bits` (benchmarks need no secret).
@@ -207,6 +247,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let mut machine = Machine::detect();
     let modes = parse_modes(&args.mode)?;
     let bits = parse_bits(&args.bits)?;
+    let gcm_192_note = check_gcm_bits(&modes, &bits)?;
     let default_sizes = if args.quick {
         QUICK_SIZES
     } else {
@@ -216,7 +257,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         crate::units::parse_size(text).map(|n| n as usize)
     })
     .map_err(|e| usage(format!("--sizes: {e}")))?;
-    if modes.contains(&Mode::Ecb) {
+    if modes.contains(&BenchMode::Ecb) {
         if let Some(bad) = sizes.iter().find(|s| !s.is_multiple_of(16)) {
             return Err(usage(format!("ECB works on whole 16-byte blocks, but --sizes has {bad} bytes: use multiples of 16")));
         }
@@ -293,6 +334,32 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     for (label, reason) in &absent {
         eprintln!("paraes: bench: {label}: absent: {reason}");
     }
+    if let Some(note) = &gcm_192_note {
+        eprintln!("paraes: bench: {note}");
+    }
+    // An engine that models another machine (the simulator) times the engine's CTR in that
+    // machine's time, but a GCM body's tags run on this host: no time of one machine covers a
+    // gcm row, so such engines have none.
+    let modelled: Vec<&str> = present
+        .iter()
+        .filter(|(.., engine)| engine.modelled().is_some())
+        .map(|(label, ..)| *label)
+        .collect();
+    if modes.contains(&BenchMode::Gcm) {
+        for label in &modelled {
+            eprintln!(
+                "paraes: bench: {label}: no gcm rows: it models another machine's AES, while \
+                 a GCM body's tags run on this host"
+            );
+        }
+    }
+    let engines_for = |mode: BenchMode| -> Vec<(&str, &str, &dyn Engine)> {
+        present
+            .iter()
+            .copied()
+            .filter(|(label, ..)| mode != BenchMode::Gcm || !modelled.contains(label))
+            .collect()
+    };
     if let Some((_, _, gpu)) = present.iter().find(|(label, ..)| *label == "gpu") {
         machine.gpu = Some(gpu.name());
     }
@@ -321,9 +388,18 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         0
     };
 
-    let steps = modes.len()
-        * bits.len()
-        * (present.len() * (sizes.len() + e2e_sizes.len()) + openssl_steps);
+    let steps: usize = modes
+        .iter()
+        .flat_map(|&mode| mode_bits(mode, &bits).into_iter().map(move |b| (mode, b)))
+        .map(|(mode, bits)| {
+            let e2e = if mode == BenchMode::Ctr && bits != 192 {
+                e2e_sizes.len()
+            } else {
+                0
+            };
+            engines_for(mode).len() * (sizes.len() + e2e) + openssl_steps
+        })
+        .sum();
     let bar = if std::io::stderr().is_terminal() && steps > 0 {
         let bar = ProgressBar::new(steps as u64);
         bar.set_style(
@@ -339,20 +415,21 @@ pub fn run(args: &BenchArgs) -> Result<()> {
 
     let mut rows = Vec::new();
     for &mode in &modes {
-        for &bits in &bits {
+        let engines = engines_for(mode);
+        for bits in mode_bits(mode, &bits) {
             let key = bench_key(bits);
             let expanded = key.expand();
-            let cipher = format!("AES-{bits}-{mode}");
+            let cipher = mode.cipher(bits);
             let runs = sizes.iter().map(|&size| (size, false));
             // The whole-file rows time `paraes enc` of a v3 container, whose body is AES-CTR
             // with GHASH at 128 or 256 bits: they are listed under CTR only.
-            let e2e_runs = if mode == Mode::Ctr && bits != 192 {
+            let e2e_runs = if mode == BenchMode::Ctr && bits != 192 {
                 &e2e_sizes[..]
             } else {
                 &[]
             };
             for (size, e2e) in runs.chain(e2e_runs.iter().map(|&size| (size, true))) {
-                for &(label, implementation, engine) in &present {
+                for &(label, implementation, engine) in &engines {
                     let label = if e2e {
                         format!("{label}-e2e")
                     } else {
@@ -367,9 +444,14 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                     let stats = if e2e {
                         measure_e2e(engine, &key, size, DEFAULT_CHUNK_SIZE, &timing)
                             .map_err(|e| anyhow!("{label} on {cipher}: {e}"))?
-                    } else {
-                        measure_engine(engine, mode, &expanded, size, &timing)
+                    } else if let Some(engine_mode) = mode.engine_mode() {
+                        measure_engine(engine, engine_mode, &expanded, size, &timing)
                             .with_context(|| format!("{} on {cipher}", engine.name()))?
+                    } else {
+                        // gcm: format v3's body sealed in memory as the pipeline seals it, in
+                        // `paraes enc`'s pipeline chunks, CTR on the engine.
+                        measure_gcm(engine, &key, size, DEFAULT_CHUNK_SIZE, &timing)
+                            .map_err(|e| anyhow!("{} on {cipher}: {e}", engine.name()))?
                     };
                     let mut row = Row::new(
                         &label,
@@ -457,6 +539,12 @@ pub fn run(args: &BenchArgs) -> Result<()> {
              -multi N for N processes\n"
         ));
     }
+    if modes.contains(&BenchMode::Gcm) {
+        text.push_str(&format!("{GCM_NOTE}\n"));
+        if let Some(note) = &gcm_192_note {
+            text.push_str(&format!("{note}\n"));
+        }
+    }
     if !text.is_empty() {
         text.push('\n');
     }
@@ -486,4 +574,45 @@ pub fn run(args: &BenchArgs) -> Result<()> {
 
 fn write_file(path: &Path, contents: &str) -> Result<()> {
     std::fs::write(path, contents).with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage_message(err: anyhow::Error) -> String {
+        err.downcast::<UsageError>().expect("a usage error").message
+    }
+
+    #[test]
+    fn modes_take_lists_with_gcm() {
+        assert_eq!(
+            parse_modes("ctr,ecb,gcm").unwrap(),
+            [BenchMode::Ctr, BenchMode::Ecb, BenchMode::Gcm]
+        );
+        assert_eq!(parse_modes("GCM,gcm").unwrap(), [BenchMode::Gcm]);
+        let message = usage_message(parse_modes("ctr,cbc").unwrap_err());
+        assert!(message.contains("'cbc' is not a mode"), "{message}");
+        assert!(message.contains("gcm"), "{message}");
+    }
+
+    /// 192 is skipped for gcm with a note while gcm keeps a key size, and refused when it
+    /// would leave gcm none.
+    #[test]
+    fn gcm_skips_192_bits_or_refuses_a_list_of_192_alone() {
+        let (ctr, gcm) = (BenchMode::Ctr, BenchMode::Gcm);
+        assert_eq!(mode_bits(gcm, &[128, 192, 256]), [128, 256]);
+        assert_eq!(mode_bits(ctr, &[128, 192, 256]), [128, 192, 256]);
+        assert_eq!(check_gcm_bits(&[ctr], &[192]).unwrap(), None);
+        assert_eq!(check_gcm_bits(&[gcm], &[128, 256]).unwrap(), None);
+        let note = check_gcm_bits(&[ctr, gcm], &[192, 256]).unwrap().unwrap();
+        assert!(note.contains("no 192-bit rows") && note.contains("(ctr is measured at 192)"));
+        let note = check_gcm_bits(&[gcm], &[128, 192]).unwrap().unwrap();
+        assert!(!note.contains("measured at 192"), "{note}");
+        for modes in [&[gcm][..], &[ctr, gcm]] {
+            let message = usage_message(check_gcm_bits(modes, &[192]).unwrap_err());
+            assert!(message.contains("128 and 256-bit keys only"), "{message}");
+            assert!(message.contains("--bits"), "{message}");
+        }
+    }
 }

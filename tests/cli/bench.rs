@@ -476,3 +476,41 @@ fn from_json_summarises_and_redraws_an_earlier_run() {
     );
     assert!(message.contains("paraes bench --json"), "{message}");
 }
+
+/// `--mode ctr,gcm` measures format v3's body beside CTR in one run: a gcm row per CTR row at
+/// 128 and 256 bits, 192 skipped for gcm with a note (and `--bits 192` alone with gcm is a
+/// usage error), each with a positive throughput; with the openssl baseline, an
+/// `openssl speed -evp aes-N-gcm` row beside each gcm row.
+#[test]
+fn gcm_rows_measure_the_v3_body_beside_ctr() {
+    let scratch = Scratch::new();
+    let (doc, err) = cpu_run(
+        &scratch,
+        &[
+            "--mode",
+            "ctr,gcm",
+            "--bits",
+            "128,192,256",
+            "--sizes",
+            "64KiB",
+        ],
+    );
+    let rows = doc["rows"].as_array().unwrap();
+    let count = |mode: &str, bits: u64| {
+        rows.iter()
+            .filter(|r| r["mode"] == mode && r["bits"] == bits)
+            .inspect(|r| assert!(number(r, "gb_per_s") > 0.0, "{r}"))
+            .count()
+    };
+    for bits in [128, 256] {
+        assert!(count("gcm", bits) >= 1, "no gcm {bits} row: {doc}");
+        assert!(count("ctr", bits) >= 1, "no ctr {bits} row");
+    }
+    assert_eq!(count("gcm", 192), 0, "gcm has no 192-bit rows");
+    assert!(count("ctr", 192) >= 1);
+    assert!(err.contains("192"), "the skip is said: {err}");
+    crate::common::assert_usage_error(
+        &scratch.run(&["bench", "--mode", "gcm", "--bits", "192"]),
+        "gcm at 192 bits only",
+    );
+}

@@ -97,6 +97,7 @@ impl Document {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mode::BenchMode;
     use crate::stats::Stats;
     use paraes_core::Mode;
 
@@ -144,6 +145,37 @@ mod tests {
         assert_eq!(Document::from_json(&doc.json()).unwrap(), doc);
         let err = Document::from_json("[]").unwrap_err();
         assert!(err.contains("paraes bench --json"), "{err}");
+    }
+
+    /// A document with gcm rows reads back as written, and its CSV says `gcm` per row.
+    #[test]
+    fn gcm_rows_round_trip() {
+        let mut doc = document();
+        let s = doc.rows[0].seconds;
+        let stats = Stats {
+            median: s,
+            min: s,
+            max: s,
+        };
+        doc.rows = vec![
+            Row::new("cpu", "vaes512", BenchMode::Gcm, 256, 16 << 10, 1, stats),
+            Row::new(
+                "openssl",
+                "openssl-3.0.20",
+                BenchMode::Gcm,
+                128,
+                1 << 20,
+                2,
+                stats,
+            ),
+        ];
+        let back = Document::from_json(&doc.json()).unwrap();
+        assert_eq!(back, doc);
+        assert_eq!(back.rows[0].bench_mode(), Some(BenchMode::Gcm));
+        let value: serde_json::Value = serde_json::from_str(&doc.json()).unwrap();
+        assert_eq!(value["rows"][1]["mode"], "gcm");
+        let csv = doc.csv();
+        assert!(csv.contains("\ncpu,vaes512,gcm,256,16384,1,"), "{csv}");
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! `repeats` samples, each the time per call of a batch lasting at least `min_sample`.
 //!
 //! Engines are measured only through the [`Engine`] seam, so every engine that implements it can
-//! be benchmarked by listing it; [`measure_e2e`] times the whole container pipeline on files.
+//! be benchmarked by listing it; [`measure_gcm`] times format v3's body sealed in memory (the
+//! engine's CTR and the pipeline's GCM tags), and [`measure_e2e`] the whole container pipeline
+//! on files.
 
 use std::error::Error;
 use std::fs::File;
@@ -10,8 +12,9 @@ use std::hint::black_box;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use paraes_core::container::{self, Recipient};
-use paraes_core::pipeline;
+use paraes_core::cobblestone::{CHUNK_LEN, TAG_LEN};
+use paraes_core::container::{self, Opened, Recipient};
+use paraes_core::pipeline::{self, Chunk, PipelineError, StreamSpec};
 use paraes_core::{Counters, Direction, Engine, EngineError, ExpandedKey, Job, Key, Mode};
 
 use crate::stats::Stats;
@@ -114,6 +117,102 @@ pub fn measure_engine(
     })
 }
 
+/// A stretch of `bytes` plaintext bytes of format v3's body, cut into pipeline chunks as the
+/// pipeline cuts a stream: each chunk's plaintext length and the chunk (with room for its tags).
+struct GcmStretch {
+    chunks: Vec<(usize, Chunk)>,
+}
+
+/// The pipeline's batch for `batch` bytes: whole 16 KiB GCM chunks, at least one (as
+/// [`Opened::set_batch`] rounds it).
+fn gcm_batch(batch: usize) -> usize {
+    (batch / CHUNK_LEN).max(1) * CHUNK_LEN
+}
+
+/// A fresh format v3 container for `key` (as `paraes enc -k` makes one per file: a random file
+/// key, wrapped for `key`; a Cobblestone-128 or -256 body after `key`'s size) with pipeline
+/// chunks of `batch` bytes (see [`gcm_batch`]), and `bytes` bytes of plaintext cut into its
+/// pipeline chunks: chunk `i` holds bytes `i * batch ..`, the last one what is left.
+///
+/// When `bytes` is a multiple of 16 KiB the stretch is from the middle of a stream: no chunk
+/// is the stream's last, so there are `bytes / 16 KiB` GCM chunks, each with its tag. Otherwise
+/// it is a stream's end, as a file of `bytes` bytes ends: its last pipeline chunk is marked
+/// last and ends in a short GCM chunk of `bytes % 16 KiB` bytes. Either way the sealed output
+/// is `bytes` plus 16 bytes per GCM chunk.
+fn gcm_stretch(
+    key: &Key,
+    bytes: usize,
+    batch: usize,
+) -> Result<(Opened, GcmStretch), container::ContainerError> {
+    let (_header, mut opened) = container::seal(key.size(), &[Recipient::Key(key.clone())])?;
+    opened.set_batch(batch);
+    let batch = gcm_batch(batch);
+    let count = bytes.div_ceil(batch).max(1);
+    let ends_stream = !bytes.is_multiple_of(CHUNK_LEN);
+    let mut chunks = Vec::with_capacity(count);
+    for index in 0..count {
+        let len = (bytes - index * batch).min(batch);
+        let mut data = Vec::with_capacity(len + (len / CHUNK_LEN + 1) * TAG_LEN);
+        data.resize(len, 0);
+        fill(&mut data);
+        let chunk = Chunk {
+            index: index as u64,
+            last: ends_stream && index + 1 == count,
+            data,
+        };
+        chunks.push((len, chunk));
+    }
+    Ok((opened, GcmStretch { chunks }))
+}
+
+impl GcmStretch {
+    /// Seals every chunk as the pipeline does ([`pipeline::seal`]: the engine's CTR over the
+    /// chunk with GCM chunk counters, then each GCM chunk's GHASH tag and E(J0), the data moved
+    /// apart to make room for the tags), each first cut back to its plaintext length (each call
+    /// seals the previous call's output again: the bytes do not change the time).
+    fn seal(&mut self, spec: &StreamSpec<'_>) -> Result<(), PipelineError> {
+        for (len, chunk) in &mut self.chunks {
+            chunk.data.truncate(*len);
+            pipeline::seal(spec, chunk)?;
+        }
+        Ok(())
+    }
+}
+
+/// Times format v3's body sealed in memory on `engine`: `bytes` plaintext bytes of a fresh
+/// container for `key` (128 or 256 bits: a v3 body has no 192-bit key), cut into pipeline
+/// chunks of `batch` bytes as the pipeline cuts a stream (`paraes enc` uses
+/// [`pipeline::DEFAULT_CHUNK_SIZE`]), each sealed by [`pipeline::seal`], the step the pipeline
+/// runs on every chunk it encrypts: C2SP Cobblestone's 16 KiB AES-GCM chunks, the CTR of all
+/// of a pipeline chunk's in one engine call (counters `nonce_i || be32(2 + j)`), then each
+/// one's tag (GHASH and E(J0)) on the calling thread. Reading and writing are not timed, nor is
+/// the container's header (key wrapping and derivation, once per file). A size that is not
+/// whole 16 KiB chunks is a stream's end, whose last GCM chunk is short (see [`gcm_stretch`]).
+/// Returns seconds per `bytes`.
+pub fn measure_gcm(
+    engine: &dyn Engine,
+    key: &Key,
+    bytes: usize,
+    batch: usize,
+    timing: &Timing,
+) -> Result<Stats, Box<dyn Error + Send + Sync>> {
+    let (opened, mut stretch) = gcm_stretch(key, bytes, batch)?;
+    let spec = opened.stream_spec(engine, Direction::Encrypt);
+    spec.check()?;
+    if spec.chunk_size != gcm_batch(batch) {
+        return Err(format!(
+            "the container took a batch of {} bytes for {batch}",
+            spec.chunk_size
+        )
+        .into());
+    }
+    time_calls(timing, || {
+        stretch.seal(&spec)?;
+        black_box(&stretch.chunks);
+        Ok(())
+    })
+}
+
 /// Times the whole `paraes enc` path: a format v3 container header, then the chunk pipeline
 /// (reader thread, `engine` running the body's AES-CTR, GHASH tags, writer thread) from a
 /// temporary file of `bytes` bytes to a temporary output file (in the temporary directory,
@@ -190,6 +289,87 @@ mod tests {
         let engine = CpuEngine::new(Some(1)).unwrap();
         let key = Key::new(&[7u8; 16]).unwrap().expand();
         assert!(measure_engine(&engine, Mode::Ecb, &key, 100, &TINY).is_err());
+    }
+
+    /// A gcm stretch is sealed to exactly what the pipeline writes for the same plaintext
+    /// under the same container (less the empty final GCM chunk's tag when the size is whole
+    /// 16 KiB chunks: the stretch is then from the middle of a stream), in one pipeline chunk
+    /// and in several, on one thread and on two.
+    #[test]
+    fn gcm_stretch_is_what_the_pipeline_seals() {
+        let g = CHUNK_LEN;
+        for (bits, threads) in [(16, 1), (32, 2)] {
+            let engine = CpuEngine::new(Some(threads)).unwrap();
+            let key = Key::new(&[9u8; 32][..bits]).unwrap();
+            for batch in [g, 2 * g + 100, 1 << 20] {
+                for bytes in [1, 1000, g - 1, g, 3 * g, 3 * g + 5, 5 * g + 1] {
+                    let (opened, mut stretch) = gcm_stretch(&key, bytes, batch).unwrap();
+                    let what = format!("{bits} B key, batch {batch}, {bytes} B");
+                    let full = gcm_batch(batch);
+                    assert_eq!(stretch.chunks.len(), bytes.div_ceil(full), "{what}");
+                    let plain: Vec<u8> = stretch
+                        .chunks
+                        .iter()
+                        .flat_map(|(_, c)| c.data.clone())
+                        .collect();
+                    assert_eq!(plain.len(), bytes);
+                    let capacities: Vec<usize> = stretch
+                        .chunks
+                        .iter()
+                        .map(|(_, c)| c.data.capacity())
+                        .collect();
+                    let spec = opened.stream_spec(&engine, Direction::Encrypt);
+                    assert_eq!(spec.chunk_size, full);
+                    let mut whole = Vec::new();
+                    pipeline::run(&spec, &mut &plain[..], &mut whole, &|_| {}).unwrap();
+                    stretch.seal(&spec).unwrap();
+                    let sealed: Vec<u8> = stretch
+                        .chunks
+                        .iter()
+                        .flat_map(|(_, c)| c.data.clone())
+                        .collect();
+                    assert_eq!(sealed.len(), bytes + bytes.div_ceil(g) * TAG_LEN, "{what}");
+                    if bytes % g == 0 {
+                        assert!(stretch.chunks.iter().all(|(_, c)| !c.last), "{what}");
+                        assert_eq!(whole.len(), sealed.len() + TAG_LEN, "{what}");
+                        assert!(whole.starts_with(&sealed), "{what}");
+                    } else {
+                        assert!(stretch.chunks.last().unwrap().1.last, "{what}");
+                        assert!(whole == sealed, "{what}");
+                    }
+                    // Sealing again reuses the buffers: it times no allocation.
+                    stretch.seal(&spec).unwrap();
+                    let again: Vec<usize> = stretch
+                        .chunks
+                        .iter()
+                        .map(|(_, c)| c.data.capacity())
+                        .collect();
+                    assert_eq!(again, capacities, "{what}: reallocated");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn gcm_times_are_positive_and_refuse_192_bits() {
+        let engine = CpuEngine::new(Some(1)).unwrap();
+        let key = Key::new(&[7u8; 32]).unwrap();
+        for (bytes, batch) in [
+            (CHUNK_LEN, 1 << 20),
+            (4096, 1 << 20),
+            (4 * CHUNK_LEN, CHUNK_LEN),
+        ] {
+            let s = measure_gcm(&engine, &key, bytes, batch, &TINY).unwrap();
+            assert!(
+                s.min > 0.0 && s.min <= s.median && s.median <= s.max,
+                "{s:?}"
+            );
+        }
+        let key = Key::new(&[7u8; 24]).unwrap();
+        let err = measure_gcm(&engine, &key, CHUNK_LEN, 1 << 20, &TINY)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("192"), "{err}");
     }
 
     #[test]

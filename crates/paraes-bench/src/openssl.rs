@@ -1,10 +1,12 @@
 //! The openssl reference: `openssl speed -mr -evp aes-BITS-MODE -bytes N [-multi T]` for the same
 //! ciphers, sizes and thread counts as the sweep, in the same run, read from openssl's
-//! machine-readable (`-mr`) output.
+//! machine-readable (`-mr`) output. GCM rows get `-evp aes-BITS-gcm`: without `-aead`, openssl
+//! streams each buffer through one GCM context (CTR and GHASH over the bytes, no tag per
+//! buffer).
 
 use std::process::Command;
 
-use paraes_core::Mode;
+use crate::mode::BenchMode;
 
 /// Why `openssl speed` gave no figure.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,9 +30,35 @@ impl std::fmt::Display for OpensslError {
 
 impl std::error::Error for OpensslError {}
 
-/// The `openssl speed` cipher name, e.g. `aes-128-ctr`.
-pub fn cipher_name(mode: Mode, bits: u32) -> String {
-    format!("aes-{bits}-{}", mode.lower())
+/// The `openssl speed` cipher name, e.g. `aes-128-ctr`, `aes-256-gcm`.
+pub fn cipher_name(mode: impl Into<BenchMode>, bits: u32) -> String {
+    format!("aes-{bits}-{}", mode.into().lower())
+}
+
+/// The arguments of the `openssl speed` run for `mode`, `bits`, `bytes` per call, `processes`
+/// (`-multi` when more than one) and `seconds`: `speed -mr -seconds S -bytes N [-multi P] -evp
+/// aes-BITS-MODE`.
+pub fn speed_args(
+    mode: impl Into<BenchMode>,
+    bits: u32,
+    bytes: usize,
+    processes: usize,
+    seconds: u32,
+) -> Vec<String> {
+    let mut args: Vec<String> = ["speed", "-mr", "-seconds"]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    args.extend([
+        seconds.max(1).to_string(),
+        "-bytes".into(),
+        bytes.to_string(),
+    ]);
+    if processes > 1 {
+        args.extend(["-multi".into(), processes.to_string()]);
+    }
+    args.extend(["-evp".into(), cipher_name(mode, bits)]);
+    args
 }
 
 fn run(args: &[&str]) -> Result<String, OpensslError> {
@@ -72,23 +100,16 @@ pub fn version() -> Result<String, OpensslError> {
 /// `-multi PROCESSES` when more than one) and returns the total throughput of all processes in
 /// bytes per second.
 pub fn speed(
-    mode: Mode,
+    mode: impl Into<BenchMode>,
     bits: u32,
     bytes: usize,
     processes: usize,
     seconds: u32,
 ) -> Result<f64, OpensslError> {
+    let mode = mode.into();
     let cipher = cipher_name(mode, bits);
-    let (bytes, seconds, multi) = (
-        bytes.to_string(),
-        seconds.max(1).to_string(),
-        processes.to_string(),
-    );
-    let mut args = vec!["speed", "-mr", "-seconds", &seconds, "-bytes", &bytes];
-    if processes > 1 {
-        args.extend(["-multi", &multi]);
-    }
-    args.extend(["-evp", &cipher]);
+    let args = speed_args(mode, bits, bytes, processes, seconds);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let stdout = run(&args)?;
     parse_speed(&stdout, &cipher).ok_or_else(|| {
         OpensslError::Failed(format!(
@@ -118,6 +139,7 @@ pub fn parse_speed(stdout: &str, cipher: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use paraes_core::Mode;
 
     #[test]
     fn parses_single_and_multi_process_output() {
@@ -138,6 +160,35 @@ mod tests {
         assert_eq!(parse_speed("+F:3:aes-256-ctr:nan\n", "aes-256-ctr"), None);
         assert_eq!(parse_speed("garbage\n", "aes-256-ctr"), None);
         assert_eq!(cipher_name(Mode::Ecb, 256), "aes-256-ecb");
+        let gcm = "+DT:aes-256-gcm:1:16384\n+R:230036:AES-256-GCM:0.970000\n+H:16384\n\
+                   +F:25:AES-256-GCM:3885474045.36\n";
+        assert_eq!(parse_speed(gcm, "aes-256-gcm"), Some(3885474045.36));
+    }
+
+    #[test]
+    fn gcm_baseline_is_openssl_speed_evp_aes_gcm_at_the_size() {
+        assert_eq!(cipher_name(BenchMode::Gcm, 256), "aes-256-gcm");
+        assert_eq!(
+            speed_args(BenchMode::Gcm, 256, 16384, 1, 1).join(" "),
+            "speed -mr -seconds 1 -bytes 16384 -evp aes-256-gcm"
+        );
+        assert_eq!(
+            speed_args(BenchMode::Gcm, 128, 1 << 20, 2, 3).join(" "),
+            "speed -mr -seconds 3 -bytes 1048576 -multi 2 -evp aes-128-gcm"
+        );
+        assert_eq!(
+            speed_args(Mode::Ctr, 192, 1024, 1, 0).join(" "),
+            "speed -mr -seconds 1 -bytes 1024 -evp aes-192-ctr"
+        );
+    }
+
+    #[test]
+    fn gcm_is_measured_when_openssl_is_installed() {
+        match speed(BenchMode::Gcm, 256, 16384, 1, 1) {
+            Ok(rate) => assert!(rate > 1e6, "{rate} B/s"),
+            Err(OpensslError::Missing) => {}
+            Err(e) => panic!("{e}"),
+        }
     }
 
     #[test]

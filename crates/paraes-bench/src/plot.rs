@@ -283,6 +283,7 @@ pub fn svg(rows: &[Row], path: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mode::BenchMode;
     use crate::stats::Stats;
     use paraes_core::Mode;
 
@@ -348,6 +349,69 @@ mod tests {
         }
         // The y axis reaches the simulated 12.5 GB/s, not only the host's 0.001 GB/s.
         assert!(text.contains("\n10\n"), "no 10 GB/s tick");
+    }
+
+    /// CTR and GCM rows in one plot: one line each, the legend naming the mode and bits.
+    #[test]
+    fn ctr_and_gcm_lines_are_told_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gcm.svg");
+        let rows: Vec<Row> = [16usize, 64]
+            .iter()
+            .flat_map(|k| {
+                let bytes = (k << 10) as u64;
+                [
+                    Row::new(
+                        "cpu",
+                        "vaes512",
+                        Mode::Ctr,
+                        256,
+                        bytes,
+                        1,
+                        s(bytes as f64 / 1.5e10),
+                    ),
+                    Row::new(
+                        "cpu",
+                        "vaes512",
+                        BenchMode::Gcm,
+                        256,
+                        bytes,
+                        1,
+                        s(bytes as f64 / 8e9),
+                    ),
+                    Row::new(
+                        "openssl",
+                        "openssl-3",
+                        BenchMode::Gcm,
+                        256,
+                        bytes,
+                        1,
+                        s(bytes as f64 / 4e9),
+                    ),
+                ]
+            })
+            .collect();
+        svg(&rows, &path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.contains("cpu vaes512, 1 thread, ctr-256"),
+            "no ctr line"
+        );
+        assert!(
+            text.contains("cpu vaes512, 1 thread, gcm-256"),
+            "no gcm line"
+        );
+        assert!(
+            text.contains("openssl-3, 1 process, gcm-256"),
+            "no openssl gcm line"
+        );
+        let gcm_only: Vec<Row> = rows.into_iter().filter(|r| r.mode == "gcm").collect();
+        svg(&gcm_only, &path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.contains("AES-256-GCM, throughput vs buffer size"),
+            "no gcm caption"
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use paraes_core::Mode;
 use serde::{Deserialize, Serialize};
 
+use crate::mode::BenchMode;
 use crate::stats::Stats;
 
 /// The engine label of the single-thread CPU engine, the baseline of `speedup`.
@@ -12,7 +13,8 @@ pub const BASELINE_ENGINE: &str = "cpu";
 /// The engine label of the `openssl speed` reference rows.
 pub const OPENSSL_ENGINE: &str = "openssl";
 
-/// One measurement: an engine on one mode, key size and buffer size.
+/// One measurement: an engine on one mode, key size and buffer size (a `gcm` row: format v3's
+/// body of that many plaintext bytes sealed in memory, see [`crate::measure::measure_gcm`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Row {
     /// Engine label (`cpu`, `gpu`, `sunway-sim`, `openssl`; `cpu-e2e` for the whole file
@@ -21,7 +23,8 @@ pub struct Row {
     /// What did the work: the CPU AES implementation (`vaes512`, `vaes256`, `aesni`,
     /// `portable`), the GPU kernel variant, `sunway-sim/<variant>`, `openssl-<version>`.
     pub implementation: String,
-    /// `ctr` or `ecb`.
+    /// `ctr` or `ecb` (the engine seam), or `gcm` (format v3's body: 16 KiB AES-GCM chunks
+    /// with their tags, sealed through the pipeline); see [`BenchMode`].
     pub mode: String,
     /// AES key size: 128, 192 or 256.
     pub bits: u32,
@@ -69,12 +72,9 @@ pub const COLUMNS: [&str; 15] = [
     "sim_gbps",
 ];
 
-/// The lowercase name of `mode` used in rows.
+/// The lowercase name of `mode` used in rows (`gcm` rows: [`BenchMode::lower`]).
 pub fn mode_name(mode: Mode) -> &'static str {
-    match mode {
-        Mode::Ctr => "ctr",
-        Mode::Ecb => "ecb",
-    }
+    BenchMode::from(mode).lower()
 }
 
 impl Row {
@@ -83,17 +83,18 @@ impl Row {
     pub fn new(
         engine: &str,
         implementation: &str,
-        mode: Mode,
+        mode: impl Into<BenchMode>,
         bits: u32,
         bytes: u64,
         threads: usize,
         stats: Stats,
     ) -> Row {
+        let mode: BenchMode = mode.into();
         let throughput = paraes_core::Throughput::new(bytes, stats.median);
         Row {
             engine: engine.to_string(),
             implementation: implementation.to_string(),
-            mode: mode_name(mode).to_string(),
+            mode: mode.lower().to_string(),
             bits,
             bytes,
             threads,
@@ -107,6 +108,11 @@ impl Row {
             sim_seconds: None,
             sim_gbps: None,
         }
+    }
+
+    /// The row's mode, `None` for a name this version does not know.
+    pub fn bench_mode(&self) -> Option<BenchMode> {
+        self.mode.parse().ok()
     }
 }
 
@@ -378,6 +384,57 @@ mod tests {
             "{text}"
         );
         assert_eq!(baseline_table(&rows[..5]), "");
+    }
+
+    /// GCM rows are rows of their own: named `gcm`, each against the one-thread `cpu` gcm row
+    /// (never the CTR row of the same size), beside the openssl gcm row in the baseline table.
+    #[test]
+    fn gcm_rows_have_their_own_mode_baseline_and_openssl_line() {
+        let s = |m: f64| Stats {
+            median: m,
+            min: m,
+            max: m,
+        };
+        let n = 16 << 10;
+        let mut rows = vec![
+            Row::new("cpu", "vaes512", Mode::Ctr, 256, n, 1, s(1e-6)),
+            Row::new("cpu", "vaes512", BenchMode::Gcm, 256, n, 1, s(2e-6)),
+            Row::new("cpu", "vaes512", BenchMode::Gcm, 256, n, 2, s(1.6e-6)),
+            Row::new(
+                OPENSSL_ENGINE,
+                "openssl-3",
+                BenchMode::Gcm,
+                256,
+                n,
+                1,
+                s(4e-6),
+            ),
+        ];
+        fill_speedups(&mut rows);
+        assert_eq!(rows[1].mode, "gcm");
+        assert_eq!(rows[1].bench_mode(), Some(BenchMode::Gcm));
+        assert_eq!(rows[0].bench_mode(), Some(BenchMode::Ctr));
+        assert_eq!(rows[1].speedup, Some(1.0));
+        assert_eq!(rows[2].speedup, Some(1.25));
+        assert_eq!(rows[3].speedup, None);
+        let text = baseline_table(&rows);
+        assert!(
+            text.contains("| AES-256-GCM | 16 KiB | 1 | 4.10 | 8.19 | vaes512 | 2.00x |"),
+            "{text}"
+        );
+        assert!(!text.contains("AES-256-CTR"), "{text}");
+        let text = table(&rows, &[]);
+        assert!(
+            text.contains("| cpu | vaes512 | gcm | 256 | 16 KiB | 2 |"),
+            "{text}"
+        );
+        let text = csv(&rows);
+        assert!(text.contains("\ncpu,vaes512,gcm,256,16384,1,"), "{text}");
+        assert!(
+            text.contains("\nopenssl,openssl-3,gcm,256,16384,1,"),
+            "{text}"
+        );
+        assert_eq!(mode_name(Mode::Ecb), "ecb");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 
 use crate::document::Document;
+use crate::mode::{BenchMode, GCM_NOTE};
 use crate::report::{self, format_size, Row, BASELINE_ENGINE, OPENSSL_ENGINE};
 
 /// Three significant digits, without exponent: `0.0123`, `1.23`, `12.3`, `123`.
@@ -138,6 +139,9 @@ pub fn markdown(doc: &Document, level: usize) -> String {
     };
     for (mode, bits) in ciphers {
         let cipher = format!("AES-{bits}-{}", mode.to_ascii_uppercase());
+        if mode == BenchMode::Gcm.lower() {
+            out.push_str(&format!("\n{GCM_NOTE}\n"));
+        }
         let rows: Vec<&Row> = doc
             .rows
             .iter()
@@ -222,6 +226,7 @@ mod tests {
     use super::*;
     use crate::document::Paraes;
     use crate::machine::Machine;
+    use crate::mode::BenchMode;
     use crate::stats::Stats;
     use paraes_core::Mode;
 
@@ -284,7 +289,53 @@ mod tests {
             text.contains("| AES-128-CTR | 1 KiB | 1 | 5.12 | 10.24 | aesni | 2.00x |"),
             "{text}"
         );
+        assert!(!text.contains("gcm rows"), "{text}");
         assert_eq!(sig3(0.012345), "0.0123");
         assert_eq!(sig3(123.4), "123");
+    }
+
+    /// GCM rows get their own cipher (AES-256-GCM), the note saying what they measure, and
+    /// openssl's gcm figure beside them.
+    #[test]
+    fn gcm_rows_are_a_cipher_with_a_note() {
+        let s = |m: f64| Stats {
+            median: m,
+            min: m,
+            max: m,
+        };
+        let mut rows = vec![
+            Row::new("cpu", "vaes512", Mode::Ctr, 256, 16384, 1, s(1e-6)),
+            Row::new("cpu", "vaes512", BenchMode::Gcm, 256, 16384, 1, s(2e-6)),
+            Row::new(
+                OPENSSL_ENGINE,
+                "openssl-3",
+                BenchMode::Gcm,
+                256,
+                16384,
+                1,
+                s(4e-6),
+            ),
+        ];
+        report::fill_speedups(&mut rows);
+        let doc = Document {
+            paraes: Paraes {
+                version: "0.1.0".into(),
+                commit: "abc".into(),
+                date: "2026-11-24T00:00:00Z".into(),
+                command: "paraes bench --mode ctr,gcm --bits 256".into(),
+            },
+            machine: Machine::detect(),
+            rows,
+        };
+        let text = markdown(&doc, 4);
+        let ctr = text.find("#### AES-256-CTR: throughput").expect(&text);
+        let note = text.find(GCM_NOTE).expect(&text);
+        let gcm = text.find("#### AES-256-GCM: throughput").expect(&text);
+        assert!(ctr < note && note < gcm, "{text}");
+        assert_eq!(text.matches(GCM_NOTE).count(), 1, "{text}");
+        assert!(
+            text.contains("| AES-256-GCM | 16 KiB | 1 | 4.10 | 8.19 | vaes512 | 2.00x |"),
+            "{text}"
+        );
     }
 }
