@@ -589,9 +589,6 @@ fn dec(args: &DecArgs) -> Result<CryptPlan> {
                 "--iv, --no-pad and --force-raw apply to --raw only, not to --format cobblestone"
             );
         }
-        if args.range.is_some() {
-            usage!(C, "--range does not read bare messages yet: decrypt the whole message, or use a container");
-        }
     }
     let format = match (message, args.raw) {
         (Some(context), _) => Format::Message {

@@ -1,6 +1,7 @@
 //! `dec --range START..END`: decrypts only the plaintext bytes asked for, reading and
 //! authenticating only the chunks that hold them plus the last chunk (so the plaintext length
-//! it checks the range against is authentic), through paraes-core's seekable reader.
+//! it checks the range against is authentic), through paraes-core's seekable reader, of a
+//! container or a bare message (`--format cobblestone`).
 
 use anyhow::{bail, Context, Result};
 use paraes_core::container::{RangeError, SeekableReader};
@@ -11,7 +12,7 @@ use crate::output::{Input, Reach};
 use crate::plan::{ByteRange, CryptPlan, FileJob};
 use crate::progress::{Progress, Summary};
 
-/// Runs `dec --range` on the one container of `plan`.
+/// Runs `dec --range` on the one container or bare message of `plan`.
 pub fn run(plan: &CryptPlan, file: &FileJob, range: ByteRange) -> Result<Summary> {
     let engine = crate::engines::select(&plan.engine)?;
     let credentials = Credentials::on_first_use(plan);
@@ -22,13 +23,16 @@ pub fn run(plan: &CryptPlan, file: &FileJob, range: ByteRange) -> Result<Summary
         input,
         output,
     } = &mut job;
-    let (Keys::Container { opened, .. }, Input::File(container, path)) = (&stream.keys, input)
-    else {
-        bail!("--range needs a container file");
+    let Input::File(file, path) = input else {
+        bail!("--range needs a file");
     };
     let name = path.display().to_string();
-    let mut reader = SeekableReader::new(opened, engine.as_ref(), container)
-        .map_err(|e| name_failure(e, &name, &output.name()))?;
+    let reader = match &stream.keys {
+        Keys::Container { opened, .. } => SeekableReader::new(opened, engine.as_ref(), &*file),
+        Keys::Message { cipher, .. } => SeekableReader::message(cipher, engine.as_ref(), &*file),
+        Keys::Raw { .. } => bail!("--range reads containers and bare messages, not raw streams"),
+    };
+    let mut reader = reader.map_err(|e| name_failure(e, &name, &output.name()))?;
     let len = reader.plaintext_len();
     let end = range.end.unwrap_or(len);
     if range.start > len || end > len {

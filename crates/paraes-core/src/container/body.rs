@@ -184,6 +184,21 @@ pub struct BodyLayout {
     pub record_len: u64,
 }
 
+impl BodyLayout {
+    /// The layout of a C2SP message's chunk records (everything after its salt and
+    /// commitment), `records` bytes: 16 KiB chunks, then a shorter final one.
+    pub fn message(records: u64) -> Result<Self, LayoutError> {
+        let (chunks, last_chunk_len) = cobblestone::chunk_count(records)
+            .ok_or_else(|| LayoutError("it has no final chunk shorter than 16 KiB".to_owned()))?;
+        Ok(BodyLayout {
+            chunks,
+            ciphertext_len: records - chunks * cobblestone::TAG_LEN as u64,
+            last_chunk_len,
+            record_len: cobblestone::RECORD_LEN as u64,
+        })
+    }
+}
+
 /// A body length that no writer makes: the file was truncated or extended.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -230,14 +245,7 @@ impl HeaderInfo {
         if !self.is_message() {
             return self.params.layout(records);
         }
-        let (chunks, last_chunk_len) = cobblestone::chunk_count(records)
-            .ok_or_else(|| LayoutError("it has no final chunk shorter than 16 KiB".to_owned()))?;
-        Ok(BodyLayout {
-            chunks,
-            ciphertext_len: records - chunks * cobblestone::TAG_LEN as u64,
-            last_chunk_len,
-            record_len: cobblestone::RECORD_LEN as u64,
-        })
+        BodyLayout::message(records)
     }
 }
 
@@ -429,9 +437,46 @@ impl<'a, R: Read + Seek> SeekableReader<'a, R> {
         let layout = info
             .layout(file_len)
             .map_err(|_| PipelineError::Truncated(info.truncated_chunk(file_len)))?;
+        let spec = opened.chunk_spec(engine, Direction::Decrypt);
+        Self::over(spec, info.chunks_start(), layout, input)
+    }
+
+    /// A reader of the bare C2SP message `input` (the whole file, salt and commitment
+    /// included) whose chunk cipher is `cipher` (its commitment already checked), decrypting
+    /// on `engine`. Reads and authenticates the last chunk.
+    pub fn message(
+        cipher: &'a cobblestone::ChunkCipher,
+        engine: &'a dyn Engine,
+        mut input: R,
+    ) -> Result<Self, PipelineError> {
+        let file_len = input.seek(SeekFrom::End(0)).map_err(PipelineError::Read)?;
+        let records = file_len.saturating_sub(MESSAGE_PREFIX_LEN as u64);
+        let layout = BodyLayout::message(records)
+            .map_err(|_| PipelineError::Truncated(records / cobblestone::RECORD_LEN as u64))?;
+        let spec = StreamSpec {
+            engine,
+            mode: Mode::Ctr,
+            direction: Direction::Decrypt,
+            key: cipher.key(),
+            counter: [0; 16],
+            chunk_size: cobblestone::CHUNK_LEN,
+            padding: false,
+            tags: pipeline::Tags::Gcm(cipher),
+        };
+        Self::over(spec, MESSAGE_PREFIX_LEN as u64, layout, input)
+    }
+
+    /// A reader of the chunk records of `input` that start at byte `body_start` and lie as
+    /// `layout` says, one chunk of `spec` each; authenticates the last chunk.
+    fn over(
+        spec: StreamSpec<'a>,
+        body_start: u64,
+        layout: BodyLayout,
+        input: R,
+    ) -> Result<Self, PipelineError> {
         let mut reader = SeekableReader {
-            spec: opened.chunk_spec(engine, Direction::Decrypt),
-            body_start: info.chunks_start(),
+            spec,
+            body_start,
             input,
             layout,
             plaintext_len: 0,
