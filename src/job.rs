@@ -58,6 +58,12 @@ pub enum Keys {
         header: Vec<u8>,
         /// The message's AES-GCM chunk cipher.
         cipher: Box<ChunkCipher>,
+        /// The user's key (MPI ranks receive it and derive the cipher themselves).
+        #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+        key: Key,
+        /// The message's context (MPI ranks receive it).
+        #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+        context: Vec<u8>,
     },
     /// A container: its header bytes (written by enc, read by dec) and its verified keys.
     Container {
@@ -73,16 +79,9 @@ impl Stream {
     pub fn spec<'a>(&'a self, engine: &'a dyn Engine, direction: Direction) -> StreamSpec<'a> {
         match &self.keys {
             Keys::Container { opened, .. } => opened.stream_spec(engine, direction),
-            Keys::Message { cipher, .. } => StreamSpec {
-                engine,
-                mode: Mode::Ctr,
-                direction,
-                key: cipher.key(),
-                counter: [0; 16],
-                chunk_size: self.chunk_size,
-                padding: false,
-                tags: Tags::Gcm(cipher),
-            },
+            Keys::Message { cipher, .. } => {
+                StreamSpec::message(engine, direction, cipher, self.chunk_size)
+            }
             Keys::Raw { schedule, .. } => StreamSpec {
                 engine,
                 mode: self.mode,
@@ -406,6 +405,8 @@ fn message_stream(
         keys: Keys::Message {
             header,
             cipher: Box::new(cipher),
+            key: key.clone(),
+            context: context.to_vec(),
         },
     })
 }

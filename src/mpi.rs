@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
 use paraes_core::{CpuEngine, Direction, Engine};
-use paraes_mpi::{execute, IoStrategy, JobError, Mpi, Plan, RootIo};
+use paraes_mpi::{execute, IoStrategy, JobError, Mpi, Plan, RootIo, StreamKind};
 use zeroize::Zeroizing;
 
 use crate::advice::{error_line, one_line};
@@ -181,14 +181,17 @@ fn root(
         padding: job.stream.padding,
         chunk_size: job.stream.chunk_size,
         counter: job.stream.counter,
-        // A container's file secret (never the user's key), or a raw stream's key.
+        kind: match &job.stream.keys {
+            Keys::Container { .. } => StreamKind::Container,
+            Keys::Raw { .. } => StreamKind::Raw,
+            Keys::Message { context, .. } => StreamKind::Message {
+                context: context.clone(),
+            },
+        },
+        // A container's file secret (never the user's key), a message's or a raw stream's key.
         key: Zeroizing::new(match &job.stream.keys {
             Keys::Container { opened, .. } => opened.secret().as_bytes().to_vec(),
-            Keys::Raw { key, .. } => key.as_bytes().to_vec(),
-            // The plan refuses --backend mpi with --format cobblestone before any job starts.
-            Keys::Message { .. } => {
-                anyhow::bail!("MPI runs do not carry bare messages yet: use --backend cpu")
-            }
+            Keys::Raw { key, .. } | Keys::Message { key, .. } => key.as_bytes().to_vec(),
         }),
         header: header_bytes,
         input: job.input.path().map(std::path::absolute).transpose()?,

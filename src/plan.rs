@@ -769,9 +769,6 @@ fn finish(parts: CryptInputs<'_>) -> Result<CryptPlan> {
         usage!(command, "standard input can feed only one thing: the data (or the file list) comes from standard input, so give the key or passphrase another way (-k FILE, --key-fd N, --key-env VAR, --passphrase-file FILE), or give the data as a file");
     }
     let (engine, runner) = engine_and_runner(command, parts.engine)?;
-    if matches!(runner, Runner::Mpi { .. }) && matches!(parts.format, Format::Message { .. }) {
-        usage!(command, "--backend mpi does not run --format cobblestone yet: use --backend cpu (or a container)");
-    }
     let files = if many {
         // A FIFO or device among many inputs would block or never end the run.
         crate::output::regular_inputs_only();

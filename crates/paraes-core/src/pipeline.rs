@@ -144,6 +144,29 @@ pub struct Chunk {
     pub data: Vec<u8>,
 }
 
+impl<'a> StreamSpec<'a> {
+    /// The stream of a C2SP message's chunks under `cipher` (a bare message, or a v3
+    /// container's body) on `engine`, `batch` plaintext bytes (a multiple of 16 KiB) per
+    /// pipeline chunk.
+    pub fn message(
+        engine: &'a dyn Engine,
+        direction: Direction,
+        cipher: &'a ChunkCipher,
+        batch: usize,
+    ) -> Self {
+        StreamSpec {
+            engine,
+            mode: Mode::Ctr,
+            direction,
+            key: cipher.key(),
+            counter: [0; 16],
+            chunk_size: batch,
+            padding: false,
+            tags: Tags::Gcm(cipher),
+        }
+    }
+}
+
 impl StreamSpec<'_> {
     /// Bytes of one record of the input: a chunk, plus its tags when decrypting.
     pub fn input_record_len(&self) -> usize {

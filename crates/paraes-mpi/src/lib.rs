@@ -31,7 +31,7 @@ mod scatter;
 mod world;
 
 pub use layout::Layout;
-pub use plan::{IoStrategy, Plan, PlanError};
+pub use plan::{IoStrategy, Plan, PlanError, StreamKind};
 pub use root_io::RootIo;
 pub use run::execute;
 pub use world::{JobError, Mpi};

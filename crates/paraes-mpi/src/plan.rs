@@ -19,6 +19,22 @@ pub enum IoStrategy {
     Scatter,
 }
 
+/// What a plan's key and header are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StreamKind {
+    /// A raw stream: the key is the AES key itself; no header.
+    Raw,
+    /// A container: the key is its file secret; the header is the container's header (for
+    /// format v3 with its message's salt and commitment).
+    Container,
+    /// A bare C2SP message: the key is its input key, the header its salt and commitment,
+    /// and `context` its context.
+    Message {
+        /// The message's context (exact bytes).
+        context: Vec<u8>,
+    },
+}
+
 /// A plan that did not arrive intact (a bug or a mismatched binary on some rank).
 #[derive(Debug, thiserror::Error)]
 #[error("the job plan from rank 0 is malformed ({0}): run the same paraes binary on every rank")]
@@ -30,6 +46,8 @@ pub struct Plan {
     pub strategy: IoStrategy,
     /// Encrypt or decrypt.
     pub direction: Direction,
+    /// What `key` and `header` are.
+    pub kind: StreamKind,
     /// Mode of operation.
     pub mode: Mode,
     /// PKCS#7 padding of ECB's final block.
@@ -38,10 +56,12 @@ pub struct Plan {
     pub chunk_size: usize,
     /// Counter block of a raw CTR stream's block 0 (a container's comes from its header).
     pub counter: [u8; 16],
-    /// A container's file secret ([`paraes_core::container::Opened::secret`]: D for format
-    /// v2, never the user's key), or a raw stream's AES key (16, 24 or 32 bytes).
+    /// A container's file secret ([`paraes_core::container::Opened::secret`]: D for formats
+    /// v2 and v3, never the user's key), a bare message's input key, or a raw stream's AES
+    /// key (16, 24 or 32 bytes).
     pub key: Zeroizing<Vec<u8>>,
-    /// The sealed container header, or empty for a raw stream.
+    /// What comes before the first chunk: the sealed container header, a bare message's salt
+    /// and commitment, or nothing for a raw stream.
     pub header: Vec<u8>,
     /// The input file ([`IoStrategy::Direct`]).
     pub input: Option<PathBuf>,
@@ -68,7 +88,7 @@ impl Plan {
 
     /// The plan as bytes (never empty: the empty message means "stop").
     pub fn encode(&self) -> Zeroizing<Vec<u8>> {
-        let mut out = Zeroizing::new(vec![1u8]);
+        let mut out = Zeroizing::new(vec![2u8]);
         out.push(match self.strategy {
             IoStrategy::Direct => 0,
             IoStrategy::Scatter => 1,
@@ -82,6 +102,11 @@ impl Plan {
             Mode::Ctr => 1,
         });
         out.push(u8::from(self.padding));
+        out.push(match self.kind {
+            StreamKind::Raw => 0,
+            StreamKind::Container => 1,
+            StreamKind::Message { .. } => 2,
+        });
         out.extend_from_slice(&(self.chunk_size as u64).to_le_bytes());
         out.extend_from_slice(&self.counter);
         out.extend_from_slice(&self.input_len.to_le_bytes());
@@ -90,9 +115,14 @@ impl Plan {
                 .map(|p| p.as_os_str().as_bytes().to_vec())
                 .unwrap_or_default()
         };
+        let context = match &self.kind {
+            StreamKind::Message { context } => &context[..],
+            _ => &[],
+        };
         for field in [
             &self.key[..],
             &self.header[..],
+            context,
             &path_bytes(&self.input),
             &path_bytes(&self.output),
         ] {
@@ -105,7 +135,7 @@ impl Plan {
     /// Reads a plan written by [`Plan::encode`].
     pub fn decode(bytes: &[u8]) -> Result<Plan, PlanError> {
         let mut reader = Reader(bytes);
-        if reader.take(1)? != [1] {
+        if reader.take(1)? != [2] {
             return Err(PlanError("unknown version"));
         }
         let strategy = match reader.byte()? {
@@ -124,11 +154,19 @@ impl Plan {
             _ => return Err(PlanError("mode")),
         };
         let padding = reader.byte()? == 1;
+        let kind = reader.byte()?;
         let chunk_size = usize::try_from(reader.u64()?).map_err(|_| PlanError("chunk size"))?;
         let counter = reader.take(16)?.try_into().expect("16 bytes");
         let input_len = reader.u64()?;
         let key = Zeroizing::new(reader.field()?.to_vec());
         let header = reader.field()?.to_vec();
+        let context = reader.field()?.to_vec();
+        let kind = match kind {
+            0 => StreamKind::Raw,
+            1 => StreamKind::Container,
+            2 => StreamKind::Message { context },
+            _ => return Err(PlanError("stream kind")),
+        };
         let path = |bytes: &[u8]| {
             (!bytes.is_empty()).then(|| PathBuf::from(OsString::from_vec(bytes.to_vec())))
         };
@@ -140,6 +178,7 @@ impl Plan {
         Ok(Plan {
             strategy,
             direction,
+            kind,
             mode,
             padding,
             chunk_size,
@@ -191,6 +230,9 @@ mod tests {
         let plan = Plan {
             strategy: IoStrategy::Direct,
             direction: Direction::Decrypt,
+            kind: StreamKind::Message {
+                context: b"ctx".to_vec(),
+            },
             mode: Mode::Ecb,
             padding: true,
             chunk_size: 1 << 20,
@@ -206,6 +248,12 @@ mod tests {
         assert_eq!(back.encode(), bytes);
         assert_eq!(back.strategy, IoStrategy::Direct);
         assert_eq!(back.direction, Direction::Decrypt);
+        assert_eq!(
+            back.kind,
+            StreamKind::Message {
+                context: b"ctx".to_vec()
+            }
+        );
         assert_eq!(back.mode, Mode::Ecb);
         assert!(back.padding);
         assert_eq!(back.chunk_size, 1 << 20);

@@ -453,16 +453,7 @@ impl<'a, R: Read + Seek> SeekableReader<'a, R> {
         let records = file_len.saturating_sub(MESSAGE_PREFIX_LEN as u64);
         let layout = BodyLayout::message(records)
             .map_err(|_| PipelineError::Truncated(records / cobblestone::RECORD_LEN as u64))?;
-        let spec = StreamSpec {
-            engine,
-            mode: Mode::Ctr,
-            direction: Direction::Decrypt,
-            key: cipher.key(),
-            counter: [0; 16],
-            chunk_size: cobblestone::CHUNK_LEN,
-            padding: false,
-            tags: pipeline::Tags::Gcm(cipher),
-        };
+        let spec = StreamSpec::message(engine, Direction::Decrypt, cipher, cobblestone::CHUNK_LEN);
         Self::over(spec, MESSAGE_PREFIX_LEN as u64, layout, input)
     }
 

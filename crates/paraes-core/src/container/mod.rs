@@ -831,16 +831,9 @@ impl Opened {
                 padding: true,
                 tags: Tags::Chunk(&keys.auth),
             },
-            BodyKeys::Message(message) => StreamSpec {
-                engine,
-                mode: Mode::Ctr,
-                direction,
-                key: message.cipher.key(),
-                counter: [0; 16],
-                chunk_size: batch,
-                padding: false,
-                tags: Tags::Gcm(&message.cipher),
-            },
+            BodyKeys::Message(message) => {
+                StreamSpec::message(engine, direction, &message.cipher, batch)
+            }
         }
     }
 
