@@ -232,10 +232,6 @@ fn a_message_takes_one_random_key_of_16_or_32_bytes_and_nothing_else() {
             vec!["enc", "-k", "k", "--chunk-size", "20KiB", "f"],
         ),
         (
-            "--range",
-            vec!["dec", "-k", "k", "--range", "0..1", "f.paraes"],
-        ),
-        (
             "--show-data-key",
             vec!["dec", "-k", "k", "--show-data-key", "f.paraes"],
         ),
