@@ -65,8 +65,8 @@ pub fn run(args: &RekeyPlan) -> Result<()> {
             }
             let output = Output::create(Some(&target), true, true, Reach::ThisMachine, false)?;
             let copy = output.file().expect("a path gives a file output");
-            copy.set_permissions(fs::Permissions::from_mode(meta.permissions().mode()))
-                .and_then(|()| write_copy(copy, header, &file, *body_offset, meta.len()))
+            keep_owner_and_mode(copy, &meta)
+                .and_then(|()| Ok(write_copy(copy, header, &file, *body_offset, meta.len())?))
                 .with_context(|| {
                     format!("writing the rekeyed copy of {shown} failed ({shown} is unchanged)")
                 })?;
@@ -75,6 +75,7 @@ pub fn run(args: &RekeyPlan) -> Result<()> {
                 .with_context(|| {
                     format!("the rekeyed copy of {shown} did not read back ({shown} is unchanged)")
                 })?;
+            still_the_same_file(&target, &meta)?;
             // Durable, renamed over the target, and the directory synced.
             output
                 .commit()
@@ -132,7 +133,7 @@ pub(crate) fn lock(file: &File, path: &Path, meta: &fs::Metadata) -> Result<()> 
     flock(file, FlockOperation::NonBlockingLockExclusive).map_err(|e| match e {
         rustix::io::Errno::WOULDBLOCK => {
             anyhow::anyhow!(
-                "another paraes is rekeying it: wait for it to finish, then run this again"
+                "another paraes is rekeying or upgrading it: wait for it to finish, then run this again"
             )
         }
         other => anyhow::Error::new(std::io::Error::from(other)).context("locking it failed"),
@@ -140,8 +141,31 @@ pub(crate) fn lock(file: &File, path: &Path, meta: &fs::Metadata) -> Result<()> 
     let now = fs::metadata(path).context("it disappeared")?;
     if (now.dev(), now.ino()) != (meta.dev(), meta.ino()) {
         bail!(
-            "it was replaced while this rekey started (another rekey rewrote it): run this again"
+            "it was replaced while this started (another rekey or upgrade rewrote it): run this again"
         );
+    }
+    Ok(())
+}
+
+/// Gives the copy that will replace a file the file's owner, group and mode. Where the owner
+/// cannot be kept (not root, another user's file), the setuid and setgid bits are dropped
+/// rather than given to a new owner.
+pub(crate) fn keep_owner_and_mode(copy: &File, meta: &fs::Metadata) -> Result<()> {
+    let mut mode = meta.permissions().mode() & 0o7777;
+    let same_owner = (meta.uid(), meta.gid()) == (copy.metadata()?.uid(), copy.metadata()?.gid());
+    if !same_owner && std::os::unix::fs::fchown(copy, Some(meta.uid()), Some(meta.gid())).is_err() {
+        mode &= !0o6000;
+    }
+    copy.set_permissions(fs::Permissions::from_mode(mode))
+        .context("setting the copy's mode failed")
+}
+
+/// Checks, just before a rewritten copy is renamed over `path`, that `path` still names the
+/// file that was locked and read (one moved into its place meanwhile is not overwritten).
+pub(crate) fn still_the_same_file(path: &Path, meta: &fs::Metadata) -> Result<()> {
+    let now = fs::metadata(path).context("it disappeared")?;
+    if (now.dev(), now.ino()) != (meta.dev(), meta.ino()) {
+        bail!("another file was moved to its name meanwhile: it was left as it is, and nothing was replaced");
     }
     Ok(())
 }

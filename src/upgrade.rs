@@ -6,7 +6,7 @@
 
 use std::fs;
 use std::io::{BufReader, BufWriter, Write};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -90,11 +90,12 @@ fn upgrade_one(path: &Path, unlock: &Unlock, engine: &dyn Engine, key_size: KeyS
     }
     let output = Output::create(Some(&target), true, true, Reach::ThisMachine, false)?;
     let copy = output.file().expect("a path gives a file output");
-    copy.set_permissions(fs::Permissions::from_mode(meta.permissions().mode()))?;
+    crate::rekey::keep_owner_and_mode(copy, &meta)?;
     let plaintext = transcrypt(&opened, &upgraded, &header, &file, meta.len(), copy, engine)
         .context("writing the upgraded copy failed (the file is unchanged)")?;
     confirm(&opened, copy, engine, plaintext)
         .context("the upgraded copy did not read back whole (the file is unchanged)")?;
+    crate::rekey::still_the_same_file(&target, &meta)?;
     output
         .commit()
         .context("replacing the file with its upgraded copy failed (the file is unchanged)")
@@ -115,7 +116,7 @@ fn transcrypt(
 ) -> Result<u64> {
     let start = opened.info().chunks_start();
     let mut body = ReadAt::new(old, start, old_len.saturating_sub(start));
-    let (mut from_v2, to_v3) = std::io::pipe()?;
+    let (from_v2, to_v3) = std::io::pipe()?;
     let mut out = BufWriter::new(copy);
     out.write_all(header)?;
     let decrypt = opened.stream_spec(engine, Direction::Decrypt);
@@ -125,17 +126,22 @@ fn transcrypt(
             let mut to_v3 = to_v3;
             pipeline::run(&decrypt, &mut body, &mut to_v3, &|_| {})
         });
-        let encrypted = pipeline::run(&encrypt, &mut from_v2, &mut out, &|_| {});
+        let mut from_v2 = from_v2;
+        let encrypted = pipeline::run(&encrypt, &mut from_v2, &mut out, &|_| {})
+            .map_err(anyhow::Error::new)
+            .and_then(|_| out.flush().map_err(anyhow::Error::new));
+        // Closing the read end ends a decryption still writing (a failed write of the copy
+        // would otherwise leave it blocked on a full pipe for ever).
+        drop(from_v2);
         let decrypted = decrypting
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         (decrypted, encrypted)
     });
-    // The decryption's error is the cause when both fail (its end closed the pipe early).
-    let plaintext = decrypted.context("the v2 body did not decrypt")?;
+    // When the copy could not be written, that is the cause (the decryption then fails on the
+    // closed pipe); otherwise a decryption failure is.
     encrypted?;
-    out.flush()?;
-    Ok(plaintext)
+    decrypted.context("the v2 body did not decrypt")
 }
 
 /// Reads the upgraded copy back: it opens with the same file key (slot tag and key

@@ -375,7 +375,7 @@ fn a_second_rekey_of_the_same_file_waits_for_none_and_writes_nothing() {
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("exit 1"), "{text}");
-    assert!(text.contains("another paraes is rekeying it"), "{text}");
+    assert!(text.contains("another paraes is rekeying"), "{text}");
     assert_eq!(s.read("victim.paraes"), before);
     assert_eq!(opens(&s, "victim.paraes", &["-k", "old.key"]), Some(plain));
 }

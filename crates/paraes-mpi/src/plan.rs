@@ -153,7 +153,11 @@ impl Plan {
             1 => Mode::Ctr,
             _ => return Err(PlanError("mode")),
         };
-        let padding = reader.byte()? == 1;
+        let padding = match reader.byte()? {
+            0 => false,
+            1 => true,
+            _ => return Err(PlanError("padding")),
+        };
         let kind = reader.byte()?;
         let chunk_size = usize::try_from(reader.u64()?).map_err(|_| PlanError("chunk size"))?;
         let counter = reader.take(16)?.try_into().expect("16 bytes");
@@ -161,12 +165,20 @@ impl Plan {
         let key = Zeroizing::new(reader.field()?.to_vec());
         let header = reader.field()?.to_vec();
         let context = reader.field()?.to_vec();
-        let kind = match kind {
-            0 => StreamKind::Raw,
-            1 => StreamKind::Container,
-            2 => StreamKind::Message { context },
+        let kind = match (kind, context.is_empty()) {
+            (0, true) => StreamKind::Raw,
+            (1, true) => StreamKind::Container,
+            (2, _) => StreamKind::Message { context },
             _ => return Err(PlanError("stream kind")),
         };
+        // A chunk size no writer sends (a rank would divide by it, or cut GCM chunks apart).
+        let unit = match kind {
+            StreamKind::Message { .. } => 16 << 10,
+            _ => 16,
+        };
+        if chunk_size == 0 || !chunk_size.is_multiple_of(unit) {
+            return Err(PlanError("chunk size"));
+        }
         let path = |bytes: &[u8]| {
             (!bytes.is_empty()).then(|| PathBuf::from(OsString::from_vec(bytes.to_vec())))
         };
@@ -269,5 +281,37 @@ mod tests {
         let mut longer = bytes.to_vec();
         longer.push(0);
         assert!(Plan::decode(&longer).is_err());
+        // A padding byte other than 0 or 1, a context on a raw stream or a container, and a
+        // chunk size a writer never sends are refused.
+        let mut padding = bytes.to_vec();
+        padding[4] = 2;
+        assert!(Plan::decode(&padding).is_err());
+        for (kind, chunk_size, context) in [
+            (StreamKind::Raw, 1 << 20, true),
+            (StreamKind::Container, 1 << 20, true),
+            (StreamKind::Raw, 0, false),
+            (StreamKind::Raw, 4097, false),
+            (StreamKind::Message { context: vec![] }, 4096, false),
+        ] {
+            let mut bad = Plan::decode(&bytes).unwrap();
+            bad.kind = kind;
+            bad.chunk_size = chunk_size;
+            let mut encoded = bad.encode();
+            if context {
+                // Re-encode with a context field although the kind has none.
+                let message = Plan {
+                    kind: StreamKind::Message {
+                        context: b"ctx".to_vec(),
+                    },
+                    ..Plan::decode(&encoded).unwrap()
+                };
+                encoded = message.encode();
+                encoded[5] = match bad.kind {
+                    StreamKind::Raw => 0,
+                    _ => 1,
+                };
+            }
+            assert!(Plan::decode(&encoded).is_err(), "{chunk_size} {context}");
+        }
     }
 }

@@ -884,7 +884,8 @@ impl Opened {
     /// A v3 header, with its message prefix, for the same file key D and the stanzas of the
     /// slot that opened this v2 file (every stanza kept, so recipients who are not present
     /// still open the upgraded file), and the opened v3 container to encrypt the body with.
-    /// Refused for v1 (no file key to keep) and v3.
+    /// Refused for v1 (no file key to keep), v3, and a file whose two slots both verify under
+    /// D (an unfinished rekey: which set is meant is the rekey's to say).
     pub fn upgrade(&self, key_size: KeySize) -> Result<(Vec<u8>, Opened), ContainerError> {
         let (Some(state), 2) = (&self.rekey, self.info.version) else {
             return Err(ContainerError::BadRecipients(format!(
@@ -897,6 +898,13 @@ impl Opened {
                 }
             )));
         };
+        // Both slots authentic under D: a rekey published its new stanzas but did not wipe the
+        // old ones. Keeping either set alone would silently undo or lose that rekey.
+        if matches!(&self.info.access, Access::Slots { slots, .. } if slots.len() > 1) {
+            return Err(ContainerError::BadRecipients(
+                "both stanza slots open with this file's key (a rekey did not finish): run the rekey again to finish it, then upgrade".into(),
+            ));
+        }
         let variant = Variant::for_key_size(key_size).ok_or_else(|| {
             ContainerError::BadRecipients(
                 "a v3 body has a 128- or 256-bit key, not 192: give --bits 128 or 256".into(),

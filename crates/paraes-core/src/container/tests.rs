@@ -1034,3 +1034,28 @@ fn upgrade_keeps_every_stanza_and_the_plaintext() {
     }
     assert!(opened.upgrade(KeySize::Aes192).is_err());
 }
+
+/// A v2 file whose rekey published its new slot but did not wipe the old one (both slots
+/// verify under D) is not upgraded: keeping either stanza set alone would undo or lose that
+/// rekey (a hostile review upgraded such a file and lost the new key's stanza).
+#[test]
+fn upgrade_refuses_a_file_whose_rekey_did_not_finish() {
+    let old = encrypt_v2(&[Recipient::Key(key(1))], &plain());
+    let opened = opened_with(&old, Identity::Key(key(1))).unwrap();
+    let Rekey::InPlace(in_place) = opened.rekey(&[Recipient::Key(key(2))]).unwrap() else {
+        panic!("fits in place");
+    };
+    let mut half = old.clone();
+    for write in &in_place.publish {
+        let at = write.offset as usize;
+        half[at..at + write.bytes.len()].copy_from_slice(&write.bytes);
+    }
+    for id in [key(1), key(2)] {
+        let opened = opened_with(&half, Identity::Key(id)).unwrap();
+        let refused = opened.upgrade(KeySize::Aes256).unwrap_err();
+        assert!(
+            refused.to_string().contains("rekey did not finish"),
+            "{refused}"
+        );
+    }
+}
