@@ -1135,16 +1135,7 @@ mod tests {
                     cobblestone::seal(Variant::Cobblestone256, &input_key, &salt, b"c", &plain)
                         .unwrap();
                 let body = &expected[PREFIX_LEN..];
-                let spec = |direction| StreamSpec {
-                    engine: &engine,
-                    mode: Mode::Ctr,
-                    direction,
-                    key: cipher.key(),
-                    counter: [0; 16],
-                    chunk_size: batch,
-                    padding: false,
-                    tags: Tags::Gcm(&cipher),
-                };
+                let spec = |direction| StreamSpec::message(&engine, direction, &cipher, batch);
                 let enc = spec(Direction::Encrypt);
                 let dec = spec(Direction::Decrypt);
                 for stages in [Stages::Threaded, Stages::InTurn] {
@@ -1202,16 +1193,7 @@ mod tests {
             }
         }
         // A batch that is not whole GCM chunks, or ECB, is refused before anything runs.
-        let bad = StreamSpec {
-            engine: &engine,
-            mode: Mode::Ctr,
-            direction: Direction::Encrypt,
-            key: cipher.key(),
-            counter: [0; 16],
-            chunk_size: g + 16,
-            padding: false,
-            tags: Tags::Gcm(&cipher),
-        };
+        let bad = StreamSpec::message(&engine, Direction::Encrypt, &cipher, g + 16);
         assert!(run_spec(&bad, &data(10)).is_err());
     }
 }
