@@ -21,7 +21,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha512;
 use zeroize::Zeroizing;
 
-use crate::aes::AesImpl;
+use crate::aes::{AesImpl, StitchedGcm};
 use crate::chunk_tag::constant_time_eq;
 use crate::engine::{Counters, Direction, Job, Mode};
 use crate::ghash::Ghash;
@@ -181,12 +181,17 @@ fn hkdf_expand_sha512(prk: &[u8], info: &[u8], out: &mut [u8]) {
 }
 
 /// AES-GCM for the chunks of one message: CTR from `nonce_i || be32(2)` and GHASH, with E(J0).
+///
+/// [`ChunkCipher::seal`] and [`ChunkCipher::open`] run the stitched kernel (CTR and GHASH in
+/// one pass, `crate::aes::gcm_x86`) where the CPU has VAES-512 and VPCLMULQDQ, and CTR then
+/// GHASH elsewhere; both give the same bytes.
 #[derive(Clone)]
 pub struct ChunkCipher {
     expanded: ExpandedKey,
     ghash: Ghash,
     base_nonce: [u8; 12],
     aes_impl: AesImpl,
+    stitched: Option<StitchedGcm>,
 }
 
 impl std::fmt::Debug for ChunkCipher {
@@ -196,19 +201,27 @@ impl std::fmt::Debug for ChunkCipher {
 }
 
 impl ChunkCipher {
-    fn new(key: &Key, base_nonce: [u8; 12]) -> Self {
+    pub(crate) fn new(key: &Key, base_nonce: [u8; 12]) -> Self {
         let expanded = key.expand();
         let aes_impl = AesImpl::detect();
         let mut h = [0u8; 16];
         aes_impl.encrypt_blocks(&expanded, &mut h);
         let ghash = Ghash::new(&h);
         zeroize::Zeroize::zeroize(&mut h);
+        // The kernel hashes with the fast GHASH path's powers of H: both or neither.
+        let stitched = StitchedGcm::detect(aes_impl).filter(|_| ghash.powers().is_some());
         ChunkCipher {
             expanded,
             ghash,
             base_nonce,
             aes_impl,
+            stitched,
         }
+    }
+
+    /// The stitched kernel with the powers of H it hashes with, where it runs.
+    fn stitched(&self) -> Option<(StitchedGcm, &[[u8; 16]; crate::polyval::GROUP])> {
+        Some((self.stitched?, self.ghash.powers()?))
     }
 
     /// The expanded AES key (for an engine's CTR job over many chunks).
@@ -264,18 +277,42 @@ impl ChunkCipher {
         crate::modes::apply(self.aes_impl, &job, data).expect("CTR takes any length");
     }
 
-    /// Encrypts chunk `index` in place; returns its tag.
+    /// Encrypts chunk `index` (at most [`CHUNK_LEN`] bytes) in place; returns its tag.
     pub fn seal(&self, index: u64, data: &mut [u8]) -> [u8; TAG_LEN] {
-        self.ctr(index, data);
-        self.tag(index, data)
+        debug_assert!(data.len() <= CHUNK_LEN);
+        match self.stitched() {
+            Some((kernel, powers)) => {
+                kernel.seal(&self.expanded, powers, &self.counter(index), data)
+            }
+            None => {
+                self.ctr(index, data);
+                self.tag(index, data)
+            }
+        }
     }
 
-    /// Checks chunk `index`'s tag, then decrypts it in place (nothing is changed on failure).
+    /// Checks chunk `index`'s tag and decrypts it in place; nothing is changed on failure.
+    ///
+    /// The stitched kernel hashes and decrypts in one pass; when the tag then differs, CTR runs
+    /// again over the chunk, which restores its ciphertext exactly before the error returns (a
+    /// forgery costs two passes, an authentic chunk one). Elsewhere the tag is checked first.
     pub fn open(&self, index: u64, data: &mut [u8], tag: &[u8]) -> Result<(), CobblestoneError> {
-        if !self.verify(index, data, tag) {
-            return Err(CobblestoneError::Tampered(index));
+        debug_assert!(data.len() <= CHUNK_LEN);
+        match self.stitched() {
+            Some((kernel, powers)) => {
+                let found = kernel.open(&self.expanded, powers, &self.counter(index), data);
+                if !constant_time_eq(&found, tag) {
+                    self.ctr(index, data);
+                    return Err(CobblestoneError::Tampered(index));
+                }
+            }
+            None => {
+                if !self.verify(index, data, tag) {
+                    return Err(CobblestoneError::Tampered(index));
+                }
+                self.ctr(index, data);
+            }
         }
-        self.ctr(index, data);
         Ok(())
     }
 }

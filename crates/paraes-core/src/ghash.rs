@@ -31,6 +31,13 @@ impl Ghash {
         self.polyval.hash_reflected(data, trailer)
     }
 
+    /// The fast path's dot-powers of the POLYVAL key mulX_POLYVAL(ByteReverse(H)), H^64 ..
+    /// H^1, or `None` where that path does not run: the stitched AES-GCM kernel hashes
+    /// byte-reversed ciphertext blocks with them, as [`Ghash::hash`] does.
+    pub(crate) fn powers(&self) -> Option<&[[u8; 16]; crate::polyval::GROUP]> {
+        self.polyval.powers()
+    }
+
     /// GCM's hash of a ciphertext with no associated data: GHASH of `ciphertext` zero-padded,
     /// then the lengths block `be64(0) || be64(8 * len(ciphertext))`.
     pub fn gcm(&self, ciphertext: &[u8]) -> [u8; 16] {

@@ -8,6 +8,8 @@
 
 use std::fmt;
 
+#[cfg(target_arch = "x86_64")]
+mod gcm_x86;
 pub(crate) mod portable;
 pub(crate) mod sbox;
 #[cfg(target_arch = "x86_64")]
@@ -217,6 +219,84 @@ pub(crate) fn fast_polyval_available() -> bool {
     }
     #[cfg(not(target_arch = "x86_64"))]
     false
+}
+
+/// The stitched AES-GCM chunk kernel (CTR and GHASH in one pass, `gcm_x86`): a value exists
+/// only where the CPU runs it, so holding one is the proof its entry points need.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StitchedGcm {
+    _checked: (),
+}
+
+impl StitchedGcm {
+    /// The kernel, when `aes` is the VAES-512 path (so not forced portable) and the CPU also has
+    /// the AVX-512 carry-less multiplier; `None` elsewhere (machines with AVX2 VAES only keep
+    /// the unstitched CTR-then-GHASH path).
+    pub(crate) fn detect(aes: AesImpl) -> Option<Self> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let usable = aes == AesImpl::Vaes512
+                && fast_polyval_available()
+                && is_x86_feature_detected!("aes")
+                && is_x86_feature_detected!("vaes")
+                && is_x86_feature_detected!("avx2")
+                && is_x86_feature_detected!("avx512f")
+                && is_x86_feature_detected!("avx512bw")
+                && is_x86_feature_detected!("pclmulqdq")
+                && is_x86_feature_detected!("vpclmulqdq");
+            usable.then_some(StitchedGcm { _checked: () })
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = aes;
+            None
+        }
+    }
+
+    /// Encrypts one GCM chunk in place with CTR from `first` (`nonce || be32(2)`) and returns
+    /// its tag (no associated data); `powers` are [`crate::ghash::Ghash::powers`] of
+    /// `H = E(0^128)` under `key`.
+    pub(crate) fn seal(
+        self,
+        key: &ExpandedKey,
+        powers: &[[u8; 16]; crate::polyval::GROUP],
+        first: &[u8; 16],
+        data: &mut [u8],
+    ) -> [u8; 16] {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a StitchedGcm is only made by `detect`, after checking every feature the
+        // kernel's `target_feature` attribute names.
+        unsafe {
+            gcm_x86::seal(key, powers, first, data)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (self, key, powers, first, data);
+            unreachable!("no stitched kernel off x86-64")
+        }
+    }
+
+    /// Decrypts one GCM chunk in place and returns the tag of the ciphertext it held (hashed in
+    /// the same pass). The caller compares it with the chunk's tag and, when they differ,
+    /// undoes the decryption by running CTR again, so no unauthenticated plaintext leaves.
+    pub(crate) fn open(
+        self,
+        key: &ExpandedKey,
+        powers: &[[u8; 16]; crate::polyval::GROUP],
+        first: &[u8; 16],
+        data: &mut [u8],
+    ) -> [u8; 16] {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `seal`.
+        unsafe {
+            gcm_x86::open(key, powers, first, data)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (self, key, powers, first, data);
+            unreachable!("no stitched kernel off x86-64")
+        }
+    }
 }
 
 impl fmt::Display for AesImpl {

@@ -16,7 +16,7 @@ use core::arch::x86_64::*;
 use crate::key::ExpandedKey;
 
 /// Independent registers kept in flight (AES latency x AES units).
-const LANES: usize = 8;
+pub(super) const LANES: usize = 8;
 /// Largest register in bytes (512 bits).
 const MAX_REGISTER_BYTES: usize = 64;
 /// Largest batch in bytes (8 registers of 512 bits).
@@ -37,7 +37,7 @@ const MAX_BATCH_BYTES: usize = LANES * 64;
 ///
 /// Every method may only run on a CPU with the features of the register width (those of the
 /// `backend!` module using it), which `AesImpl` checks before any entry point runs.
-trait AesVec: Copy {
+pub(super) trait AesVec: Copy {
     /// AES blocks per register.
     const BLOCKS: usize;
     /// Bytes per register.
@@ -180,7 +180,9 @@ aes_vec!(
 /// # Safety
 /// The CPU features of `V` (see [`AesVec`]); so for every `unsafe fn` below.
 #[inline(always)]
-unsafe fn broadcast_keys<V: AesVec, const NR: usize>(round_keys: &[[u8; 16]]) -> [V; 15] {
+pub(super) unsafe fn broadcast_keys<V: AesVec, const NR: usize>(
+    round_keys: &[[u8; 16]],
+) -> [V; 15] {
     // SAFETY: CPU features are this function's contract.
     unsafe {
         let mut keys = [V::broadcast(&round_keys[0]); 15];
@@ -195,14 +197,28 @@ unsafe fn broadcast_keys<V: AesVec, const NR: usize>(round_keys: &[[u8; 16]]) ->
 #[inline(always)]
 unsafe fn encrypt_batch<V: AesVec, const NR: usize>(keys: &[V; 15], state: &mut [V; LANES]) {
     // SAFETY: CPU features are this function's contract.
+    unsafe { encrypt_rounds::<V, NR, LANES>(keys, state, |_| {}) }
+}
+
+/// The forward cipher on `N` registers, calling `between(i)` after the middle round `i + 1`
+/// (`i` = 0 .. NR - 2): other work (the stitched GCM kernel's GHASH) placed there runs while
+/// the AES units chew on the rounds.
+#[inline(always)]
+pub(super) unsafe fn encrypt_rounds<V: AesVec, const NR: usize, const N: usize>(
+    keys: &[V; 15],
+    state: &mut [V; N],
+    mut between: impl FnMut(usize),
+) {
+    // SAFETY: CPU features are this function's contract.
     unsafe {
         for s in state.iter_mut() {
             *s = s.xor(keys[0]);
         }
-        for key in &keys[1..NR] {
+        for (i, key) in keys[1..NR].iter().enumerate() {
             for s in state.iter_mut() {
                 *s = s.enc(*key);
             }
+            between(i);
         }
         for s in state.iter_mut() {
             *s = s.enc_last(keys[NR]);
@@ -254,14 +270,14 @@ fn for_each_batch<V: AesVec>(blocks: &mut [u8], mut batch: impl FnMut(&mut [u8],
 
 /// Stack room for one partial batch, aligned so it can be wiped a register at a time.
 #[repr(C, align(64))]
-struct BatchBuffer([u8; MAX_BATCH_BYTES]);
+pub(super) struct BatchBuffer(pub(super) [u8; MAX_BATCH_BYTES]);
 
 impl BatchBuffer {
     /// Zeroes the first `len` bytes (rounded down to 16) with volatile 16-byte stores that the
     /// compiler cannot remove. (`zeroize` stores byte by byte: ~130 ns for 512 bytes, more than
     /// the AES work of a 16-byte call.)
     #[inline(always)]
-    fn wipe(&mut self, len: usize) {
+    pub(super) fn wipe(&mut self, len: usize) {
         let (blocks, _) = self.0[..len].as_chunks_mut::<16>();
         for block in blocks {
             // SAFETY: `block` is a valid, writable 16-byte place, 16-byte aligned (the buffer is
