@@ -1,10 +1,12 @@
 //! Criterion bench of format v3's body on one core: 1 MiB as 64 AES-256-GCM chunks of 16 KiB
-//! (C2SP chunked encryption), CTR and GHASH and the whole chunk seal, beside AES-256-CTR over
-//! the same bytes (issue 26's target: the chunked GCM body at >= 0.6x paraes's own CTR). Run
-//! with `cargo bench -p paraes-core --bench gcm`; put `openssl speed -evp aes-256-gcm -bytes
-//! 16384` beside it in the same session (docs/RESULTS.md).
+//! (C2SP chunked encryption), CTR and GHASH apart, the chunk seal as CTR then GHASH and as the
+//! stitched kernel (`ChunkCipher::seal`, CTR and GHASH in one pass where the CPU has VAES-512
+//! and VPCLMULQDQ), and the chunk open both ways, beside AES-256-CTR over the same bytes
+//! (issue 26's target: the chunked GCM body at >= 0.6x paraes's own CTR). Run with `cargo bench
+//! -p paraes-core --bench gcm`; put `openssl speed -evp aes-256-gcm -bytes 16384` beside it in
+//! the same session (docs/RESULTS.md).
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use paraes_core::cobblestone::{MessageKeys, Variant, CHUNK_LEN, SALT_LEN};
 use paraes_core::ghash::Ghash;
 use paraes_core::{Counters, CpuEngine, Direction, Engine, Job, Key, Mode};
@@ -58,9 +60,48 @@ fn gcm_body(c: &mut Criterion) {
     group.bench_function("gcm seal (ctr + ghash + E(J0) per chunk)", |b| {
         b.iter(|| {
             for (i, chunk) in buf.chunks_mut(CHUNK_LEN).enumerate() {
+                cipher.ctr(i as u64, chunk);
+                black_box(cipher.tag(i as u64, chunk));
+            }
+        })
+    });
+    group.bench_function("gcm seal stitched (ChunkCipher::seal)", |b| {
+        b.iter(|| {
+            for (i, chunk) in buf.chunks_mut(CHUNK_LEN).enumerate() {
                 black_box(cipher.seal(i as u64, chunk));
             }
         })
+    });
+    // Opening needs authentic chunks each time: every iteration opens a fresh copy of one
+    // sealed MiB (the copy is made outside the timed part).
+    let tags: Vec<[u8; 16]> = buf
+        .chunks_mut(CHUNK_LEN)
+        .enumerate()
+        .map(|(i, chunk)| cipher.seal(i as u64, chunk))
+        .collect();
+    let sealed = buf.clone();
+    group.bench_function("gcm open (verify, then ctr per chunk)", |b| {
+        b.iter_batched_ref(
+            || sealed.clone(),
+            |data| {
+                for ((i, chunk), tag) in data.chunks_mut(CHUNK_LEN).enumerate().zip(&tags) {
+                    assert!(cipher.verify(i as u64, chunk, tag));
+                    cipher.ctr(i as u64, chunk);
+                }
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    group.bench_function("gcm open stitched (ChunkCipher::open)", |b| {
+        b.iter_batched_ref(
+            || sealed.clone(),
+            |data| {
+                for ((i, chunk), tag) in data.chunks_mut(CHUNK_LEN).enumerate().zip(&tags) {
+                    cipher.open(i as u64, chunk, tag).expect("authentic");
+                }
+            },
+            BatchSize::LargeInput,
+        )
     });
     group.finish();
 }
