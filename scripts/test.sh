@@ -14,6 +14,10 @@
 #   3. cargo test --release --features mpi ...    the MPI backend under mpiexec -n 1, 2, 3
 #   4. kernels/check-ptx.sh                       committed PTX is current; ptxas sm_80/sm_90,
 #                                                 no spills (NVRTC/ptxas wheels from PyPI)
+#   5. scripts/test-python.sh                     the Python package (crates/paraes-py) built
+#                                                 with maturin into target/py-venv; its pytest
+#                                                 suite (against pyaes, pyca and this CLI) and
+#                                                 the crypto_pyaes benchmark
 #
 # Tests that need hardware this machine lacks (a GPU) run on a stand-in and say so loudly.
 set -euo pipefail
@@ -69,3 +73,6 @@ cargo test --release --features mpi --test cli mpi::
 
 echo "== PTX kernels"
 kernels/check-ptx.sh
+
+echo "== the Python package (paraes for Python, paraes.pyaes)"
+scripts/test-python.sh

@@ -1,0 +1,145 @@
+"""Type stubs of paraes._paraes, the native half of the paraes package (see paraes/__init__.py)."""
+
+import os
+from typing import Any, Iterable, Optional, Tuple, Union
+
+from typing_extensions import Buffer
+
+StrPath = Union[str, os.PathLike[str]]
+# A key: a key file's contents (16/24/32 raw bytes or hex) as bytes, or a key file's path.
+KeyArg = Union[Buffer, StrPath]
+# An identity: an identity file's text (bytes, or a str starting with PARAES-) or its path.
+IdentityArg = Union[Buffer, StrPath]
+# A recipient: paraes1.../paraespq1... as str, or a recipients file's path (os.PathLike).
+RecipientArg = Union[str, os.PathLike[str]]
+Passphrase = Union[str, bytes]
+
+class Error(Exception):
+    """A paraes operation failed (the message says why, in one line)."""
+
+class AuthenticationError(Error):
+    """Data failed authentication: damaged, truncated, reordered or tampered with."""
+
+class NoMatchingKeyError(Error):
+    """None of the given keys, passphrases or identities opens this file or message."""
+
+DETACH_FROM: int
+THREADED_FROM: int
+
+def implementation() -> str:
+    """The AES implementation the engine runs: vaes512, vaes256, aesni or portable."""
+
+def threads() -> int:
+    """The number of threads the engine spreads large buffers over."""
+
+def aes_ctr(key: Buffer, iv: Buffer, data: Buffer, *, offset: int = 0) -> bytes:
+    """AES-CTR of data (new bytes): block i uses the 128-bit big-endian counter iv + i
+    (NIST SP 800-38A, OpenSSL), starting offset bytes into the stream."""
+
+def aes_ctr_inplace(key: Buffer, iv: Buffer, buffer: Buffer, *, offset: int = 0) -> None:
+    """AES-CTR in place over a writable buffer."""
+
+def aes_ecb_encrypt(key: Buffer, data: Buffer) -> bytes:
+    """AES-ECB encryption of whole 16-byte blocks (no padding)."""
+
+def aes_ecb_decrypt(key: Buffer, data: Buffer) -> bytes:
+    """AES-ECB decryption of whole 16-byte blocks (no padding)."""
+
+def aes_ecb_encrypt_inplace(key: Buffer, buffer: Buffer) -> None:
+    """AES-ECB encryption in place over a writable buffer of whole blocks."""
+
+def aes_ecb_decrypt_inplace(key: Buffer, buffer: Buffer) -> None:
+    """AES-ECB decryption in place over a writable buffer of whole blocks."""
+
+def seal_message(key: Buffer, plaintext: Buffer, *, context: Optional[Buffer] = None) -> bytes:
+    """A bare C2SP chunked-encryption message (Cobblestone-128 for a 16-byte key, -256 for 32)."""
+
+def open_message(key: Buffer, message: Buffer, *, context: Optional[Buffer] = None) -> bytes:
+    """The plaintext of a bare message; every chunk is checked before any is returned."""
+
+def encrypt_file(
+    src: StrPath,
+    dst: StrPath,
+    *,
+    keys: Optional[Iterable[KeyArg]] = None,
+    recipients: Optional[Iterable[RecipientArg]] = None,
+    passphrase: Optional[Passphrase] = None,
+    bits: int = 256,
+    overwrite: bool = False,
+) -> None:
+    """Encrypts src into a new container dst (format v3, as `paraes enc`)."""
+
+def decrypt_file(
+    src: StrPath,
+    dst: StrPath,
+    *,
+    keys: Optional[Iterable[KeyArg]] = None,
+    identities: Optional[Iterable[IdentityArg]] = None,
+    passphrase: Optional[Passphrase] = None,
+    overwrite: bool = False,
+) -> None:
+    """Decrypts the container src into dst, which appears only if all of it was authentic."""
+
+def generate_key(bits: int = 256) -> bytes:
+    """A fresh random AES key of 128, 192 or 256 bits, as raw bytes."""
+
+def generate_identity(*, pq: bool = False) -> Tuple[str, str]:
+    """A fresh identity: (identity text, recipient). pq=True: ML-KEM-768 + X25519."""
+
+def recipient_of(identity: str) -> str:
+    """The recipient of an identity's text."""
+
+class Writer:
+    """The native writer behind paraes.Writer."""
+
+    def __init__(
+        self,
+        dst: Union[StrPath, Any],
+        *,
+        keys: Optional[Iterable[KeyArg]] = None,
+        recipients: Optional[Iterable[RecipientArg]] = None,
+        passphrase: Optional[Passphrase] = None,
+        bits: int = 256,
+        overwrite: bool = False,
+    ) -> None: ...
+    def write(self, data: Buffer) -> int: ...
+    def close(self) -> None: ...
+    def abort(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+
+class Reader:
+    """The native reader behind paraes.Reader."""
+
+    def __init__(
+        self,
+        src: StrPath,
+        *,
+        keys: Optional[Iterable[KeyArg]] = None,
+        identities: Optional[Iterable[IdentityArg]] = None,
+        passphrase: Optional[Passphrase] = None,
+    ) -> None: ...
+    @property
+    def size(self) -> int: ...
+    def readinto(self, buffer: Buffer) -> int: ...
+    def read(self, size: Optional[int] = -1) -> bytes: ...
+    def seek(self, offset: int, whence: int = 0) -> int: ...
+    def tell(self) -> int: ...
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+
+class BlockCipher:
+    """One AES key, for paraes.pyaes."""
+
+    def __init__(self, key: Buffer) -> None: ...
+    def encrypt_block(self, block: bytes) -> bytes: ...
+    def decrypt_block(self, block: bytes) -> bytes: ...
+
+def pyaes_ctr(
+    cipher: BlockCipher, counter: Any, leftover: bytes, data: Buffer
+) -> Optional[Tuple[bytes, bytes]]:
+    """pyaes's CTR step for the exact paraes.pyaes.Counter type (None: use pyaes's semantics)."""
+
+def xor(data: Buffer, keystream: Buffer) -> bytes:
+    """data XOR the first len(data) bytes of keystream."""

@@ -1,0 +1,61 @@
+//! `paraes._paraes`: the native half of the `paraes` Python package (PyO3, CPython 3.11+ stable
+//! ABI). The Python package (`python/paraes/`) wraps it: containers as files and streams
+//! (`files`), AES-CTR/ECB over any buffer and bare Cobblestone messages (`raw`), the key
+//! arguments shared by both (`keys`), and how Rust errors become Python exceptions (`errors`).
+//!
+//! Every call that does real work releases the GIL. Work runs on one `CpuEngine` of all cores,
+//! which runs a buffer under its parallel threshold (512 KiB) on the calling thread, so a
+//! 23 KB call pays for no thread fan-out; containers under [`files::THREADED_FROM`] bytes go
+//! through the pipeline's steps in turn on the calling thread instead of its threads.
+
+mod errors;
+mod files;
+mod keys;
+mod raw;
+
+use std::sync::OnceLock;
+
+use paraes_core::{CpuEngine, Engine};
+use pyo3::prelude::*;
+
+/// The CPU engine of the process: every core, the fastest AES implementation of the CPU.
+fn engine() -> PyResult<&'static CpuEngine> {
+    static ENGINE: OnceLock<CpuEngine> = OnceLock::new();
+    if let Some(engine) = ENGINE.get() {
+        return Ok(engine);
+    }
+    let engine = CpuEngine::new(None).map_err(|e| errors::Error::new_err(e.to_string()))?;
+    Ok(ENGINE.get_or_init(|| engine))
+}
+
+/// The AES implementation the engine runs (`vaes512`, `vaes256`, `aesni` or `portable`).
+#[pyfunction]
+fn implementation() -> PyResult<String> {
+    Ok(engine()?.aes_impl().name().to_string())
+}
+
+/// The number of threads the engine spreads large buffers over.
+#[pyfunction]
+fn threads() -> PyResult<usize> {
+    Ok(engine()?.workers())
+}
+
+#[pymodule]
+fn _paraes(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("Error", py.get_type::<errors::Error>())?;
+    m.add(
+        "AuthenticationError",
+        py.get_type::<errors::AuthenticationError>(),
+    )?;
+    m.add(
+        "NoMatchingKeyError",
+        py.get_type::<errors::NoMatchingKeyError>(),
+    )?;
+    m.add_function(wrap_pyfunction!(implementation, m)?)?;
+    m.add_function(wrap_pyfunction!(threads, m)?)?;
+    raw::register(m)?;
+    keys::register(m)?;
+    files::register(m)?;
+    Ok(())
+}
