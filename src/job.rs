@@ -5,13 +5,14 @@
 use std::io::Read;
 use std::sync::{Arc, Mutex};
 
-use anyhow::{bail, Context, Result};
-use paraes_core::cobblestone::{self, ChunkCipher, MessageKeys, Variant};
+use anyhow::{anyhow, bail, Context, Result};
+use paraes_core::cobblestone::Variant;
 use paraes_core::container::{
     self, Argon2Params, BodyAccess, ContainerError, Opened, Recipient, Unlock, UnverifiedHeader,
 };
-use paraes_core::pipeline::{StreamSpec, Tags};
-use paraes_core::{Direction, Engine, ExpandedKey, Key, Mode};
+pub use paraes_core::stream::Stream;
+use paraes_core::stream::StreamError;
+use paraes_core::{Direction, Key, Mode};
 
 use crate::keys::Warn;
 use crate::output::{Input, Output, Reach};
@@ -25,83 +26,6 @@ pub struct Prepared {
     pub input: Input,
     /// Where it goes.
     pub output: Output,
-}
-
-/// A stream's parameters and keys.
-pub struct Stream {
-    /// Mode of operation.
-    pub mode: Mode,
-    /// The initial counter block: raw CTR's IV, or a container's counter from its header.
-    pub counter: [u8; 16],
-    /// Plaintext bytes per chunk.
-    pub chunk_size: usize,
-    /// PKCS#7 padding of ECB's final block.
-    pub padding: bool,
-    /// The keys.
-    pub keys: Keys,
-}
-
-/// A raw stream's key, or an opened container.
-pub enum Keys {
-    /// The user's key itself (`--raw`) and its schedule.
-    Raw {
-        /// The key (MPI ranks receive it).
-        #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-        key: Key,
-        /// Its round keys.
-        schedule: Box<ExpandedKey>,
-    },
-    /// A bare C2SP chunked-encryption message under the user's key: its salt and commitment
-    /// (written by enc, read and checked by dec) and its chunk cipher.
-    Message {
-        /// Salt and key commitment, the 56 bytes before the first chunk.
-        header: Vec<u8>,
-        /// The message's AES-GCM chunk cipher.
-        cipher: Box<ChunkCipher>,
-        /// The user's key (MPI ranks receive it and derive the cipher themselves).
-        #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-        key: Key,
-        /// The message's context (MPI ranks receive it).
-        #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-        context: Vec<u8>,
-    },
-    /// A container: its header bytes (written by enc, read by dec) and its verified keys.
-    Container {
-        /// The exact header bytes.
-        header: Vec<u8>,
-        /// The opened header (the body and chunk keys).
-        opened: Box<Opened>,
-    },
-}
-
-impl Stream {
-    /// The stream's description for the pipeline, on `engine`.
-    pub fn spec<'a>(&'a self, engine: &'a dyn Engine, direction: Direction) -> StreamSpec<'a> {
-        match &self.keys {
-            Keys::Container { opened, .. } => opened.stream_spec(engine, direction),
-            Keys::Message { cipher, .. } => {
-                StreamSpec::message(engine, direction, cipher, self.chunk_size)
-            }
-            Keys::Raw { schedule, .. } => StreamSpec {
-                engine,
-                mode: self.mode,
-                direction,
-                key: schedule,
-                counter: self.counter,
-                chunk_size: self.chunk_size,
-                padding: self.padding,
-                tags: Tags::None,
-            },
-        }
-    }
-
-    /// A container's header bytes (none for a raw stream).
-    pub fn header(&self) -> Option<&[u8]> {
-        match &self.keys {
-            Keys::Container { header, .. } | Keys::Message { header, .. } => Some(header),
-            Keys::Raw { .. } => None,
-        }
-    }
 }
 
 /// A failure that has already been reported to the user: by another process of the same job
@@ -246,23 +170,14 @@ pub fn prepare(
             };
             let output = Output::create(dest, force, binary_output, reach, derived)?;
             return Ok(Prepared {
-                stream: Stream {
-                    mode,
-                    counter: iv,
-                    chunk_size: plan.chunk_size,
-                    padding: *padding,
-                    keys: Keys::Raw {
-                        schedule: Box::new(key.expand()),
-                        key,
-                    },
-                },
+                stream: Stream::raw(key, mode, iv, *padding, plan.chunk_size),
                 input,
                 output,
             });
         }
         Format::Message { context, .. } => {
             let key = credentials.raw_key()?;
-            let stream = message_stream(plan, &key, context, &mut input)?;
+            let stream = message_stream(plan, key, context, &mut input)?;
             let output = Output::create(dest, force, binary_output, reach, derived)?;
             return Ok(Prepared {
                 stream,
@@ -273,22 +188,17 @@ pub fn prepare(
         Format::Container(key_size) => key_size.unwrap_or(paraes_core::KeySize::Aes256),
     };
 
-    let (header_bytes, opened) = match plan.direction {
+    let opened = match plan.direction {
         Direction::Encrypt => {
             let recipients = credentials.recipients()?;
             let has_passphrase = recipients
                 .iter()
                 .any(|r| matches!(r, Recipient::Passphrase(..)));
             let _turn = has_passphrase.then(kdf_turn);
-            container::seal(key_size, &fresh_salts(&recipients)?)?
+            container::seal(key_size, &fresh_salts(&recipients)?)?.1
         }
         Direction::Decrypt => {
-            let mut tee = Tee {
-                inner: &mut input,
-                seen: Vec::new(),
-            };
-            let unverified = read_header(&mut tee)?;
-            let header_bytes = tee.seen;
+            let unverified = read_header(&mut input)?;
             let unlock = credentials.unlock()?;
             let _turn = unlock.has_passphrase().then(kdf_turn);
             // The body check (docs/FORMAT.md): a regular file's length and last chunk (and
@@ -317,130 +227,65 @@ pub fn prepare(
             if plan.show_data_key {
                 show_data_key(&opened)?;
             }
-            (header_bytes, opened)
+            opened
         }
     };
-    let mut opened = opened;
-    opened.set_batch(plan.chunk_size);
     let output = Output::create(dest, force, binary_output, reach, derived)?;
-    let info = opened.info().clone();
     Ok(Prepared {
-        stream: Stream {
-            mode: info.params.mode,
-            counter: info.counter,
-            // The pipeline's chunk: a v3 body's batch (MPI ranks split the body at its
-            // multiples), or a v1/v2 body's format chunk.
-            chunk_size: if info.is_message() {
-                plan.chunk_size
-            } else {
-                info.params.chunk_size
-            },
-            padding: true,
-            keys: Keys::Container {
-                header: header_bytes,
-                opened: Box::new(opened),
-            },
-        },
+        // A v3 body goes through the pipeline in batches of --chunk-size (MPI ranks split the
+        // body at its multiples); a v1/v2 body one format chunk at a time.
+        stream: Stream::container(opened, plan.chunk_size),
         input,
         output,
     })
 }
 
 /// A bare message's stream under `key`: enc draws a fresh salt; dec reads the salt and the
-/// commitment from `input` and checks the commitment before any chunk is read.
-fn message_stream(
-    plan: &CryptPlan,
-    key: &Key,
-    context: &[u8],
-    input: &mut Input,
-) -> Result<Stream> {
-    let Some(variant) = Variant::for_key_size(key.size()) else {
+/// commitment from `input` and checks the commitment before any chunk is read, and a whole
+/// file's end (its length, its last chunk's tag) before anything is written.
+fn message_stream(plan: &CryptPlan, key: Key, context: &[u8], input: &mut Input) -> Result<Stream> {
+    if Variant::for_key_size(key.size()).is_none() {
         return Err(anyhow::Error::new(crate::plan::UsageError {
             message: "--format cobblestone takes a 16- or 32-byte key (Cobblestone-128/256), not a 24-byte one: make one with `paraes keygen`".into(),
             command: plan.command(),
         }));
-    };
-    let mut header = vec![0u8; cobblestone::PREFIX_LEN];
-    let salt: [u8; cobblestone::SALT_LEN] = match plan.direction {
-        Direction::Encrypt => {
-            let mut salt = [0u8; cobblestone::SALT_LEN];
-            container::random_bytes(&mut salt)?;
-            salt
-        }
-        Direction::Decrypt => {
-            input.read_exact(&mut header).map_err(|e| match e.kind() {
-                std::io::ErrorKind::UnexpectedEof => anyhow::anyhow!(
-                    "{} is not a Cobblestone message: it ends before its 24-byte salt and 32-byte key commitment",
-                    input.name()
-                ),
-                _ => anyhow::Error::new(e).context(format!("reading {} failed", input.name())),
-            })?;
-            header[..cobblestone::SALT_LEN]
-                .try_into()
-                .expect("24 bytes")
-        }
-    };
-    let keys = MessageKeys::derive(variant, key.as_bytes(), &salt, context)?;
-    let cipher = keys.chunks();
-    match plan.direction {
-        Direction::Encrypt => {
-            header[..cobblestone::SALT_LEN].copy_from_slice(&salt);
-            header[cobblestone::SALT_LEN..].copy_from_slice(keys.commitment());
-        }
-        Direction::Decrypt => {
-            if !keys.commits_to(&header[cobblestone::SALT_LEN..]) {
-                bail!(
-                    "the key or context does not match {} (its key commitment differs): check -k and --context, or it is not a Cobblestone message",
-                    input.name()
-                );
-            }
-            check_message_end(input, &cipher)?;
-        }
     }
-    Ok(Stream {
-        mode: Mode::Ctr,
-        counter: [0; 16],
-        chunk_size: plan.chunk_size,
-        padding: false,
-        keys: Keys::Message {
-            header,
-            cipher: Box::new(cipher),
-            key: key.clone(),
-            context: context.to_vec(),
-        },
-    })
+    let name = input.name();
+    let stream = match plan.direction {
+        Direction::Encrypt => Stream::new_message(key, context, plan.chunk_size),
+        Direction::Decrypt => Stream::read_message(key, context, input, plan.chunk_size),
+    };
+    let stream = stream.map_err(|e| message_failure(e, &name))?;
+    if let (Some(_), Input::File(file, _), Direction::Decrypt) =
+        (input.len(), &*input, plan.direction)
+    {
+        stream
+            .check_end(file)
+            .map_err(|e| message_failure(e, &name))?;
+    }
+    Ok(stream)
 }
 
-/// A bare message in a regular file is checked at its end before anything is written, as a
-/// v3 container's body is when it is opened: its length must be one a writer makes (the last
-/// record holds 16 to 16,399 bytes) and its last chunk's tag must verify, so a message cut at a
-/// chunk boundary, or with a damaged last chunk, releases nothing. (From a pipe the end is
-/// only seen at the end.)
-fn check_message_end(input: &Input, cipher: &ChunkCipher) -> Result<()> {
-    let (Some(len), Input::File(file, _)) = (input.len(), input) else {
-        return Ok(());
-    };
-    let chunks_start = cobblestone::PREFIX_LEN as u64;
-    let Some((chunks, last_len)) = cobblestone::chunk_count(len.saturating_sub(chunks_start))
-    else {
-        bail!(
-            "{} is truncated: a Cobblestone message ends in a chunk shorter than 16 KiB, and this one does not",
-            input.name()
-        );
-    };
-    let (last, record) = (chunks - 1, cobblestone::RECORD_LEN as u64);
-    let mut record_bytes = vec![0u8; last_len as usize + cobblestone::TAG_LEN];
-    use std::os::unix::fs::FileExt;
-    file.read_exact_at(&mut record_bytes, chunks_start + last * record)
-        .with_context(|| format!("reading {} failed", input.name()))?;
-    let (data, tag) = record_bytes.split_at(record_bytes.len() - cobblestone::TAG_LEN);
-    if !cipher.verify(last, data, tag) {
-        bail!(
-            "chunk {last} (the last) of {} failed authentication: the message was damaged, cut or extended; nothing was written",
-            input.name()
-        );
+/// A bare message that cannot be read, in one line that names it.
+fn message_failure(e: StreamError, name: &str) -> anyhow::Error {
+    match e {
+        StreamError::NoPrefix => anyhow!(
+            "{name} is not a Cobblestone message: it ends before its 24-byte salt and 32-byte key commitment"
+        ),
+        StreamError::CommitmentMismatch => anyhow!(
+            "the key or context does not match {name} (its key commitment differs): check -k and --context, or it is not a Cobblestone message"
+        ),
+        StreamError::CutOrExtended => anyhow!(
+            "{name} is truncated: a Cobblestone message ends in a chunk shorter than 16 KiB, and this one does not"
+        ),
+        StreamError::LastChunk(last) => anyhow!(
+            "chunk {last} (the last) of {name} failed authentication: the message was damaged, cut or extended; nothing was written"
+        ),
+        StreamError::Container(ContainerError::Io(io)) => {
+            anyhow::Error::new(io).context(format!("reading {name} failed"))
+        }
+        other => other.into(),
     }
-    Ok(())
 }
 
 /// Argon2id runs one at a time, whatever the number of files in flight (`dec`, `verify`): each
@@ -540,32 +385,16 @@ fn show_data_key(opened: &Opened) -> Result<()> {
     Ok(())
 }
 
-/// A reader that keeps a copy of what it read (the exact header bytes, for MPI ranks).
-pub struct Tee<'a, R> {
-    /// The reader.
-    pub inner: &'a mut R,
-    /// Everything read so far.
-    pub seen: Vec<u8>,
-}
-
-impl<R: Read> Read for Tee<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.seen.extend_from_slice(&buf[..n]);
-        Ok(n)
-    }
-}
-
 /// Reads a container header; a read error names the input file.
-fn read_header(input: &mut Tee<'_, Input>) -> Result<UnverifiedHeader> {
+fn read_header(input: &mut Input) -> Result<UnverifiedHeader> {
     UnverifiedHeader::read(input).map_err(|e| match e {
         ContainerError::Io(io) => anyhow::Error::new(io).context(format!(
             "reading the container header of {} failed",
-            input.inner.name()
+            input.name()
         )),
         ContainerError::NotAContainer => anyhow::anyhow!(
             "{} is not a paraes container (no paraes header): to decrypt a raw stream made with enc --raw MODE, add --raw MODE; a bare message made with --format cobblestone, add --format cobblestone",
-            input.inner.name()
+            input.name()
         ),
         other => other.into(),
     })

@@ -76,12 +76,11 @@ pub fn crypt_prepared(
     directories: Option<&Mutex<BTreeSet<PathBuf>>>,
 ) -> Result<Done> {
     let mut written = 0u64;
-    if let (Some(header), Direction::Encrypt) = (job.stream.header(), plan.direction) {
-        job.output
-            .writer()
-            .write_all(header)
+    if plan.direction == Direction::Encrypt {
+        written += job
+            .stream
+            .write_header(job.output.writer())
             .with_context(|| format!("writing {} failed", job.output.name()))?;
-        written += header.len() as u64;
     }
     let read = {
         let Prepared {

@@ -7,11 +7,10 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
 use paraes_core::{CpuEngine, Direction, Engine};
-use paraes_mpi::{execute, IoStrategy, JobError, Mpi, Plan, RootIo, StreamKind};
-use zeroize::Zeroizing;
+use paraes_mpi::{execute, IoStrategy, JobError, Mpi, Plan, RootIo};
 
 use crate::advice::{error_line, one_line};
-use crate::job::{self, Credentials, Keys, Prepared, Reported};
+use crate::job::{self, Credentials, Prepared, Reported};
 use crate::output::Reach;
 use crate::plan::{CryptPlan, EngineKind, FileJob, Files, MpiIo, OutputTarget};
 use crate::progress::{FileCount, Summary};
@@ -160,13 +159,11 @@ fn root(
             return Err(e);
         }
     };
-    let header_bytes = job.stream.header().unwrap_or_default().to_vec();
-    if plan.direction == Direction::Encrypt && !header_bytes.is_empty() {
+    if plan.direction == Direction::Encrypt {
         let written = job
-            .output
-            .writer()
-            .write_all(&header_bytes)
-            .and_then(|()| job.output.writer().flush())
+            .stream
+            .write_header(job.output.writer())
+            .and_then(|_| job.output.writer().flush())
             .context("writing the output failed");
         if let Err(e) = written {
             Plan::broadcast(mpi, None)?;
@@ -177,23 +174,7 @@ fn root(
     let broadcast = Plan {
         strategy,
         direction: plan.direction,
-        mode: job.stream.mode,
-        padding: job.stream.padding,
-        chunk_size: job.stream.chunk_size,
-        counter: job.stream.counter,
-        kind: match &job.stream.keys {
-            Keys::Container { .. } => StreamKind::Container,
-            Keys::Raw { .. } => StreamKind::Raw,
-            Keys::Message { context, .. } => StreamKind::Message {
-                context: context.clone(),
-            },
-        },
-        // A container's file secret (never the user's key), a message's or a raw stream's key.
-        key: Zeroizing::new(match &job.stream.keys {
-            Keys::Container { opened, .. } => opened.secret().as_bytes().to_vec(),
-            Keys::Raw { key, .. } | Keys::Message { key, .. } => key.as_bytes().to_vec(),
-        }),
-        header: header_bytes,
+        stream: job.stream.to_rank_bytes(),
         input: job.input.path().map(std::path::absolute).transpose()?,
         output: job.output.shared_path(),
         input_len,

@@ -4,9 +4,9 @@
 //! container or a bare message (`--format cobblestone`).
 
 use anyhow::{bail, Context, Result};
-use paraes_core::container::{RangeError, SeekableReader};
+use paraes_core::container::RangeError;
 
-use crate::job::{self, Credentials, Keys, Prepared};
+use crate::job::{self, Credentials, Prepared};
 use crate::local::name_failure;
 use crate::output::{Input, Reach};
 use crate::plan::{ByteRange, CryptPlan, FileJob};
@@ -27,10 +27,8 @@ pub fn run(plan: &CryptPlan, file: &FileJob, range: ByteRange) -> Result<Summary
         bail!("--range needs a file");
     };
     let name = path.display().to_string();
-    let reader = match &stream.keys {
-        Keys::Container { opened, .. } => SeekableReader::new(opened, engine.as_ref(), &*file),
-        Keys::Message { cipher, .. } => SeekableReader::message(cipher, engine.as_ref(), &*file),
-        Keys::Raw { .. } => bail!("--range reads containers and bare messages, not raw streams"),
+    let Some(reader) = stream.seekable(engine.as_ref(), &*file) else {
+        bail!("--range reads containers and bare messages, not raw streams");
     };
     let mut reader = reader.map_err(|e| name_failure(e, &name, &output.name()))?;
     let len = reader.plaintext_len();

@@ -19,8 +19,11 @@ pub mod pipeline;
 pub mod polyval;
 #[cfg(unix)]
 pub mod positioned;
+pub mod records;
 #[cfg(feature = "testing")]
 pub mod seeded;
+#[cfg(unix)]
+pub mod stream;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod throughput;

@@ -9,20 +9,26 @@ use std::path::Path;
 
 use paraes_core::pipeline::{self, Segment, Stages, StreamSpec};
 use paraes_core::positioned::{ReadAt, WriteAt};
+use paraes_core::records::RecordLayout;
 use paraes_core::Direction;
 
-use crate::layout::Layout;
 use crate::plan::Plan;
 use crate::world::{JobError, Mpi};
 
 /// Runs the direct strategy (see the module docs); collective.
-pub(crate) fn run(mpi: &Mpi, spec: &StreamSpec<'_>, plan: &Plan) -> Result<u64, JobError> {
-    let header_len = plan.header.len() as u64;
+/// `header_len` bytes come before the first chunk (in the output when encrypting, in the
+/// input when decrypting).
+pub(crate) fn run(
+    mpi: &Mpi,
+    spec: &StreamSpec<'_>,
+    header_len: u64,
+    plan: &Plan,
+) -> Result<u64, JobError> {
     let (input_start, output_start) = match spec.direction {
         Direction::Encrypt => (0, header_len),
         Direction::Decrypt => (header_len, 0),
     };
-    let layout = Layout::new(spec, input_start, plan.input_len, output_start);
+    let layout = RecordLayout::new(spec, input_start, plan.input_len, output_start);
     let files = open_files(plan);
     mpi.agree(files.as_ref().map(|_| ()).map_err(|e| mpi.tag(e)))?;
     let (input, output) = files.expect("agreed above");

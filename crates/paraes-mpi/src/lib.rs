@@ -23,15 +23,13 @@
 #![deny(missing_docs)]
 
 mod direct;
-mod layout;
 mod plan;
 mod root_io;
 mod run;
 mod scatter;
 mod world;
 
-pub use layout::Layout;
-pub use plan::{IoStrategy, Plan, PlanError, StreamKind};
+pub use plan::{IoStrategy, Plan, PlanError};
 pub use root_io::RootIo;
 pub use run::execute;
 pub use world::{JobError, Mpi};

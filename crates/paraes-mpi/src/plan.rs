@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 
-use paraes_core::{Direction, Mode};
+use paraes_core::Direction;
 use zeroize::Zeroizing;
 
 use crate::world::Mpi;
@@ -19,22 +19,6 @@ pub enum IoStrategy {
     Scatter,
 }
 
-/// What a plan's key and header are.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StreamKind {
-    /// A raw stream: the key is the AES key itself; no header.
-    Raw,
-    /// A container: the key is its file secret; the header is the container's header (for
-    /// format v3 with its message's salt and commitment).
-    Container,
-    /// A bare C2SP message: the key is its input key, the header its salt and commitment,
-    /// and `context` its context.
-    Message {
-        /// The message's context (exact bytes).
-        context: Vec<u8>,
-    },
-}
-
 /// A plan that did not arrive intact (a bug or a mismatched binary on some rank).
 #[derive(Debug, thiserror::Error)]
 #[error("the job plan from rank 0 is malformed ({0}): run the same paraes binary on every rank")]
@@ -46,23 +30,9 @@ pub struct Plan {
     pub strategy: IoStrategy,
     /// Encrypt or decrypt.
     pub direction: Direction,
-    /// What `key` and `header` are.
-    pub kind: StreamKind,
-    /// Mode of operation.
-    pub mode: Mode,
-    /// PKCS#7 padding of ECB's final block.
-    pub padding: bool,
-    /// Plaintext bytes per chunk.
-    pub chunk_size: usize,
-    /// Counter block of a raw CTR stream's block 0 (a container's comes from its header).
-    pub counter: [u8; 16],
-    /// A container's file secret ([`paraes_core::container::Opened::secret`]: D for formats
-    /// v2 and v3, never the user's key), a bare message's input key, or a raw stream's AES
-    /// key (16, 24 or 32 bytes).
-    pub key: Zeroizing<Vec<u8>>,
-    /// What comes before the first chunk: the sealed container header, a bare message's salt
-    /// and commitment, or nothing for a raw stream.
-    pub header: Vec<u8>,
+    /// The stream, as [`paraes_core::stream::Stream::to_rank_bytes`] encodes it (a
+    /// container's file secret, never the user's key; wiped after use).
+    pub stream: Zeroizing<Vec<u8>>,
     /// The input file ([`IoStrategy::Direct`]).
     pub input: Option<PathBuf>,
     /// The output temporary every rank writes into ([`IoStrategy::Direct`]).
@@ -88,7 +58,7 @@ impl Plan {
 
     /// The plan as bytes (never empty: the empty message means "stop").
     pub fn encode(&self) -> Zeroizing<Vec<u8>> {
-        let mut out = Zeroizing::new(vec![2u8]);
+        let mut out = Zeroizing::new(vec![VERSION]);
         out.push(match self.strategy {
             IoStrategy::Direct => 0,
             IoStrategy::Scatter => 1,
@@ -97,32 +67,14 @@ impl Plan {
             Direction::Encrypt => 0,
             Direction::Decrypt => 1,
         });
-        out.push(match self.mode {
-            Mode::Ecb => 0,
-            Mode::Ctr => 1,
-        });
-        out.push(u8::from(self.padding));
-        out.push(match self.kind {
-            StreamKind::Raw => 0,
-            StreamKind::Container => 1,
-            StreamKind::Message { .. } => 2,
-        });
-        out.extend_from_slice(&(self.chunk_size as u64).to_le_bytes());
-        out.extend_from_slice(&self.counter);
         out.extend_from_slice(&self.input_len.to_le_bytes());
         let path_bytes = |path: &Option<PathBuf>| {
             path.as_ref()
                 .map(|p| p.as_os_str().as_bytes().to_vec())
                 .unwrap_or_default()
         };
-        let context = match &self.kind {
-            StreamKind::Message { context } => &context[..],
-            _ => &[],
-        };
         for field in [
-            &self.key[..],
-            &self.header[..],
-            context,
+            &self.stream[..],
             &path_bytes(&self.input),
             &path_bytes(&self.output),
         ] {
@@ -132,10 +84,11 @@ impl Plan {
         out
     }
 
-    /// Reads a plan written by [`Plan::encode`].
+    /// Reads a plan written by [`Plan::encode`] (the stream inside is checked when a rank
+    /// rebuilds it).
     pub fn decode(bytes: &[u8]) -> Result<Plan, PlanError> {
         let mut reader = Reader(bytes);
-        if reader.take(1)? != [2] {
+        if reader.take(1)? != [VERSION] {
             return Err(PlanError("unknown version"));
         }
         let strategy = match reader.byte()? {
@@ -148,37 +101,8 @@ impl Plan {
             1 => Direction::Decrypt,
             _ => return Err(PlanError("direction")),
         };
-        let mode = match reader.byte()? {
-            0 => Mode::Ecb,
-            1 => Mode::Ctr,
-            _ => return Err(PlanError("mode")),
-        };
-        let padding = match reader.byte()? {
-            0 => false,
-            1 => true,
-            _ => return Err(PlanError("padding")),
-        };
-        let kind = reader.byte()?;
-        let chunk_size = usize::try_from(reader.u64()?).map_err(|_| PlanError("chunk size"))?;
-        let counter = reader.take(16)?.try_into().expect("16 bytes");
         let input_len = reader.u64()?;
-        let key = Zeroizing::new(reader.field()?.to_vec());
-        let header = reader.field()?.to_vec();
-        let context = reader.field()?.to_vec();
-        let kind = match (kind, context.is_empty()) {
-            (0, true) => StreamKind::Raw,
-            (1, true) => StreamKind::Container,
-            (2, _) => StreamKind::Message { context },
-            _ => return Err(PlanError("stream kind")),
-        };
-        // A chunk size no writer sends (a rank would divide by it, or cut GCM chunks apart).
-        let unit = match kind {
-            StreamKind::Message { .. } => 16 << 10,
-            _ => 16,
-        };
-        if chunk_size == 0 || !chunk_size.is_multiple_of(unit) {
-            return Err(PlanError("chunk size"));
-        }
+        let stream = Zeroizing::new(reader.field()?.to_vec());
         let path = |bytes: &[u8]| {
             (!bytes.is_empty()).then(|| PathBuf::from(OsString::from_vec(bytes.to_vec())))
         };
@@ -190,19 +114,16 @@ impl Plan {
         Ok(Plan {
             strategy,
             direction,
-            kind,
-            mode,
-            padding,
-            chunk_size,
-            counter,
-            key,
-            header,
+            stream,
             input,
             output,
             input_len,
         })
     }
 }
+
+/// The plan encoding's version (3: the stream travels as one field the core encodes).
+const VERSION: u8 = 3;
 
 /// A cursor over the encoded plan.
 struct Reader<'a>(&'a [u8]);
@@ -242,15 +163,7 @@ mod tests {
         let plan = Plan {
             strategy: IoStrategy::Direct,
             direction: Direction::Decrypt,
-            kind: StreamKind::Message {
-                context: b"ctx".to_vec(),
-            },
-            mode: Mode::Ecb,
-            padding: true,
-            chunk_size: 1 << 20,
-            counter: [7; 16],
-            key: Zeroizing::new(vec![9; 24]),
-            header: vec![1, 2, 3],
+            stream: Zeroizing::new(vec![9; 40]),
             input: Some(PathBuf::from("/data/in put ü.paraes")),
             output: None,
             input_len: 12345,
@@ -260,18 +173,7 @@ mod tests {
         assert_eq!(back.encode(), bytes);
         assert_eq!(back.strategy, IoStrategy::Direct);
         assert_eq!(back.direction, Direction::Decrypt);
-        assert_eq!(
-            back.kind,
-            StreamKind::Message {
-                context: b"ctx".to_vec()
-            }
-        );
-        assert_eq!(back.mode, Mode::Ecb);
-        assert!(back.padding);
-        assert_eq!(back.chunk_size, 1 << 20);
-        assert_eq!(back.counter, [7; 16]);
-        assert_eq!(&back.key[..], &[9; 24]);
-        assert_eq!(back.header, [1, 2, 3]);
+        assert_eq!(&back.stream[..], &[9; 40]);
         assert_eq!(back.input, plan.input);
         assert_eq!(back.output, None);
         assert_eq!(back.input_len, 12345);
@@ -281,37 +183,10 @@ mod tests {
         let mut longer = bytes.to_vec();
         longer.push(0);
         assert!(Plan::decode(&longer).is_err());
-        // A padding byte other than 0 or 1, a context on a raw stream or a container, and a
-        // chunk size a writer never sends are refused.
-        let mut padding = bytes.to_vec();
-        padding[4] = 2;
-        assert!(Plan::decode(&padding).is_err());
-        for (kind, chunk_size, context) in [
-            (StreamKind::Raw, 1 << 20, true),
-            (StreamKind::Container, 1 << 20, true),
-            (StreamKind::Raw, 0, false),
-            (StreamKind::Raw, 4097, false),
-            (StreamKind::Message { context: vec![] }, 4096, false),
-        ] {
-            let mut bad = Plan::decode(&bytes).unwrap();
-            bad.kind = kind;
-            bad.chunk_size = chunk_size;
-            let mut encoded = bad.encode();
-            if context {
-                // Re-encode with a context field although the kind has none.
-                let message = Plan {
-                    kind: StreamKind::Message {
-                        context: b"ctx".to_vec(),
-                    },
-                    ..Plan::decode(&encoded).unwrap()
-                };
-                encoded = message.encode();
-                encoded[5] = match bad.kind {
-                    StreamKind::Raw => 0,
-                    _ => 1,
-                };
-            }
-            assert!(Plan::decode(&encoded).is_err(), "{chunk_size} {context}");
+        for (at, value) in [(0, 2), (1, 2), (2, 2)] {
+            let mut bad = bytes.to_vec();
+            bad[at] = value;
+            assert!(Plan::decode(&bad).is_err(), "byte {at} = {value}");
         }
     }
 }

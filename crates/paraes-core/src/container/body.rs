@@ -93,24 +93,26 @@ impl BodyAccess<'_> {
         }
     }
 
-    /// The end check of a v3 body under `cipher` (its key commitment already matched): on a
-    /// whole file, its length must be one a writer makes and its last chunk's tag must verify,
-    /// so that a body cut at a chunk boundary, or a damaged last chunk, is seen before anything
-    /// is written (on a stream, the pipeline sees the end).
+    /// The end check of a C2SP message whose chunk records start at `chunks_start`, under
+    /// `cipher` (its key commitment already matched): on a whole file, its length must be one
+    /// a writer makes and its last chunk's tag must verify, so that a message cut at a chunk
+    /// boundary, or a damaged last chunk, is seen before anything is written (on a stream, the
+    /// pipeline sees the end). Serves v3 bodies and bare messages alike.
     pub(crate) fn check_message_end(
         &self,
-        info: &HeaderInfo,
+        chunks_start: u64,
         cipher: &cobblestone::ChunkCipher,
     ) -> Result<BodyCheck, ContainerError> {
         let Some(file_len) = self.len()? else {
             return Ok(BodyCheck::NotChecked);
         };
-        let Ok(layout) = info.layout(file_len) else {
-            return Ok(BodyCheck::Failed(info.truncated_chunk(file_len)));
+        let records = file_len.saturating_sub(chunks_start);
+        let Ok(layout) = BodyLayout::message(records) else {
+            return Ok(BodyCheck::Failed(records / cobblestone::RECORD_LEN as u64));
         };
         let last = layout.chunks - 1;
         let mut record = vec![0u8; layout.last_chunk_len as usize + TAG_LEN];
-        self.read_exact_at(&mut record, info.chunks_start() + last * layout.record_len)?;
+        self.read_exact_at(&mut record, chunks_start + last * layout.record_len)?;
         let (ciphertext, tag) = record.split_at(layout.last_chunk_len as usize);
         Ok(if cipher.verify(last, ciphertext, tag) {
             BodyCheck::Verified

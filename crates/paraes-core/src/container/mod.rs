@@ -18,7 +18,7 @@ mod v3;
 
 use std::io::Read;
 
-use body::BodyCheck;
+pub(crate) use body::BodyCheck;
 pub use body::{
     verify, verify_file, BodyAccess, BodyLayout, LayoutError, RangeError, SeekableReader,
 };
@@ -332,13 +332,40 @@ pub struct UnverifiedHeader {
     parsed: Parsed,
     /// v3: the message's salt and commitment, read with the header.
     message_prefix: Option<[u8; MESSAGE_PREFIX_LEN]>,
+    /// The exact bytes read: the header, and for v3 the message's salt and commitment.
+    bytes: Vec<u8>,
+}
+
+/// A reader that keeps a copy of what it read (a header's exact bytes).
+struct Recording<'a, R> {
+    inner: &'a mut R,
+    bytes: Vec<u8>,
+}
+
+impl<R: Read> Read for Recording<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
 }
 
 impl UnverifiedHeader {
     /// Reads and parses a header (v1, v2 or v3; for v3 also the message's salt and commitment
     /// after it), refusing absurd values before allocating anything for them (at most two
-    /// stanza slots of [`v2::MAX_SLOT_LEN`] bytes).
+    /// stanza slots of [`v2::MAX_SLOT_LEN`] bytes). The bytes read are kept
+    /// ([`Opened::header_bytes`]).
     pub fn read(input: &mut impl Read) -> Result<Self, ContainerError> {
+        let mut recording = Recording {
+            inner: input,
+            bytes: Vec::new(),
+        };
+        let mut header = Self::parse(&mut recording)?;
+        header.bytes = recording.bytes;
+        Ok(header)
+    }
+
+    fn parse(input: &mut impl Read) -> Result<Self, ContainerError> {
         let mut first = [0u8; 32];
         match read_exact(input, &mut first[..MAGIC.len()]) {
             Err(ContainerError::TruncatedHeader) => return Err(ContainerError::NotAContainer),
@@ -365,6 +392,7 @@ impl UnverifiedHeader {
                 },
                 parsed: Parsed::V1(header),
                 message_prefix: None,
+                bytes: Vec::new(),
             });
         }
         let header = SlottedHeader::read(&first, input)?;
@@ -405,6 +433,7 @@ impl UnverifiedHeader {
             },
             parsed: Parsed::Slots(header),
             message_prefix,
+            bytes: Vec::new(),
         })
     }
 
@@ -567,7 +596,7 @@ impl UnverifiedHeader {
                 if !message.commits_to(prefix) {
                     return Ok(Err(ContainerError::CommitmentMismatch));
                 }
-                body.check_message_end(&self.info, &message.cipher)?
+                body.check_message_end(self.info.chunks_start(), &message.cipher)?
             }
             (BodyKeys::Chunked(keys), _) => {
                 body.check(self.info.params, self.info.header_len as u64, &keys.auth)?
@@ -679,6 +708,7 @@ impl UnverifiedHeader {
     ) -> Opened {
         Opened {
             info: self.info.clone(),
+            header: self.bytes.clone(),
             secret,
             keys,
             rekey,
@@ -758,6 +788,9 @@ enum BodyKeys {
 /// A verified (or freshly sealed) container: its facts, and the keys its stream runs with.
 pub struct Opened {
     info: HeaderInfo,
+    /// The exact bytes before the body's first chunk: the header, and for v3 the message's
+    /// salt and commitment (read, or written by [`seal`]).
+    header: Vec<u8>,
     secret: FileSecret,
     keys: BodyKeys,
     rekey: Option<RekeyState>,
@@ -785,13 +818,23 @@ impl Opened {
         &self.info
     }
 
+    /// The exact bytes before the body's first chunk: the header, and for v3 the message's
+    /// salt and commitment (what [`seal`] wrote, or what [`UnverifiedHeader::read`] read).
+    pub fn header_bytes(&self) -> &[u8] {
+        &self.header
+    }
+
     /// Sets how many plaintext bytes of a v3 body go through the pipeline as one chunk:
     /// `bytes` rounded down to a whole number of 16 KiB message chunks (at least one). The
     /// bytes written do not depend on it. No effect on v1 and v2 bodies, whose chunk size is
     /// in their header.
     pub fn set_batch(&mut self, bytes: usize) {
-        let chunk = cobblestone::CHUNK_LEN;
-        self.batch = (bytes / chunk).max(1) * chunk;
+        self.batch = message_batch(bytes);
+    }
+
+    /// Plaintext bytes of a v3 body per pipeline chunk ([`Opened::set_batch`]).
+    pub fn batch(&self) -> usize {
+        self.batch
     }
 
     /// The stream of the body in `direction` on `engine`, as the pipeline runs it (a v3 body
@@ -920,6 +963,13 @@ impl Opened {
     }
 }
 
+/// A pipeline batch of a C2SP message for `bytes`: rounded down to a whole number of 16 KiB
+/// message chunks, at least one.
+pub fn message_batch(bytes: usize) -> usize {
+    let chunk = cobblestone::CHUNK_LEN;
+    (bytes / chunk).max(1) * chunk
+}
+
 /// Seals a new v3 container for `recipients` with a body of `key_size` (128 or 256 bits): a
 /// fresh file key D and message salt, one stanza per recipient. Returns the bytes to write
 /// before the body's first chunk (header, then the message's salt and commitment), and the
@@ -962,6 +1012,7 @@ fn seal_message(
     header.extend_from_slice(&message.prefix(&salt));
     let opened = Opened {
         info: sealed_info(preamble, header_len, generation, stanzas)?,
+        header: header.clone(),
         secret: file_key,
         keys: BodyKeys::Message(Box::new(message)),
         rekey: Some(rekey),
@@ -1017,6 +1068,7 @@ pub fn seal_v2(
     let keys = v2::body_keys(&file_key, &rekey.preamble_bytes, params);
     let opened = Opened {
         info: sealed_info(preamble, header.len(), FIRST_GENERATION, &stanzas)?,
+        header: header.clone(),
         secret: file_key,
         keys: BodyKeys::Chunked(Box::new(keys)),
         rekey: Some(rekey),

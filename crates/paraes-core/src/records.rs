@@ -1,14 +1,16 @@
-//! Where each chunk of a stream lies in the input and the output, computed from the input's
-//! size alone, so that ranks can agree on the layout without reading anything; it matches how
-//! [`paraes_core::pipeline::ChunkReader`] cuts a stream (tested against it).
+//! Where each pipeline record of a stream lies in the input and the output, computed from the
+//! input's size alone, so that processes of one job (MPI ranks) agree on the layout without
+//! reading anything; it is how [`crate::pipeline::ChunkReader`] cuts a stream (tested against
+//! it). A container body's format chunks, and which lengths its format allows, are
+//! [`crate::container::BodyLayout`]'s.
 
 use std::ops::Range;
 
-use paraes_core::pipeline::StreamSpec;
+use crate::pipeline::StreamSpec;
 
 /// The chunk layout of one stream between two files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Layout {
+pub struct RecordLayout {
     /// Number of chunks (at least 1: an empty stream still has its final chunk).
     pub chunks: u64,
     input_start: u64,
@@ -18,7 +20,7 @@ pub struct Layout {
     record_out: u64,
 }
 
-impl Layout {
+impl RecordLayout {
     /// The layout of `spec`'s stream that starts at byte `input_start` of an input of
     /// `input_len` bytes (the container header comes before it when decrypting) and at byte
     /// `output_start` of the output (after the header when encrypting).
@@ -30,7 +32,7 @@ impl Layout {
         } else {
             input_body.div_ceil(record_in).max(1)
         };
-        Layout {
+        RecordLayout {
             chunks,
             input_start,
             input_body,
@@ -68,9 +70,9 @@ impl Layout {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use paraes_core::container::{self, BodyParams, Recipient};
-    use paraes_core::pipeline::{ChunkReader, Tags};
-    use paraes_core::{CpuEngine, Direction, Key, KeySize, Mode};
+    use crate::container::{self, BodyParams, Recipient};
+    use crate::pipeline::{ChunkReader, Tags};
+    use crate::{CpuEngine, Direction, Key, KeySize, Mode};
 
     const CHUNK: usize = 4096;
 
@@ -113,7 +115,7 @@ mod tests {
                         ] {
                             let start = 7u64;
                             let input = vec![0u8; len];
-                            let layout = Layout::new(&spec, start, start + len as u64, 3);
+                            let layout = RecordLayout::new(&spec, start, start + len as u64, 3);
                             let mut cursor = &input[..];
                             let mut reader = ChunkReader::new(&spec, &mut cursor);
                             let mut seen = 0;
@@ -149,7 +151,7 @@ mod tests {
             tags: Tags::None,
         };
         for chunks in [1u64, 2, 3, 7, 64, 1000] {
-            let layout = Layout::new(&spec, 0, chunks * CHUNK as u64, 0);
+            let layout = RecordLayout::new(&spec, 0, chunks * CHUNK as u64, 0);
             assert_eq!(layout.chunks, chunks);
             for ranks in [1, 2, 3, 5, 64, 65, 1000] {
                 let mut next = 0;
