@@ -1,35 +1,22 @@
-//! The `paraes` command-line tool: parses the arguments, builds a validated plan (`plan.rs`),
+//! The `paraes` command-line tool: parses the arguments, builds a validated plan (`plan/`),
 //! runs it, and turns the outcome into an exit status: 0, 1 for an error, 2 for a usage error,
 //! 128 + N for signal N. The work happens in the library crates; the modules beside this file
-//! are glue.
+//! are glue: `plan/` (every option rule), `keys/` (key sources), `run/` (enc and dec on their
+//! runners: local, many files, range, MPI), `commands/` (the other subcommands), and the shared
+//! pieces (engines, output, progress, advice). ARCHITECTURE.md has the map.
 
 mod advice;
-mod batch;
-mod bench;
 mod cli;
-mod crypt;
+mod commands;
 mod engines;
 mod files;
-mod info;
-mod job;
-mod keygen;
 mod keys;
-mod local;
-#[cfg(feature = "mpi")]
-mod mpi;
-#[cfg(not(feature = "mpi"))]
-#[path = "mpi_stub.rs"]
-mod mpi;
 mod output;
 mod plan;
 mod progress;
-mod prompt;
-mod range;
-mod rekey;
+mod run;
 mod signals;
 mod units;
-mod upgrade;
-mod verify;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -39,8 +26,8 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{CommandFactory, Parser};
 
 use crate::cli::Cli;
-use crate::job::Reported;
 use crate::plan::{Plan, UsageError};
+use crate::run::job::Reported;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -51,7 +38,7 @@ fn main() -> ExitCode {
         eprintln!("paraes: error: {e:#}");
         return ExitCode::FAILURE;
     }
-    match plan::build(cli.command).and_then(run) {
+    match plan::build(cli.command).and_then(execute) {
         Ok(()) => ExitCode::SUCCESS,
         // `paraes dec x | head`: the reader left; that is a normal end, not an error.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
@@ -75,15 +62,15 @@ fn main() -> ExitCode {
 }
 
 /// Runs a plan.
-fn run(plan: Plan) -> Result<()> {
+fn execute(plan: Plan) -> Result<()> {
     match plan {
-        Plan::Crypt(plan) => crypt::run(&plan),
-        Plan::Verify(plan) => verify::run(&plan),
-        Plan::Rekey(plan) => rekey::run(&plan),
-        Plan::Upgrade(plan) => upgrade::run(&plan),
-        Plan::Keygen(args) => keygen::run(&args),
-        Plan::Info(args) => info::run(&args),
-        Plan::Bench(args) => bench::run(&args),
+        Plan::Crypt(plan) => run::run(&plan),
+        Plan::Verify(plan) => commands::verify::run(&plan),
+        Plan::Rekey(plan) => commands::rekey::run(&plan),
+        Plan::Upgrade(plan) => commands::upgrade::run(&plan),
+        Plan::Keygen(args) => commands::keygen::run(&args),
+        Plan::Info(args) => commands::info::run(&args),
+        Plan::Bench(args) => commands::bench::run(&args),
         // Rendered whole, then written: a closed pipe (`| head`) is a normal end, not a panic.
         Plan::Completions(shell) => {
             let mut script = Vec::new();

@@ -7,13 +7,13 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
 use paraes_core::{CpuEngine, Direction, Engine};
-use paraes_mpi::{execute, IoStrategy, JobError, Mpi, Plan, RootIo};
+use paraes_mpi::{execute, IoStrategy, JobError, Mpi, Plan, Reason, RootIo};
 
 use crate::advice::{error_line, one_line};
-use crate::job::{self, Credentials, Prepared, Reported};
 use crate::output::Reach;
 use crate::plan::{CryptPlan, EngineKind, FileJob, Files, MpiIo, OutputTarget};
 use crate::progress::{FileCount, Summary};
+use crate::run::job::{self, Credentials, Prepared, Reported};
 
 /// Runs the one file of `plan` on every rank; rank 0 returns the summary.
 pub fn run(plan: &CryptPlan, file: &FileJob, io: Option<MpiIo>) -> Result<Option<Summary>> {
@@ -143,7 +143,7 @@ fn root(
         OutputTarget::Path { path, .. },
     ) = (&plan.files, &file.output)
     {
-        if let Err(e) = crate::batch::make_parents(dir, path) {
+        if let Err(e) = crate::run::many::make_parents(dir, path) {
             Plan::broadcast(mpi, None)?;
             return Err(e);
         }
@@ -189,10 +189,10 @@ fn root(
         },
     };
     let worked = execute(mpi, &broadcast, engine, root_io);
-    if let Err(JobError(message)) = worked {
+    if let Err(failure) = worked {
         // Every rank stops here; dropping the output removes the temporary.
         drop(job);
-        bail!("{}", advise(&message));
+        bail!("{}", advise(&failure));
     }
     let seconds = started.elapsed().as_secs_f64();
     let committed = job.output.commit();
@@ -262,11 +262,10 @@ fn rank_engine(plan: &CryptPlan, mpi: &Mpi) -> Result<Box<dyn Engine>> {
 
 /// A rank's failure (text, as it travelled over MPI) with what to do about it in this tool's
 /// options: the library names no command-line flags.
-fn advise(message: &str) -> String {
-    if message.contains("scatter I/O does not") {
-        format!("{message}: use --mpi-io scatter")
-    } else {
-        message.to_owned()
+fn advise(failure: &JobError) -> String {
+    match failure.reason {
+        Reason::NotShared => format!("{}: use --mpi-io scatter", failure.message),
+        Reason::Other => failure.message.clone(),
     }
 }
 
@@ -275,7 +274,7 @@ fn advise(message: &str) -> String {
 fn outcome(mpi: &Mpi, result: Result<(), JobError>) -> Result<()> {
     match result {
         Ok(()) => Ok(()),
-        Err(JobError(message)) if mpi.is_root() => Err(anyhow!(advise(&message))),
+        Err(failure) if mpi.is_root() => Err(anyhow!(advise(&failure))),
         Err(_) => Err(Reported.into()),
     }
 }

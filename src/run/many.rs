@@ -18,11 +18,11 @@ use paraes_core::pipeline::Stages;
 use rustix::fs::{mkdirat, openat, statat, AtFlags, FileType, Mode, OFlags, CWD};
 use rustix::io::Errno;
 
-use crate::job::{self, Credentials, Reported};
-use crate::local;
 use crate::output::{sync_directory, Reach};
 use crate::plan::{CryptPlan, FileJob, OutputTarget};
 use crate::progress::{FileCount, Progress, Summary};
+use crate::run::job::{self, Credentials, Reported};
+use crate::run::local;
 use crate::units::thousands;
 
 /// Files up to this size run concurrently, each on one thread; larger ones through the

@@ -30,7 +30,7 @@ pub fn run(args: &InfoArgs) -> Result<()> {
     let mut input = Input::open(Some(&args.file))?;
     let header = UnverifiedHeader::read(&mut input).map_err(|e| match e {
         ContainerError::NotAContainer => anyhow::anyhow!(
-            "{} is not a paraes container (it does not start with a paraes header)",
+            "{} is not a paraes container (no paraes header)",
             args.file.display()
         ),
         other => other.into(),

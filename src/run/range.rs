@@ -6,11 +6,11 @@
 use anyhow::{bail, Context, Result};
 use paraes_core::container::RangeError;
 
-use crate::job::{self, Credentials, Prepared};
-use crate::local::name_failure;
 use crate::output::{Input, Reach};
 use crate::plan::{ByteRange, CryptPlan, FileJob};
 use crate::progress::{Progress, Summary};
+use crate::run::job::{self, Credentials, Prepared};
+use crate::run::local::name_failure;
 
 /// Runs `dec --range` on the one container or bare message of `plan`.
 pub fn run(plan: &CryptPlan, file: &FileJob, range: ByteRange) -> Result<Summary> {

@@ -9,10 +9,10 @@ use anyhow::{anyhow, bail, Result};
 use paraes_core::container::{self, ContainerError, Unlock, UnverifiedHeader};
 use paraes_core::{CpuEngine, Engine};
 
-use crate::batch;
-use crate::job::warner;
 use crate::plan::{Ui, VerifyPlan};
 use crate::progress::Progress;
+use crate::run::job::warner;
+use crate::run::many;
 
 /// Runs `verify`.
 pub fn run(plan: &VerifyPlan) -> Result<()> {
@@ -30,29 +30,28 @@ pub fn run(plan: &VerifyPlan) -> Result<()> {
             crate::advice::one_line(why)
         );
     }
-    let files = batch::Sized::new(plan.files.clone());
+    let files = many::Sized::new(plan.files.clone());
     let progress = Progress::start_many(&ui, files.total(), plan.files.len());
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let mut count =
-        batch::for_each_file(&files, batch::SMALL_FILE_WORKERS, &progress, |i, size| {
-            let path = &plan.files[i];
-            // A large file alone spreads over the cores; small ones already run side by side.
-            let threads = match size {
-                batch::Size::Small => 1,
-                batch::Size::Large => cores,
-            };
-            let bytes = verify_one(path, &unlock, &engine, threads)?;
-            if !plan.quiet {
-                progress.println_out(&format!(
-                    "{}: OK",
-                    crate::advice::one_line(&path.display().to_string())
-                ));
-            }
-            Ok(bytes)
-        });
+    let mut count = many::for_each_file(&files, many::SMALL_FILE_WORKERS, &progress, |i, size| {
+        let path = &plan.files[i];
+        // A large file alone spreads over the cores; small ones already run side by side.
+        let threads = match size {
+            many::Size::Small => 1,
+            many::Size::Large => cores,
+        };
+        let bytes = verify_one(path, &unlock, &engine, threads)?;
+        if !plan.quiet {
+            progress.println_out(&format!(
+                "{}: OK",
+                crate::advice::one_line(&path.display().to_string())
+            ));
+        }
+        Ok(bytes)
+    });
     progress.finish();
     count.failed += plan.unlisted.len();
-    batch::outcome(Some(count))
+    many::outcome(Some(count))
 }
 
 /// Checks one container on `threads` threads; returns its size.
@@ -73,7 +72,7 @@ fn verify_one(path: &Path, unlock: &Unlock, engine: &dyn Engine, threads: usize)
         other => other.into(),
     })?;
     // Files are checked side by side, but Argon2id runs one at a time (as `dec` does).
-    let turn = unlock.has_passphrase().then(crate::job::kdf_turn);
+    let turn = unlock.has_passphrase().then(crate::run::job::kdf_turn);
     let opened = header.open(unlock, container::BodyAccess::File(&file))?;
     drop(turn);
     container::verify_file(&opened, engine, &file, threads)?;

@@ -16,9 +16,9 @@ use paraes_core::positioned::ReadAt;
 use paraes_core::{CpuEngine, Direction, Engine, KeySize};
 
 use crate::advice::one_line;
-use crate::job::warner;
 use crate::output::{Output, Reach};
 use crate::plan::UpgradePlan;
+use crate::run::job::warner;
 
 /// Runs `upgrade` over every file of the plan, one after another (each file's pipeline uses
 /// every core); a file that fails is reported and the others go on.
@@ -53,7 +53,7 @@ pub fn run(plan: &UpgradePlan) -> Result<()> {
             if total > 1 {
                 eprintln!("paraes: {n} of {total} files were not upgraded (each is unchanged)");
             }
-            Err(anyhow!(crate::job::Reported))
+            Err(anyhow!(crate::run::job::Reported))
         }
     }
 }
@@ -71,7 +71,7 @@ fn upgrade_one(path: &Path, unlock: &Unlock, engine: &dyn Engine, key_size: KeyS
         bail!("not a regular file");
     }
     // The same lock as rekey: an upgrade and a rekey of one file never interleave.
-    crate::rekey::lock(&file, &target, &meta)?;
+    crate::commands::rekey::lock(&file, &target, &meta)?;
     let unverified = UnverifiedHeader::read(&mut BufReader::new(&file))?;
     match unverified.info().version {
         2 => {}
@@ -90,12 +90,12 @@ fn upgrade_one(path: &Path, unlock: &Unlock, engine: &dyn Engine, key_size: KeyS
     }
     let output = Output::create(Some(&target), true, true, Reach::ThisMachine, false)?;
     let copy = output.file().expect("a path gives a file output");
-    crate::rekey::keep_owner_and_mode(copy, &meta)?;
+    crate::commands::rekey::keep_owner_and_mode(copy, &meta)?;
     let plaintext = transcrypt(&opened, &upgraded, &header, &file, meta.len(), copy, engine)
         .context("writing the upgraded copy failed (the file is unchanged)")?;
     confirm(&opened, copy, engine, plaintext)
         .context("the upgraded copy did not read back whole (the file is unchanged)")?;
-    crate::rekey::still_the_same_file(&target, &meta)?;
+    crate::commands::rekey::still_the_same_file(&target, &meta)?;
     output
         .commit()
         .context("replacing the file with its upgraded copy failed (the file is unchanged)")

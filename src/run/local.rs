@@ -11,10 +11,10 @@ use anyhow::{Context, Result};
 use paraes_core::pipeline::{self, PipelineError, Segment, Stages};
 use paraes_core::{Direction, Engine};
 
-use crate::job::{self, Credentials, Prepared};
 use crate::output::Reach;
 use crate::plan::{CryptPlan, FileJob};
 use crate::progress::{Progress, Summary};
+use crate::run::job::{self, Credentials, Prepared};
 
 /// Runs the one file of `plan` in this process.
 pub fn run(plan: &CryptPlan, file: &FileJob) -> Result<Summary> {

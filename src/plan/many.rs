@@ -1,0 +1,145 @@
+//! The inputs and outputs of a many-file `enc`/`dec` run: names from the command line, a
+//! `--files-from` list or `--recursive`, each given its output name.
+
+use super::*;
+
+/// The files of a many-file run: every input with its output, checked as a whole (no two
+/// inputs write one output, no output is a file the run reads).
+pub(super) fn many_files(parts: &CryptInputs<'_>, runner: Runner) -> Result<Files> {
+    let command = parts.command;
+    if parts.output.is_some() {
+        usage!(command, "-o names one output, but this run has several inputs: drop -o (each output is named after its input), or use --output-dir DIR");
+    }
+    if matches!(parts.format, Format::Raw { .. }) {
+        usage!(command, "--raw takes one input at a time (each raw stream needs its own counter block, and its IV is printed for it): run one paraes per file, or drop --raw for containers");
+    }
+    if parts.range.is_some() {
+        usage!(command, "--range applies to one container file");
+    }
+    if parts.ui.size.is_some() {
+        usage!(command, "--size is for input from a pipe: drop it");
+    }
+    if parts.show_data_key {
+        usage!(command, "--show-data-key applies to one file at a time");
+    }
+    if parts.inputs.iter().any(|p| p == Path::new("-")) {
+        usage!(
+            command,
+            "standard input cannot be one of several inputs: give files only (or one input alone)"
+        );
+    }
+    if let (Runner::Mpi { .. }, Some(list)) = (runner, &parts.list.files_from) {
+        if !fs::metadata(list).is_ok_and(|m| m.is_file()) {
+            usage!(command, "with --backend mpi, --files-from needs a regular file every rank can read (not standard input, a pipe or <(...)): write the list to a file first");
+        }
+    }
+    let mut names = parts.inputs.to_vec();
+    if let Some(list) = &parts.list.files_from {
+        names.extend(files::read_list(list, parts.list.null)?);
+    }
+    let direction = parts.direction;
+    let wanted = move |path: &Path| {
+        let container = path.as_os_str().as_bytes().ends_with(b".paraes");
+        match direction {
+            Direction::Encrypt => !container,
+            Direction::Decrypt => container,
+        }
+    };
+    let mut skipped = Skipped::default();
+    let found = files::gather(names, parts.list.recursive, wanted, &mut skipped);
+    say_skipped(&skipped, direction, parts.ui.quiet);
+    if found.is_empty() && skipped.unlisted.is_empty() {
+        bail!("no input files: nothing to do");
+    }
+    let mut jobs = Vec::with_capacity(found.len());
+    let mut refused = std::mem::take(&mut skipped.unlisted);
+    let list_id = parts.list.files_from.as_deref().and_then(path_id);
+    let mut outputs: HashMap<PathBuf, PathBuf> = HashMap::new();
+    let input_ids: HashMap<(u64, u64), &Path> = found
+        .iter()
+        .filter_map(|f| path_id(&f.path).map(|id| (id, f.path.as_path())))
+        .collect();
+    for Found { path, relative } in &found {
+        let named = match parts.output_dir {
+            Some(dir) => {
+                default_name(direction, relative, NamingFix::RunAlone).map(|name| dir.join(name))
+            }
+            None => default_name(direction, path, NamingFix::RunAlone),
+        };
+        let out = match named {
+            Ok(out) => out,
+            Err(e) => {
+                refused.push((path.clone(), format!("{e:#}")));
+                continue;
+            }
+        };
+        let key = std::path::absolute(&out).unwrap_or_else(|_| out.clone());
+        if let Some(first) = outputs.insert(key, path.clone()) {
+            bail!(
+                "{} and {} would both be written to {}: rename one, or run them separately",
+                first.display(),
+                path.display(),
+                out.display()
+            );
+        }
+        if let Some(input) = path_id(&out).and_then(|id| input_ids.get(&id)) {
+            bail!(
+                "{} (the output of {}) is the input {} of this run: writing it would destroy it; run them separately or use --output-dir",
+                out.display(),
+                path.display(),
+                input.display()
+            );
+        }
+        if list_id.is_some() && path_id(&out) == list_id {
+            bail!(
+                "{} (the output of {}) is the file list this run reads: writing it would destroy it; choose another --output-dir",
+                out.display(),
+                path.display()
+            );
+        }
+        let output = OutputTarget::Path {
+            path: out,
+            force: parts.force,
+            derived: true,
+        };
+        check_not_read(&output, Some(path), &parts.keys)?;
+        jobs.push(FileJob {
+            input: Some(path.clone()),
+            output,
+        });
+    }
+    Ok(Files::Many {
+        jobs,
+        output_dir: parts.output_dir.map(Path::to_path_buf),
+        refused,
+    })
+}
+
+/// Says once what a --recursive walk left out.
+pub(super) fn say_skipped(skipped: &Skipped, direction: Direction, quiet: bool) {
+    if quiet {
+        return;
+    }
+    if skipped.links > 0 {
+        eprintln!(
+            "paraes: note: skipped {} symbolic link(s) inside directories (not followed; name them as inputs to include them)",
+            skipped.links
+        );
+    }
+    if skipped.special > 0 {
+        eprintln!(
+            "paraes: note: skipped {} FIFO(s), socket(s) or device(s) inside directories",
+            skipped.special
+        );
+    }
+    if skipped.wrong_suffix > 0 {
+        let what = match direction {
+            Direction::Encrypt => "already ending in .paraes (not encrypted twice)",
+            Direction::Decrypt => "not ending in .paraes",
+        };
+        eprintln!(
+            "paraes: note: skipped {} file(s) inside directories {what}",
+            skipped.wrong_suffix
+        );
+    }
+}

@@ -1,0 +1,316 @@
+//! Arguments into a validated plan (the "high-level" arguments): the one place that owns every
+//! rule between options. Commands consume a plan and rely on it: what it holds is consistent.
+//!
+//! A rule broken by the options alone is a [`UsageError`] (exit status 2); a rule that needs the
+//! file system (an output that is a file this command reads) is an ordinary error (status 1).
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+use paraes_core::container::{MAX_CHUNK_SIZE, MIN_CHUNK_SIZE};
+use paraes_core::engine::GCM_CHUNK_LEN;
+use paraes_core::pipeline::DEFAULT_CHUNK_SIZE;
+use paraes_core::{Direction, KeySize, Mode};
+use paraes_gpu::CtrVariant;
+use paraes_sunway_sim::SimConfig;
+use zeroize::Zeroizing;
+
+use crate::cli::{
+    BackendArg, BenchArgs, Command, DecArgs, EncArgs, EngineArgs, FileListArgs, FormatArg,
+    InfoArgs, KeyArgs, KeygenArgs, MessageArgs, MpiIoArg, RankEngineArg, RecipientArgs, RekeyArgs,
+    StatsFormat, UiArgs, UnlockArgs, UpgradeArgs, VerifyArgs,
+};
+use crate::files::{self, Found, Skipped};
+
+/// An option rule broken by the command line itself: exit status 2, like clap's own errors.
+#[derive(Debug)]
+pub struct UsageError {
+    /// What is wrong and what to do.
+    pub message: String,
+    /// The subcommand whose help describes the options.
+    pub command: &'static str,
+}
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// Fails with a [`UsageError`] of `command`.
+macro_rules! usage {
+    ($command:expr, $($message:tt)+) => {
+        return Err(anyhow::Error::new(UsageError {
+            message: format!($($message)+),
+            command: $command,
+        }))
+    };
+}
+
+// After the macro, which the rules in these modules use.
+mod containers;
+mod crypt;
+mod engine;
+mod keys;
+mod many;
+mod naming;
+
+use containers::*;
+use crypt::*;
+use engine::*;
+pub use keys::{KeyPlan, KeySource, PassphraseSource};
+use many::*;
+use naming::*;
+
+/// What to run.
+pub enum Plan {
+    /// `enc` or `dec`.
+    Crypt(Box<CryptPlan>),
+    /// `verify`.
+    Verify(VerifyPlan),
+    /// `rekey`.
+    Rekey(RekeyPlan),
+    /// `upgrade`.
+    Upgrade(UpgradePlan),
+    /// `keygen` (its options are independent of each other beyond clap's conflicts).
+    Keygen(KeygenArgs),
+    /// `info`.
+    Info(InfoArgs),
+    /// `bench` (its lists are checked by `bench.rs`, as usage errors).
+    Bench(BenchArgs),
+    /// `completions SHELL`.
+    Completions(clap_complete::Shell),
+    /// `man`.
+    Man,
+}
+
+/// Container or raw stream.
+pub enum Format {
+    /// An authenticated container; for enc, the data key size of its v3 body (128 or 256
+    /// bits; dec reads it from the header).
+    Container(Option<KeySize>),
+    /// A bare C2SP chunked-encryption message (Cobblestone-128/256 by the key's size) under
+    /// the user's key itself.
+    Message {
+        /// The message's context (exact bytes).
+        context: Vec<u8>,
+        /// The size the key must have (enc --bits).
+        key_size: Option<KeySize>,
+    },
+    /// A bare ECB/CTR stream under the user's key.
+    Raw {
+        /// Mode of operation.
+        mode: Mode,
+        /// CTR's initial counter block: given, or (enc) drawn at random when `None`.
+        iv: Option<[u8; 16]>,
+        /// ECB's PKCS#7 padding.
+        padding: bool,
+        /// The size the key must have (enc --bits).
+        key_size: Option<KeySize>,
+    },
+}
+
+/// Where the output goes.
+pub enum OutputTarget {
+    /// Standard output.
+    Stdout,
+    /// A path (a new file, or an existing FIFO or device written as a stream).
+    Path {
+        /// The final name.
+        path: PathBuf,
+        /// Whether an existing file may be replaced.
+        force: bool,
+        /// Whether paraes derived the name from the input's (then it is written only when it
+        /// is free or a regular file: see `Output::create`).
+        derived: bool,
+    },
+}
+
+/// The engine that runs AES in each process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineKind {
+    /// The GPU when usable, else the CPU.
+    Auto,
+    /// All CPU cores (or `threads`).
+    Cpu,
+    /// A CUDA GPU.
+    Gpu,
+    /// The Sunway simulator.
+    SunwaySim,
+}
+
+/// An engine and its settings.
+#[derive(Clone, Debug)]
+pub struct EngineChoice {
+    /// Which engine.
+    pub kind: EngineKind,
+    /// CPU worker threads (GPU: host threads); `None`: all cores.
+    pub threads: Option<usize>,
+    /// GPU: the CTR variant.
+    pub gpu_ctr: CtrVariant,
+    /// GPU: the CUDA device.
+    pub gpu_device: usize,
+    /// The simulator's configuration.
+    pub sim: SimConfig,
+}
+
+/// How MPI ranks get their chunks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MpiIo {
+    /// Every rank reads and writes its own ranges.
+    Direct,
+    /// Rank 0 reads and writes; chunks travel over MPI.
+    Scatter,
+}
+
+/// Where the chunks flow: through this process's pipeline, or across MPI ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Runner {
+    /// One process: the threaded pipeline on the chosen engine.
+    Local,
+    /// MPI ranks, each running the chosen engine on its share.
+    Mpi {
+        /// The I/O strategy (`None`: direct for files, scatter for pipes).
+        io: Option<MpiIo>,
+    },
+}
+
+/// What the user sees.
+#[derive(Clone, Debug, Default)]
+pub struct Ui {
+    /// No warnings, no progress.
+    pub quiet: bool,
+    /// A summary line at the end.
+    pub verbose: bool,
+    /// A JSON summary at the end.
+    pub stats_json: bool,
+    /// The expected input size, for the progress display of a pipe.
+    pub size_hint: Option<u64>,
+}
+
+/// One input and where its output goes.
+pub struct FileJob {
+    /// The input file; `None` is standard input.
+    pub input: Option<PathBuf>,
+    /// The output.
+    pub output: OutputTarget,
+}
+
+/// The files of an `enc` or `dec`.
+pub enum Files {
+    /// One input (a file or standard input), run by itself.
+    One(FileJob),
+    /// Many input files (or --output-dir, --files-from, --recursive): run concurrently in one
+    /// process; a file that fails is reported and the others go on.
+    Many {
+        /// Every input file and its output file.
+        jobs: Vec<FileJob>,
+        /// The directory the outputs go to (created when missing), if any.
+        output_dir: Option<PathBuf>,
+        /// Inputs refused while planning (no output name), with the reason: reported as
+        /// failures of the run.
+        refused: Vec<(PathBuf, String)>,
+    },
+}
+
+/// `dec --range START..END`: plaintext bytes, END exclusive; open ends allowed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ByteRange {
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte; `None`: to the end.
+    pub end: Option<u64>,
+}
+
+/// A validated `verify`.
+pub struct VerifyPlan {
+    /// The containers.
+    pub files: Vec<PathBuf>,
+    /// Inputs refused while planning (directories that could not be listed; FIFOs, devices
+    /// and sockets among many inputs), and why: failures of the run.
+    pub unlisted: Vec<(PathBuf, String)>,
+    /// How to open them.
+    pub keys: KeyPlan,
+    /// Nothing printed for authentic files.
+    pub quiet: bool,
+}
+
+/// A validated `upgrade`: the containers and their keys (as `verify` takes them), and the v3
+/// body's key size.
+pub struct UpgradePlan {
+    /// The containers, how to open them, and quiet.
+    pub containers: VerifyPlan,
+    /// The v3 body's key size (128 or 256 bits).
+    pub key_size: KeySize,
+}
+
+/// A validated `enc` or `dec`.
+pub struct CryptPlan {
+    /// enc or dec.
+    pub direction: Direction,
+    /// The inputs and their outputs.
+    pub files: Files,
+    /// dec --range: the plaintext bytes to decrypt (one container file).
+    pub range: Option<ByteRange>,
+    /// Keys.
+    pub keys: KeyPlan,
+    /// Container or raw.
+    pub format: Format,
+    /// Plaintext bytes per chunk (enc; dec of a container reads it from the header).
+    pub chunk_size: usize,
+    /// dec: print the data key.
+    pub show_data_key: bool,
+    /// dec --raw: go on although the input starts with the container magic.
+    pub force_raw: bool,
+    /// The engine of each process.
+    pub engine: EngineChoice,
+    /// Local or MPI.
+    pub runner: Runner,
+    /// Progress, warnings, summary.
+    pub ui: Ui,
+}
+
+impl CryptPlan {
+    /// The subcommand's name.
+    pub fn command(&self) -> &'static str {
+        match self.direction {
+            Direction::Encrypt => "enc",
+            Direction::Decrypt => "dec",
+        }
+    }
+}
+
+/// A validated `rekey`.
+pub struct RekeyPlan {
+    /// The container.
+    pub file: PathBuf,
+    /// What opens it now.
+    pub open: KeyPlan,
+    /// What will open it.
+    pub new: KeyPlan,
+    /// No messages.
+    pub quiet: bool,
+}
+
+/// Builds the plan of a parsed command line.
+pub fn build(command: Command) -> Result<Plan> {
+    Ok(match command {
+        Command::Enc(args) => Plan::Crypt(Box::new(enc(&args)?)),
+        Command::Dec(args) => Plan::Crypt(Box::new(dec(&args)?)),
+        Command::Verify(args) => Plan::Verify(verify(&args)?),
+        Command::Rekey(args) => Plan::Rekey(rekey(&args)?),
+        Command::Upgrade(args) => Plan::Upgrade(upgrade(&args)?),
+        Command::Keygen(args) => Plan::Keygen(args),
+        Command::Info(args) => Plan::Info(args),
+        Command::Bench(args) => Plan::Bench(args),
+        Command::Completions { shell } => Plan::Completions(shell),
+        Command::Man => Plan::Man,
+    })
+}

@@ -1,0 +1,182 @@
+//! Output names and file identity: the default name of an output, and the rule that no output
+//! is a file the same command reads (inputs, key files), through links and `/dev/fd`.
+
+use super::*;
+
+/// `-o`, or a name derived from the input's.
+pub(super) fn output_target(
+    direction: Direction,
+    input: Option<&Path>,
+    output: Option<&Path>,
+    force: bool,
+) -> Result<OutputTarget> {
+    if let Some(out) = output {
+        // `-o -`, or a name of standard output itself (`-o /dev/stdout`).
+        let is_stdout = out == Path::new("-")
+            || (path_id(out).is_some() && path_id(out) == fd_id(1) && is_fd_path(out));
+        return Ok(if is_stdout {
+            OutputTarget::Stdout
+        } else {
+            OutputTarget::Path {
+                path: through_links(out)?,
+                force,
+                derived: false,
+            }
+        });
+    }
+    let Some(input) = input else {
+        return Ok(OutputTarget::Stdout);
+    };
+    Ok(OutputTarget::Path {
+        path: default_name(direction, input, NamingFix::GiveOutput)?,
+        force,
+        derived: true,
+    })
+}
+
+/// What a user whose input cannot name its output can do instead: a one-file run takes `-o`; a
+/// many-file run refuses `-o`, so that input has to run on its own.
+#[derive(Clone, Copy)]
+pub(super) enum NamingFix {
+    GiveOutput,
+    RunAlone,
+}
+
+impl NamingFix {
+    pub(super) fn advice(self) -> &'static str {
+        match self {
+            NamingFix::GiveOutput => "give -o PATH (or -o - for standard output)",
+            NamingFix::RunAlone => {
+                "run it on its own with -o PATH (a run of several files, or one with --output-dir, names each output after its input)"
+            }
+        }
+    }
+}
+
+/// The output named after `input`: `+ .paraes` for enc, `- .paraes` for dec; when there is
+/// none, the error says `fix`.
+pub(super) fn default_name(direction: Direction, input: &Path, fix: NamingFix) -> Result<PathBuf> {
+    // `enc /dev/zero` must not create /dev/zero.paraes (and fill /dev with it).
+    if fs::metadata(input)
+        .is_ok_and(|m| m.file_type().is_char_device() || m.file_type().is_block_device())
+    {
+        bail!(
+            "cannot name the output after {}, a device: {}",
+            input.display(),
+            fix.advice()
+        );
+    }
+    Ok(match direction {
+        Direction::Encrypt => {
+            let mut name = input.as_os_str().to_owned();
+            name.push(".paraes");
+            PathBuf::from(name)
+        }
+        // On bytes, so that names that are not UTF-8 work too.
+        Direction::Decrypt => match input.as_os_str().as_bytes().strip_suffix(b".paraes") {
+            Some(stem) if !stem.is_empty() && !stem.ends_with(b"/") => {
+                PathBuf::from(OsStr::from_bytes(stem))
+            }
+            Some(_) => bail!(
+                "cannot name the output: {} without .paraes leaves no file name; {}",
+                input.display(),
+                fix.advice()
+            ),
+            None => bail!(
+                "cannot name the output: {} does not end in .paraes; {}",
+                input.display(),
+                fix.advice()
+            ),
+        },
+    })
+}
+
+/// Whether `path` names an open descriptor (`/dev/stdout`, `/dev/fd/N`, `/proc/.../fd/N`)
+/// rather than a file that merely is the same one.
+pub(super) fn is_fd_path(path: &Path) -> bool {
+    let text = path.as_os_str().as_bytes();
+    text.starts_with(b"/dev/std") || text.starts_with(b"/dev/fd/") || text.starts_with(b"/proc/")
+}
+
+/// An output path with its symbolic links resolved, so that the file is written where the link
+/// points (as `cp` and `tee` do) and the link itself is never replaced: `-o /dev/stdout`
+/// writes to whatever standard output is. A name must be a file name (not `dir/`).
+pub(super) fn through_links(path: &Path) -> Result<PathBuf> {
+    if path.as_os_str().as_bytes().ends_with(b"/") || path.file_name().is_none() {
+        bail!(
+            "-o {} names a directory, not a file: give a file name",
+            path.display()
+        );
+    }
+    let Ok(meta) = fs::symlink_metadata(path) else {
+        return Ok(path.to_path_buf());
+    };
+    if !meta.file_type().is_symlink() {
+        return Ok(path.to_path_buf());
+    }
+    match fs::canonicalize(path) {
+        Ok(target) => Ok(target),
+        // A link to a pipe or terminal (/dev/stdout on a pipe): written in place, as a stream.
+        Err(_) if fs::metadata(path).is_ok() => Ok(path.to_path_buf()),
+        Err(_) => bail!(
+            "-o {} is a symbolic link to nothing: give the path it should point to",
+            path.display()
+        ),
+    }
+}
+
+/// The identity of a file (through links), when it exists.
+pub(super) fn file_id(meta: &fs::Metadata) -> (u64, u64) {
+    (meta.dev(), meta.ino())
+}
+
+/// Refuses an output that is a file this command reads: the input, a key, passphrase,
+/// identity or recipients file (compared by device and inode, so links count too), or
+/// standard output redirected onto one of them (`paraes enc f -o - >> f`).
+pub(super) fn check_not_read(
+    output: &OutputTarget,
+    input: Option<&Path>,
+    keys: &KeyPlan,
+) -> Result<()> {
+    let out_meta = match output {
+        OutputTarget::Path { path, .. } => fs::metadata(path).ok(),
+        OutputTarget::Stdout => fs::metadata("/proc/self/fd/1").ok(),
+    };
+    let Some(out_meta) = out_meta.filter(|m| m.is_file()) else {
+        // Nothing there yet, or a pipe, terminal or device: nothing to overwrite.
+        return Ok(());
+    };
+    let out_id = Some(file_id(&out_meta));
+    let out_name = match output {
+        OutputTarget::Path { path, .. } => path.display().to_string(),
+        OutputTarget::Stdout => "standard output".to_owned(),
+    };
+    let mut read: Vec<(String, Option<(u64, u64)>)> = Vec::new();
+    match input {
+        Some(path) => read.push(("the input".to_owned(), path_id(path))),
+        // Data from standard input: `paraes enc < f >> f` would read what it writes.
+        None => read.push(("the input (standard input)".to_owned(), fd_id(0))),
+    }
+    for (what, path) in keys.paths() {
+        read.push((format!("{what} {}", path.display()), path_id(path)));
+    }
+    for (what, fd) in keys.descriptors() {
+        read.push((what.to_owned(), fd_id(fd)));
+    }
+    for (what, id) in read {
+        if id.is_some() && id == out_id {
+            bail!("{out_name} is the same file as {what}, which this command reads: writing to it would destroy it; choose another output");
+        }
+    }
+    Ok(())
+}
+
+/// The identity of the file at `path` (through links), if it exists.
+pub(super) fn path_id(path: &Path) -> Option<(u64, u64)> {
+    fs::metadata(path).ok().map(|m| file_id(&m))
+}
+
+/// The identity of what descriptor `fd` of this process is open on, if it is open.
+pub(super) fn fd_id(fd: u32) -> Option<(u64, u64)> {
+    path_id(Path::new(&format!("/proc/self/fd/{fd}")))
+}
