@@ -13,7 +13,7 @@ use paraes_core::records::RecordLayout;
 use paraes_core::Direction;
 
 use crate::plan::Plan;
-use crate::world::{JobError, Mpi};
+use crate::world::{JobError, Mpi, Reason};
 
 /// Runs the direct strategy (see the module docs); collective.
 /// `header_len` bytes come before the first chunk (in the output when encrypting, in the
@@ -30,7 +30,10 @@ pub(crate) fn run(
     };
     let layout = RecordLayout::new(spec, input_start, plan.input_len, output_start);
     let files = open_files(plan);
-    mpi.agree(files.as_ref().map(|_| ()).map_err(|e| mpi.tag(e)))?;
+    mpi.agree_on(files.as_ref().map(|_| ()).map_err(|(reason, e)| JobError {
+        reason: *reason,
+        message: mpi.tag(e),
+    }))?;
     let (input, output) = files.expect("agreed above");
 
     let share = layout.share(mpi.rank(), mpi.size());
@@ -79,25 +82,42 @@ fn stages(mpi: &Mpi) -> Stages {
 
 /// Opens the plan's input and output temporary on this rank, and checks that it sees the input
 /// rank 0 saw.
-fn open_files(plan: &Plan) -> Result<(File, File), String> {
+/// A failure to see rank 0's files is [`Reason::NotShared`] (scatter I/O needs no shared
+/// file system).
+fn open_files(plan: &Plan) -> Result<(File, File), (Reason, String)> {
     let (Some(input), Some(output)) = (&plan.input, &plan.output) else {
-        return Err("direct I/O needs an input file and an output file".into());
+        return Err((
+            Reason::Other,
+            "direct I/O needs an input file and an output file".into(),
+        ));
     };
-    let shared = "direct I/O needs the same files on every rank (a shared file system); \
-                  scatter I/O does not";
+    let shared = "direct I/O needs the same files on every rank (a shared file system)";
     let opened = |path: &Path, file: io::Result<File>| {
-        file.map_err(|e| format!("cannot open {}: {e} ({shared})", path.display()))
+        file.map_err(|e| {
+            (
+                Reason::NotShared,
+                format!("cannot open {}: {e} ({shared})", path.display()),
+            )
+        })
     };
     let input_file = opened(input, File::open(input))?;
     let len = input_file
         .metadata()
-        .map_err(|e| format!("cannot read the size of {}: {e}", input.display()))?
+        .map_err(|e| {
+            (
+                Reason::Other,
+                format!("cannot read the size of {}: {e}", input.display()),
+            )
+        })?
         .len();
     if len != plan.input_len {
-        return Err(format!(
-            "{} has {len} bytes here but {} on rank 0 ({shared})",
-            input.display(),
-            plan.input_len
+        return Err((
+            Reason::NotShared,
+            format!(
+                "{} has {len} bytes here but {} on rank 0 ({shared})",
+                input.display(),
+                plan.input_len
+            ),
         ));
     }
     let output_file = opened(output, OpenOptions::new().write(true).open(output))?;

@@ -32,4 +32,4 @@ mod world;
 pub use plan::{IoStrategy, Plan, PlanError};
 pub use root_io::RootIo;
 pub use run::execute;
-pub use world::{JobError, Mpi};
+pub use world::{JobError, Mpi, Reason};

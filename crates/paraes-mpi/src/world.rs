@@ -35,10 +35,51 @@ pub(crate) fn wait_quietly<'a, D: ?Sized, S: Scope<'a>>(mut request: Request<'a,
 }
 
 /// A failure of the whole job, the same on every rank: one line that says which rank failed and
-/// why (rank 0 prints it; the others exit quietly).
+/// why (rank 0 prints it; the others exit quietly), and what kind of failure it is, so that
+/// the binary chooses its advice by kind, never by the text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct JobError(pub String);
+#[error("{message}")]
+pub struct JobError {
+    /// What kind of failure.
+    pub reason: Reason,
+    /// The failure, in one line.
+    pub message: String,
+}
+
+/// The kinds of job failure that call for their own advice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// Any failure without advice of its own.
+    Other,
+    /// A rank does not see the files rank 0 sees (direct I/O without a shared file system).
+    NotShared,
+}
+
+impl Reason {
+    fn code(self) -> u8 {
+        match self {
+            Reason::Other => 0,
+            Reason::NotShared => 1,
+        }
+    }
+
+    fn from_code(code: u8) -> Self {
+        match code {
+            1 => Reason::NotShared,
+            _ => Reason::Other,
+        }
+    }
+}
+
+impl JobError {
+    /// A failure without advice of its own.
+    pub fn other(message: impl Into<String>) -> Self {
+        JobError {
+            reason: Reason::Other,
+            message: message.into(),
+        }
+    }
+}
 
 /// The MPI environment: initialised on creation, finalised on drop.
 pub struct Mpi {
@@ -55,9 +96,8 @@ impl Mpi {
         // Engines and the pipeline run threads of their own; only the main thread calls MPI.
         let (universe, _) =
             mpi::initialize_with_threading(Threading::Funneled).ok_or_else(|| {
-                JobError(
-                    "MPI was already initialised in this process: start paraes once per rank"
-                        .into(),
+                JobError::other(
+                    "MPI was already initialised in this process: start paraes once per rank",
                 )
             })?;
         let world = universe.world();
@@ -126,10 +166,23 @@ impl Mpi {
     /// failure of the lowest failing rank (callers say which rank with [`Mpi::tag`]).
     /// Collective: every rank must call it, even after a local failure.
     pub fn agree(&self, mine: Result<(), String>) -> Result<(), JobError> {
+        self.agree_on(mine.map_err(JobError::other))
+    }
+
+    /// [`Mpi::agree`] for a failure of a known [`Reason`], which every rank learns with it.
+    pub fn agree_on(&self, mine: Result<(), JobError>) -> Result<(), JobError> {
+        // A failure travels as its reason's code, then its text (never empty).
         let message = match &mine {
             Ok(()) => Vec::new(),
-            Err(text) if text.is_empty() => b"failed".to_vec(),
-            Err(text) => text.as_bytes().to_vec(),
+            Err(failure) => {
+                let mut bytes = vec![failure.reason.code()];
+                bytes.extend_from_slice(if failure.message.is_empty() {
+                    b"failed"
+                } else {
+                    failure.message.as_bytes()
+                });
+                bytes
+            }
         };
         let size = self.size();
         let mut lens = vec![0i32; size];
@@ -157,8 +210,11 @@ impl Mpi {
             .position(|&len| len > 0)
             .expect("one rank failed");
         let start = displs[failed] as usize;
-        let text = String::from_utf8_lossy(&all[start..start + lens[failed] as usize]);
-        Err(JobError(text.into_owned()))
+        let failure = &all[start..start + lens[failed] as usize];
+        Err(JobError {
+            reason: Reason::from_code(failure[0]),
+            message: String::from_utf8_lossy(&failure[1..]).into_owned(),
+        })
     }
 
     /// Waits until every rank has called it, without spinning ([`wait_quietly`]), so a rank
