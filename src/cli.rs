@@ -362,19 +362,43 @@ pub struct VerifyArgs {
 }
 
 /// Engine and runner choice, shared by `enc` and `dec`. Every option is optional so that
-/// the plan can tell an option given for the wrong backend (refused) from a default.
+/// the plan can tell an option given for an engine that does not read it (refused) from a
+/// default. The engines and which option groups each reads are in the registry
+/// (`engines/mod.rs`).
 #[derive(Args, Debug, Clone, Default)]
 pub struct EngineArgs {
     /// Engine that runs AES: auto picks the fastest one present; mpi runs the job across MPI
     /// ranks (mpiexec -n N paraes ...) [default: auto].
-    #[arg(short, long, value_enum, value_name = "BACKEND")]
-    pub backend: Option<BackendArg>,
+    #[arg(short, long, value_name = "BACKEND", value_parser = crate::engines::backend_values())]
+    pub backend: Option<String>,
 
     /// Worker threads of the CPU engine (default: all cores; with --backend mpi, the node's
     /// cores divided among its ranks); with the GPU, its host threads.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub threads: Option<u32>,
 
+    /// The GPU engine's options.
+    #[command(flatten)]
+    pub gpu: GpuArgs,
+
+    /// The Sunway simulator's options.
+    #[command(flatten)]
+    pub sim: SimArgs,
+
+    /// mpi: how chunks reach the ranks. direct: every rank reads and writes its own range of
+    /// the files (needs a shared file system); scatter: rank 0 reads and writes, chunks travel
+    /// over MPI [default: direct for files, scatter for pipes].
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub mpi_io: Option<MpiIoArg>,
+
+    /// mpi: the engine each rank runs [default: cpu].
+    #[arg(long, value_name = "ENGINE", value_parser = crate::engines::rank_engine_values())]
+    pub rank_engine: Option<String>,
+}
+
+/// The GPU engine's options (`enc`, `dec`, `bench`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct GpuArgs {
     /// gpu: how CTR uses the GPU. fused: data in, ciphertext out; keystream: the GPU writes only
     /// the keystream and CPU threads XOR it in; auto: times both and keeps the faster
     /// [default: auto].
@@ -385,7 +409,21 @@ pub struct EngineArgs {
     /// node's devices, which its ranks take in turn) [default: 0].
     #[arg(long, value_name = "N")]
     pub gpu_device: Option<usize>,
+}
 
+impl GpuArgs {
+    /// The flags, for messages.
+    pub const FLAGS: &'static str = "--gpu-ctr and --gpu-device";
+
+    /// Whether any was given.
+    pub fn given(&self) -> bool {
+        self.gpu_ctr.is_some() || self.gpu_device.is_some()
+    }
+}
+
+/// The Sunway simulator's options (`enc`, `dec`, `bench`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct SimArgs {
     /// sunway-sim: the step of SW-AES's optimisation ladder to simulate: original, simd,
     /// selldw or pipelined [default: pipelined].
     #[arg(long, value_name = "VARIANT", value_parser = clap::value_parser!(Variant))]
@@ -398,16 +436,16 @@ pub struct EngineArgs {
     /// sunway-sim: core groups of the simulated SW26010 to use, 1 to 4 [default: 4].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=4))]
     pub sw_cgs: Option<u8>,
+}
 
-    /// mpi: how chunks reach the ranks. direct: every rank reads and writes its own range of
-    /// the files (needs a shared file system); scatter: rank 0 reads and writes, chunks travel
-    /// over MPI [default: direct for files, scatter for pipes].
-    #[arg(long, value_enum, value_name = "HOW")]
-    pub mpi_io: Option<MpiIoArg>,
+impl SimArgs {
+    /// The flags, for messages.
+    pub const FLAGS: &'static str = "--sw-variant, --sw-buffering and --sw-cgs";
 
-    /// mpi: the engine each rank runs [default: cpu].
-    #[arg(long, value_enum, value_name = "ENGINE")]
-    pub rank_engine: Option<RankEngineArg>,
+    /// Whether any was given.
+    pub fn given(&self) -> bool {
+        self.sw_variant.is_some() || self.sw_buffering.is_some() || self.sw_cgs.is_some()
+    }
 }
 
 /// What the user sees while a job runs and after it.
@@ -609,54 +647,18 @@ pub struct BenchArgs {
     #[arg(long)]
     pub quick: bool,
 
-    /// Options of the GPU engine and the Sunway simulator.
+    /// The GPU engine's options.
     #[command(flatten)]
-    pub engine: BenchEngineArgs,
+    pub gpu: GpuArgs,
+
+    /// The Sunway simulator's options.
+    #[command(flatten)]
+    pub sim: SimArgs,
 
     /// Also time the whole enc pipeline (container, chunk tags, temporary files) for sizes of at
     /// least 1 MiB (rows `ENGINE-e2e`).
     #[arg(long)]
     pub e2e: bool,
-}
-
-/// The engine options `bench` passes to the engines it measures.
-#[derive(Args, Debug, Clone)]
-pub struct BenchEngineArgs {
-    /// GPU: how CTR uses the GPU: fused, keystream or auto.
-    #[arg(long, value_name = "HOW", default_value = "auto", value_parser = clap::value_parser!(CtrVariant))]
-    pub gpu_ctr: CtrVariant,
-
-    /// GPU: the CUDA device to use.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub gpu_device: usize,
-
-    /// sunway-sim: the step of SW-AES's optimisation ladder: original, simd, selldw or
-    /// pipelined.
-    #[arg(long, value_name = "VARIANT", default_value = "pipelined", value_parser = clap::value_parser!(Variant))]
-    pub sw_variant: Variant,
-
-    /// sunway-sim: DMA buffering in each CPE's local memory: single or double.
-    #[arg(long, value_name = "HOW", default_value = "double", value_parser = clap::value_parser!(Buffering))]
-    pub sw_buffering: Buffering,
-
-    /// sunway-sim: core groups of the simulated SW26010 to use, 1 to 4.
-    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u8).range(1..=4))]
-    pub sw_cgs: u8,
-}
-
-/// `--backend`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum BackendArg {
-    /// The fastest engine present.
-    Auto,
-    /// All CPU cores.
-    Cpu,
-    /// A CUDA GPU.
-    Gpu,
-    /// MPI ranks (a runner: each rank runs --rank-engine).
-    Mpi,
-    /// The Sunway SW26010 simulator.
-    SunwaySim,
 }
 
 /// `--mpi-io`.
@@ -666,15 +668,6 @@ pub enum MpiIoArg {
     Direct,
     /// Rank 0 reads and writes; chunks travel by Scatterv/Gatherv.
     Scatter,
-}
-
-/// `--rank-engine`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum RankEngineArg {
-    /// The CPU cores of the rank's share of its node.
-    Cpu,
-    /// The rank's GPU (ranks on a node take the node's GPUs in turn).
-    Gpu,
 }
 
 /// `ctr` or `ecb` into the core's [`Mode`] (its `FromStr` is the one mapping).

@@ -27,7 +27,7 @@ use clap::{CommandFactory, Parser};
 
 use crate::cli::Cli;
 use crate::plan::{Plan, UsageError};
-use crate::run::job::Reported;
+use crate::run::prepare::Reported;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {

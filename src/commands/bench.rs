@@ -307,12 +307,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             }
         },
     };
-    let engines = engines::bench_engines(
-        &args.backend,
-        args.threads.map(|t| t as usize),
-        &impls,
-        &args.engine,
-    )?;
+    // Built from the same settings, by the same registry, as a job's engine.
+    let settings = crate::plan::engine_settings(args.threads, &args.gpu, &args.sim);
+    let engines = engines::bench_engines(&names, &settings, &impls)?;
     let present: Vec<(&str, &str, &dyn Engine)> = engines
         .iter()
         .filter_map(|e| match e {

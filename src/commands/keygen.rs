@@ -33,7 +33,8 @@ fn write_secret(output: Option<&Path>, force: bool, text: &str) -> Result<()> {
 /// identity file (`-y`).
 pub fn run(args: &KeygenArgs) -> Result<()> {
     if let Some(path) = &args.recipient_of {
-        for identity in crate::keys::read_identity_file(path, &crate::run::job::warner(false))? {
+        for identity in crate::keys::read_identity_file(path, &crate::run::prepare::warner(false))?
+        {
             println!("{}", identity.recipient());
         }
         return Ok(());

@@ -18,7 +18,7 @@ use crate::plan::RekeyPlan;
 /// `rekey`: new stanzas for the same file key; in place when they fit, else a rewritten file
 /// renamed over the old one. A symbolic link is rekeyed at its target.
 pub fn run(args: &RekeyPlan) -> Result<()> {
-    let warn = crate::run::job::warner(args.quiet);
+    let warn = crate::run::prepare::warner(args.quiet);
     let shown = args.file.display();
     // Through a link, the container rekeyed is the link's target, in place or rewritten
     // beside it; the link stays a link.

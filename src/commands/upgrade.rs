@@ -18,7 +18,7 @@ use paraes_core::{CpuEngine, Direction, Engine, KeySize};
 use crate::advice::one_line;
 use crate::output::{Output, Reach};
 use crate::plan::UpgradePlan;
-use crate::run::job::warner;
+use crate::run::prepare::warner;
 
 /// Runs `upgrade` over every file of the plan, one after another (each file's pipeline uses
 /// every core); a file that fails is reported and the others go on.
@@ -53,7 +53,7 @@ pub fn run(plan: &UpgradePlan) -> Result<()> {
             if total > 1 {
                 eprintln!("paraes: {n} of {total} files were not upgraded (each is unchanged)");
             }
-            Err(anyhow!(crate::run::job::Reported))
+            Err(anyhow!(crate::run::prepare::Reported))
         }
     }
 }

@@ -11,8 +11,8 @@ use paraes_core::{CpuEngine, Engine};
 
 use crate::plan::{Ui, VerifyPlan};
 use crate::progress::Progress;
-use crate::run::job::warner;
 use crate::run::many;
+use crate::run::prepare::warner;
 
 /// Runs `verify`.
 pub fn run(plan: &VerifyPlan) -> Result<()> {
@@ -72,7 +72,7 @@ fn verify_one(path: &Path, unlock: &Unlock, engine: &dyn Engine, threads: usize)
         other => other.into(),
     })?;
     // Files are checked side by side, but Argon2id runs one at a time (as `dec` does).
-    let turn = unlock.has_passphrase().then(crate::run::job::kdf_turn);
+    let turn = unlock.has_passphrase().then(crate::run::prepare::kdf_turn);
     let opened = header.open(unlock, container::BodyAccess::File(&file))?;
     drop(turn);
     container::verify_file(&opened, engine, &file, threads)?;

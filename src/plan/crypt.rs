@@ -320,7 +320,7 @@ pub(super) fn finish(parts: CryptInputs<'_>) -> Result<CryptPlan> {
         }
         let output = output_target(parts.direction, input.as_deref(), parts.output, parts.force)?;
         check_not_read(&output, input.as_deref(), &parts.keys)?;
-        Files::One(FileJob { input, output })
+        Files::One(FileTask { input, output })
     };
     Ok(CryptPlan {
         direction: parts.direction,

@@ -1,6 +1,13 @@
-//! Which engine and which runner a command asked for, checked against each other.
+//! Which engine and which runner a command asked for: the engine from the registry
+//! (`engines/mod.rs`), its settings from the option groups it reads, and a usage error for a
+//! group given to an engine that does not read it (the registry's [`Takes`] says which).
 
 use super::*;
+use crate::cli::{GpuArgs, SimArgs};
+use crate::engines::{self, EngineChoice, EngineEntry, EngineSettings, Takes};
+
+/// Whether an engine reads an option group (a field of [`Takes`]).
+type ReadsGroup = fn(&Takes) -> bool;
 
 /// `--backend` and the options of each engine and runner, refusing those that would be
 /// silently ignored.
@@ -8,55 +15,77 @@ pub(super) fn engine_and_runner(
     command: &'static str,
     args: &EngineArgs,
 ) -> Result<(EngineChoice, Runner)> {
-    let backend = args.backend.unwrap_or(BackendArg::Auto);
-    let mpi = backend == BackendArg::Mpi;
-    let kind = match (backend, args.rank_engine) {
-        (BackendArg::Mpi, Some(RankEngineArg::Gpu)) => EngineKind::Gpu,
-        (BackendArg::Mpi, _) => EngineKind::Cpu,
-        (_, Some(_)) => {
-            usage!(
-                command,
-                "--rank-engine applies only to --backend mpi: drop it, or add --backend mpi"
-            )
-        }
-        // GPU options ask for the GPU: auto must not drop them silently for the CPU.
-        (BackendArg::Auto, None) if args.gpu_ctr.is_some() || args.gpu_device.is_some() => {
-            EngineKind::Gpu
-        }
-        (BackendArg::Auto, None) => EngineKind::Auto,
-        (BackendArg::Cpu, None) => EngineKind::Cpu,
-        (BackendArg::Gpu, None) => EngineKind::Gpu,
-        (BackendArg::SunwaySim, None) => EngineKind::SunwaySim,
-    };
+    let backend = args.backend.as_deref().unwrap_or("auto");
+    let mpi = backend == "mpi";
+    if args.rank_engine.is_some() && !mpi {
+        usage!(
+            command,
+            "--rank-engine applies only to --backend mpi: drop it, or add --backend mpi"
+        );
+    }
     if args.mpi_io.is_some() && !mpi {
         usage!(
             command,
             "--mpi-io applies only to --backend mpi: drop it, or add --backend mpi"
         );
     }
-    let gpu_given = args.gpu_ctr.is_some() || args.gpu_device.is_some();
-    if gpu_given && !matches!(kind, EngineKind::Gpu | EngineKind::Auto) {
-        usage!(command, "--gpu-ctr and --gpu-device apply only to the GPU engine (--backend gpu or auto; with mpi, --rank-engine gpu): drop them");
-    }
-    let sim_given =
-        args.sw_variant.is_some() || args.sw_buffering.is_some() || args.sw_cgs.is_some();
-    if sim_given && kind != EngineKind::SunwaySim {
-        usage!(command, "--sw-variant, --sw-buffering and --sw-cgs apply only to --backend sunway-sim: drop them, or add --backend sunway-sim");
-    }
-    if args.threads.is_some() && kind == EngineKind::SunwaySim {
-        usage!(command, "--threads does not apply to the Sunway simulator (it models its own 64 CPEs per core group; --sw-cgs picks core groups)");
-    }
-    let defaults = SimConfig::default();
-    let engine = EngineChoice {
-        kind,
-        threads: args.threads.map(|t| t as usize),
-        gpu_ctr: args.gpu_ctr.unwrap_or(CtrVariant::Auto),
-        gpu_device: args.gpu_device.unwrap_or(0),
-        sim: SimConfig::new(
-            args.sw_variant.unwrap_or(defaults.variant),
-            args.sw_buffering.unwrap_or(defaults.buffering),
-            args.sw_cgs.map_or(defaults.cgs, usize::from),
+    let settings = settings(args.threads, &args.gpu, &args.sim);
+    let entry = match backend {
+        "mpi" => Some(engine_named(args.rank_engine.as_deref().unwrap_or("cpu"))),
+        // GPU options ask for the GPU: auto must not drop them silently for the CPU.
+        "auto" if args.gpu.given() => Some(engine_named("gpu")),
+        "auto" => None,
+        name => Some(engine_named(name)),
+    };
+    let takes = entry.map_or(
+        Takes {
+            threads: true,
+            gpu: true,
+            sim: false,
+        },
+        |entry| entry.takes,
+    );
+    let refused: [(bool, &str, ReadsGroup); 3] = [
+        (
+            args.gpu.given() && !takes.gpu,
+            GpuArgs::FLAGS,
+            |t: &Takes| t.gpu,
         ),
+        (
+            args.sim.given() && !takes.sim,
+            SimArgs::FLAGS,
+            |t: &Takes| t.sim,
+        ),
+        (
+            args.threads.is_some() && !takes.threads,
+            "--threads",
+            |t: &Takes| t.threads,
+        ),
+    ];
+    if let Some((_, flags, reads)) = refused.into_iter().find(|(given, ..)| *given) {
+        let readers: Vec<&str> = engines::all()
+            .filter(|e| reads(&e.takes))
+            .map(|e| e.name)
+            .collect();
+        let chosen = match (mpi, entry) {
+            (true, Some(entry)) => format!("--rank-engine {}", entry.name),
+            (_, Some(entry)) => format!("--backend {}", entry.name),
+            (_, None) => "--backend auto".to_owned(),
+        };
+        let (verb, pronoun) = if flags.contains(' ') {
+            ("apply", "them")
+        } else {
+            ("applies", "it")
+        };
+        usage!(
+            command,
+            "{flags} {verb} only to --backend {}, not to {chosen}: drop {pronoun}",
+            readers.join(" or ")
+        );
+    }
+    let engine = match entry {
+        Some(entry) => EngineChoice::One(entry, settings),
+        None => EngineChoice::Auto(settings),
     };
     let runner = if mpi {
         Runner::Mpi {
@@ -69,4 +98,26 @@ pub(super) fn engine_and_runner(
         Runner::Local
     };
     Ok((engine, runner))
+}
+
+/// The registered engine `name` (clap admits only registered names).
+fn engine_named(name: &str) -> &'static EngineEntry {
+    engines::find(name).expect("clap admits registered engine names only")
+}
+
+/// Every engine's settings from the option groups (defaults where a group says nothing), as
+/// `enc`, `dec` and `bench` alike build them.
+pub fn settings(threads: Option<u32>, gpu: &GpuArgs, sim: &SimArgs) -> EngineSettings {
+    let defaults = EngineSettings::default();
+    EngineSettings {
+        threads: threads.map(|t| t as usize),
+        aes_impl: None,
+        gpu_ctr: gpu.gpu_ctr.unwrap_or(defaults.gpu_ctr),
+        gpu_device: gpu.gpu_device.unwrap_or(defaults.gpu_device),
+        sim: SimConfig::new(
+            sim.sw_variant.unwrap_or(defaults.sim.variant),
+            sim.sw_buffering.unwrap_or(defaults.sim.buffering),
+            sim.sw_cgs.map_or(defaults.sim.cgs, usize::from),
+        ),
+    }
 }

@@ -103,7 +103,7 @@ pub(super) fn many_files(parts: &CryptInputs<'_>, runner: Runner) -> Result<File
             derived: true,
         };
         check_not_read(&output, Some(path), &parts.keys)?;
-        jobs.push(FileJob {
+        jobs.push(FileTask {
             input: Some(path.clone()),
             output,
         });

@@ -16,15 +16,15 @@ use paraes_core::container::{MAX_CHUNK_SIZE, MIN_CHUNK_SIZE};
 use paraes_core::engine::GCM_CHUNK_LEN;
 use paraes_core::pipeline::DEFAULT_CHUNK_SIZE;
 use paraes_core::{Direction, KeySize, Mode};
-use paraes_gpu::CtrVariant;
 use paraes_sunway_sim::SimConfig;
 use zeroize::Zeroizing;
 
 use crate::cli::{
-    BackendArg, BenchArgs, Command, DecArgs, EncArgs, EngineArgs, FileListArgs, FormatArg,
-    InfoArgs, KeyArgs, KeygenArgs, MessageArgs, MpiIoArg, RankEngineArg, RecipientArgs, RekeyArgs,
-    StatsFormat, UiArgs, UnlockArgs, UpgradeArgs, VerifyArgs,
+    BenchArgs, Command, DecArgs, EncArgs, EngineArgs, FileListArgs, FormatArg, InfoArgs, KeyArgs,
+    KeygenArgs, MessageArgs, MpiIoArg, RecipientArgs, RekeyArgs, StatsFormat, UiArgs, UnlockArgs,
+    UpgradeArgs, VerifyArgs,
 };
+use crate::engines::EngineChoice;
 use crate::files::{self, Found, Skipped};
 
 /// An option rule broken by the command line itself: exit status 2, like clap's own errors.
@@ -64,6 +64,7 @@ mod naming;
 
 use containers::*;
 use crypt::*;
+pub use engine::settings as engine_settings;
 use engine::*;
 pub use keys::{KeyPlan, KeySource, PassphraseSource};
 use many::*;
@@ -133,34 +134,6 @@ pub enum OutputTarget {
     },
 }
 
-/// The engine that runs AES in each process.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EngineKind {
-    /// The GPU when usable, else the CPU.
-    Auto,
-    /// All CPU cores (or `threads`).
-    Cpu,
-    /// A CUDA GPU.
-    Gpu,
-    /// The Sunway simulator.
-    SunwaySim,
-}
-
-/// An engine and its settings.
-#[derive(Clone, Debug)]
-pub struct EngineChoice {
-    /// Which engine.
-    pub kind: EngineKind,
-    /// CPU worker threads (GPU: host threads); `None`: all cores.
-    pub threads: Option<usize>,
-    /// GPU: the CTR variant.
-    pub gpu_ctr: CtrVariant,
-    /// GPU: the CUDA device.
-    pub gpu_device: usize,
-    /// The simulator's configuration.
-    pub sim: SimConfig,
-}
-
 /// How MPI ranks get their chunks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MpiIo {
@@ -196,7 +169,7 @@ pub struct Ui {
 }
 
 /// One input and where its output goes.
-pub struct FileJob {
+pub struct FileTask {
     /// The input file; `None` is standard input.
     pub input: Option<PathBuf>,
     /// The output.
@@ -206,12 +179,12 @@ pub struct FileJob {
 /// The files of an `enc` or `dec`.
 pub enum Files {
     /// One input (a file or standard input), run by itself.
-    One(FileJob),
+    One(FileTask),
     /// Many input files (or --output-dir, --files-from, --recursive): run concurrently in one
     /// process; a file that fails is reported and the others go on.
     Many {
         /// Every input file and its output file.
-        jobs: Vec<FileJob>,
+        jobs: Vec<FileTask>,
         /// The directory the outputs go to (created when missing), if any.
         output_dir: Option<PathBuf>,
         /// Inputs refused while planning (no output name), with the reason: reported as

@@ -12,15 +12,15 @@ use paraes_core::pipeline::{self, PipelineError, Segment, Stages};
 use paraes_core::{Direction, Engine};
 
 use crate::output::Reach;
-use crate::plan::{CryptPlan, FileJob};
+use crate::plan::{CryptPlan, FileTask};
 use crate::progress::{Progress, Summary};
-use crate::run::job::{self, Credentials, Prepared};
+use crate::run::prepare::{self, Credentials, Prepared};
 
 /// Runs the one file of `plan` in this process.
-pub fn run(plan: &CryptPlan, file: &FileJob) -> Result<Summary> {
+pub fn run(plan: &CryptPlan, file: &FileTask) -> Result<Summary> {
     let engine = crate::engines::select(&plan.engine)?;
     let credentials = Credentials::on_first_use(plan);
-    let job = job::prepare(plan, &credentials, file, Reach::ThisMachine)?;
+    let job = prepare::prepare(plan, &credentials, file, Reach::ThisMachine)?;
     // After the preparation, which may have asked for a passphrase on the terminal.
     let progress = Progress::start(&plan.ui, job.input.len());
     let done = crypt_prepared(

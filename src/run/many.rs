@@ -19,10 +19,10 @@ use rustix::fs::{mkdirat, openat, statat, AtFlags, FileType, Mode, OFlags, CWD};
 use rustix::io::Errno;
 
 use crate::output::{sync_directory, Reach};
-use crate::plan::{CryptPlan, FileJob, OutputTarget};
+use crate::plan::{CryptPlan, FileTask, OutputTarget};
 use crate::progress::{FileCount, Progress, Summary};
-use crate::run::job::{self, Credentials, Reported};
 use crate::run::local;
+use crate::run::prepare::{self, Credentials, Reported};
 use crate::units::thousands;
 
 /// Files up to this size run concurrently, each on one thread; larger ones through the
@@ -140,7 +140,7 @@ pub fn outcome(count: Option<FileCount>) -> Result<()> {
 /// `enc`/`dec` of many files in this process.
 pub fn run(
     plan: &CryptPlan,
-    jobs: &[FileJob],
+    jobs: &[FileTask],
     output_dir: Option<&Path>,
     refused: &[(PathBuf, String)],
 ) -> Result<Summary> {
@@ -166,7 +166,7 @@ pub fn run(
         if let (Some(dir), OutputTarget::Path { path, .. }) = (output_dir, &file.output) {
             make_parents(dir, path)?;
         }
-        let job = job::prepare(plan, &credentials, file, Reach::ThisMachine)?;
+        let job = prepare::prepare(plan, &credentials, file, Reach::ThisMachine)?;
         let stages = match size {
             Size::Small => Stages::InTurn,
             Size::Large => Stages::Threaded,

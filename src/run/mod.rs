@@ -1,7 +1,6 @@
 //! `enc` and `dec`: hands a validated plan to its runner (local pipeline, many files in one
 //! process, a range of one container, or MPI ranks) and reports the summary.
 
-pub mod job;
 pub mod local;
 pub mod many;
 #[cfg(feature = "mpi")]
@@ -9,6 +8,7 @@ pub mod mpi;
 #[cfg(not(feature = "mpi"))]
 #[path = "mpi_stub.rs"]
 pub mod mpi;
+pub mod prepare;
 pub mod range;
 
 use anyhow::Result;

@@ -6,17 +6,18 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
-use paraes_core::{CpuEngine, Direction, Engine};
-use paraes_mpi::{execute, IoStrategy, JobError, Mpi, Plan, Reason, RootIo};
+use paraes_core::{Direction, Engine};
+use paraes_mpi::{execute, Assignment, IoStrategy, JobError, Mpi, Reason, RootIo};
 
 use crate::advice::{error_line, one_line};
+use crate::engines::EngineChoice;
 use crate::output::Reach;
-use crate::plan::{CryptPlan, EngineKind, FileJob, Files, MpiIo, OutputTarget};
+use crate::plan::{CryptPlan, FileTask, Files, MpiIo, OutputTarget};
 use crate::progress::{FileCount, Summary};
-use crate::run::job::{self, Credentials, Prepared, Reported};
+use crate::run::prepare::{self, Credentials, Prepared, Reported};
 
 /// Runs the one file of `plan` on every rank; rank 0 returns the summary.
-pub fn run(plan: &CryptPlan, file: &FileJob, io: Option<MpiIo>) -> Result<Option<Summary>> {
+pub fn run(plan: &CryptPlan, file: &FileTask, io: Option<MpiIo>) -> Result<Option<Summary>> {
     let mpi = Mpi::init().map_err(|e| anyhow!(e))?;
     let engine = ready_engine(plan, &mpi)?;
     let credentials = Credentials::on_first_use(plan);
@@ -33,7 +34,7 @@ pub fn run(plan: &CryptPlan, file: &FileJob, io: Option<MpiIo>) -> Result<Option
 /// file that fails is reported by rank 0 and the others go on. Rank 0 returns the summary.
 pub fn run_many(
     plan: &CryptPlan,
-    jobs: &[FileJob],
+    jobs: &[FileTask],
     refused: &[(PathBuf, String)],
     io: Option<MpiIo>,
 ) -> Result<Option<Summary>> {
@@ -108,7 +109,7 @@ fn ready_engine(plan: &CryptPlan, mpi: &Mpi) -> Result<Box<dyn Engine>> {
 /// A rank other than 0: one job as rank 0 plans it (`Err(Reported)` when it failed: rank 0
 /// tells the user).
 fn other_rank(mpi: &Mpi, engine: &dyn Engine) -> Result<()> {
-    match Plan::broadcast(mpi, None)? {
+    match Assignment::broadcast(mpi, None)? {
         None => Err(Reported.into()),
         Some(job) => {
             let worked = execute(mpi, &job, engine, RootIo::default());
@@ -123,7 +124,7 @@ fn other_rank(mpi: &Mpi, engine: &dyn Engine) -> Result<()> {
 fn root(
     plan: &CryptPlan,
     credentials: &Credentials<'_>,
-    file: &FileJob,
+    file: &FileTask,
     io: Option<MpiIo>,
     mpi: &Mpi,
     engine: &dyn Engine,
@@ -144,18 +145,18 @@ fn root(
     ) = (&plan.files, &file.output)
     {
         if let Err(e) = crate::run::many::make_parents(dir, path) {
-            Plan::broadcast(mpi, None)?;
+            Assignment::broadcast(mpi, None)?;
             return Err(e);
         }
     }
-    let prepared = job::prepare(plan, credentials, file, reach).and_then(|job| {
+    let prepared = prepare::prepare(plan, credentials, file, reach).and_then(|job| {
         let strategy = strategy(io, &job)?;
         Ok((job, strategy))
     });
     let (mut job, strategy) = match prepared {
         Ok(ready) => ready,
         Err(e) => {
-            Plan::broadcast(mpi, None)?;
+            Assignment::broadcast(mpi, None)?;
             return Err(e);
         }
     };
@@ -166,12 +167,12 @@ fn root(
             .and_then(|_| job.output.writer().flush())
             .context("writing the output failed");
         if let Err(e) = written {
-            Plan::broadcast(mpi, None)?;
+            Assignment::broadcast(mpi, None)?;
             return Err(e);
         }
     }
     let input_len = job.input.len().unwrap_or(0);
-    let broadcast = Plan {
+    let broadcast = Assignment {
         strategy,
         direction: plan.direction,
         stream: job.stream.to_rank_bytes(),
@@ -179,7 +180,7 @@ fn root(
         output: job.output.shared_path(),
         input_len,
     };
-    Plan::broadcast(mpi, Some(&broadcast))?;
+    Assignment::broadcast(mpi, Some(&broadcast))?;
     let started = Instant::now();
     let root_io = match strategy {
         IoStrategy::Direct => RootIo::default(),
@@ -240,24 +241,16 @@ fn launched_by_hydra() -> bool {
     std::env::var_os("PMI_FD").is_some() || std::env::var_os("PMI_PORT").is_some()
 }
 
-/// This rank's engine, with the node's cores shared among its ranks unless `--threads` says
-/// otherwise; GPU ranks on a node take its GPUs in turn, from `--gpu-device` on.
+/// This rank's engine: the plan's engine with the node shared among its ranks as the
+/// registry says (CPU: the node's cores divided among them unless `--threads`; GPU: the node's
+/// GPUs taken in turn from `--gpu-device` on).
 fn rank_engine(plan: &CryptPlan, mpi: &Mpi) -> Result<Box<dyn Engine>> {
-    let choice = &plan.engine;
-    match choice.kind {
-        EngineKind::Gpu => {
-            let devices = paraes_gpu::probe().map_or(1, |info| info.device_count.max(1));
-            let device = choice.gpu_device + mpi.local_rank() % devices;
-            Ok(Box::new(crate::engines::gpu(choice, device)?))
-        }
-        _ => {
-            let threads = choice.threads.unwrap_or_else(|| {
-                let cores = std::thread::available_parallelism().map_or(1, usize::from);
-                (cores / mpi.local_size()).max(1)
-            });
-            Ok(Box::new(CpuEngine::new(Some(threads))?))
-        }
-    }
+    let EngineChoice::One(entry, settings) = &plan.engine else {
+        unreachable!("the plan names the engine of MPI ranks")
+    };
+    let mut settings = settings.clone();
+    (entry.share_node)(&mut settings, mpi.local_rank(), mpi.local_size());
+    Ok((entry.build)(&settings)?.engine)
 }
 
 /// A rank's failure (text, as it travelled over MPI) with what to do about it in this tool's

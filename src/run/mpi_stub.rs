@@ -4,18 +4,18 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 
-use crate::plan::{CryptPlan, FileJob, MpiIo};
+use crate::plan::{CryptPlan, FileTask, MpiIo};
 use crate::progress::Summary;
 
 /// Refuses: this binary was built without the `mpi` feature.
-pub fn run(_plan: &CryptPlan, _file: &FileJob, _io: Option<MpiIo>) -> Result<Option<Summary>> {
+pub fn run(_plan: &CryptPlan, _file: &FileTask, _io: Option<MpiIo>) -> Result<Option<Summary>> {
     refuse()
 }
 
 /// Refuses, as [`run`] does.
 pub fn run_many(
     _plan: &CryptPlan,
-    _jobs: &[FileJob],
+    _jobs: &[FileTask],
     _refused: &[(PathBuf, String)],
     _io: Option<MpiIo>,
 ) -> Result<Option<Summary>> {

@@ -7,16 +7,16 @@ use anyhow::{bail, Context, Result};
 use paraes_core::container::RangeError;
 
 use crate::output::{Input, Reach};
-use crate::plan::{ByteRange, CryptPlan, FileJob};
+use crate::plan::{ByteRange, CryptPlan, FileTask};
 use crate::progress::{Progress, Summary};
-use crate::run::job::{self, Credentials, Prepared};
 use crate::run::local::name_failure;
+use crate::run::prepare::{self, Credentials, Prepared};
 
 /// Runs `dec --range` on the one container or bare message of `plan`.
-pub fn run(plan: &CryptPlan, file: &FileJob, range: ByteRange) -> Result<Summary> {
+pub fn run(plan: &CryptPlan, file: &FileTask, range: ByteRange) -> Result<Summary> {
     let engine = crate::engines::select(&plan.engine)?;
     let credentials = Credentials::on_first_use(plan);
-    let mut job = job::prepare(plan, &credentials, file, Reach::ThisMachine)?;
+    let mut job = prepare::prepare(plan, &credentials, file, Reach::ThisMachine)?;
     let progress = Progress::start(&plan.ui, None);
     let Prepared {
         stream,

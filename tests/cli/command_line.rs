@@ -252,7 +252,7 @@ fn usage_errors_exit_2_and_point_at_the_subcommand_help() {
                 "key",
                 "f",
             ],
-            "GPU",
+            "--backend gpu",
         ),
         (
             &["enc", "--chunk-size", "4100", "-k", "key", "f"],

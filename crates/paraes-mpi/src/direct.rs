@@ -12,7 +12,7 @@ use paraes_core::positioned::{ReadAt, WriteAt};
 use paraes_core::records::RecordLayout;
 use paraes_core::Direction;
 
-use crate::plan::Plan;
+use crate::assignment::Assignment;
 use crate::world::{JobError, Mpi, Reason};
 
 /// Runs the direct strategy (see the module docs); collective.
@@ -22,14 +22,14 @@ pub(crate) fn run(
     mpi: &Mpi,
     spec: &StreamSpec<'_>,
     header_len: u64,
-    plan: &Plan,
+    assignment: &Assignment,
 ) -> Result<u64, JobError> {
     let (input_start, output_start) = match spec.direction {
         Direction::Encrypt => (0, header_len),
         Direction::Decrypt => (header_len, 0),
     };
-    let layout = RecordLayout::new(spec, input_start, plan.input_len, output_start);
-    let files = open_files(plan);
+    let layout = RecordLayout::new(spec, input_start, assignment.input_len, output_start);
+    let files = open_files(assignment);
     mpi.agree_on(files.as_ref().map(|_| ()).map_err(|(reason, e)| JobError {
         reason: *reason,
         message: mpi.tag(e),
@@ -80,12 +80,12 @@ fn stages(mpi: &Mpi) -> Stages {
     }
 }
 
-/// Opens the plan's input and output temporary on this rank, and checks that it sees the input
+/// Opens the assignment's input and output temporary on this rank, and checks that it sees the input
 /// rank 0 saw.
 /// A failure to see rank 0's files is [`Reason::NotShared`] (scatter I/O needs no shared
 /// file system).
-fn open_files(plan: &Plan) -> Result<(File, File), (Reason, String)> {
-    let (Some(input), Some(output)) = (&plan.input, &plan.output) else {
+fn open_files(assignment: &Assignment) -> Result<(File, File), (Reason, String)> {
+    let (Some(input), Some(output)) = (&assignment.input, &assignment.output) else {
         return Err((
             Reason::Other,
             "direct I/O needs an input file and an output file".into(),
@@ -110,13 +110,13 @@ fn open_files(plan: &Plan) -> Result<(File, File), (Reason, String)> {
             )
         })?
         .len();
-    if len != plan.input_len {
+    if len != assignment.input_len {
         return Err((
             Reason::NotShared,
             format!(
                 "{} has {len} bytes here but {} on rank 0 ({shared})",
                 input.display(),
-                plan.input_len
+                assignment.input_len
             ),
         ));
     }

@@ -1,7 +1,7 @@
 //! paraes-mpi: one file encrypted by many MPI ranks on many nodes (rsmpi).
 //!
 //! Rank 0 prepares the job exactly as the single-process tool does (options, key, container
-//! header, output temporary) and broadcasts a [`Plan`]; then every rank runs its own local
+//! header, output temporary) and broadcasts an [`Assignment`]; then every rank runs its own local
 //! [`paraes_core::Engine`] on its share of the chunks, by one of two [`IoStrategy`]s:
 //!
 //! - [`IoStrategy::Direct`]: every rank opens the input and the output itself and runs its own
@@ -22,14 +22,14 @@
 //! and rank 0 removes the output.
 #![deny(missing_docs)]
 
+mod assignment;
 mod direct;
-mod plan;
 mod root_io;
 mod run;
 mod scatter;
 mod world;
 
-pub use plan::{IoStrategy, Plan, PlanError};
+pub use assignment::{Assignment, AssignmentError, IoStrategy};
 pub use root_io::RootIo;
 pub use run::execute;
 pub use world::{JobError, Mpi, Reason};

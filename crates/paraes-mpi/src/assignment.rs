@@ -1,4 +1,4 @@
-//! The job description rank 0 broadcasts to the other ranks: what to do to which bytes with
+//! The assignment rank 0 broadcasts to the other ranks: what to do to which bytes with
 //! which key, and where. A small length-prefixed binary encoding, wiped after use.
 
 use std::ffi::OsString;
@@ -19,13 +19,13 @@ pub enum IoStrategy {
     Scatter,
 }
 
-/// A plan that did not arrive intact (a bug or a mismatched binary on some rank).
+/// An assignment that did not arrive intact (a bug or a mismatched binary on some rank).
 #[derive(Debug, thiserror::Error)]
-#[error("the job plan from rank 0 is malformed ({0}): run the same paraes binary on every rank")]
-pub struct PlanError(&'static str);
+#[error("the assignment from rank 0 is malformed ({0}): run the same paraes binary on every rank")]
+pub struct AssignmentError(&'static str);
 
 /// Everything a rank needs to do its share of the job.
-pub struct Plan {
+pub struct Assignment {
     /// How chunks reach the ranks.
     pub strategy: IoStrategy,
     /// Encrypt or decrypt.
@@ -41,22 +41,25 @@ pub struct Plan {
     pub input_len: u64,
 }
 
-impl Plan {
-    /// Rank 0's plan on every rank: rank 0 passes `Some(plan)` to go on or `None` to stop the
+impl Assignment {
+    /// Rank 0's assignment on every rank: rank 0 passes `Some(assignment)` to go on or `None` to stop the
     /// job (it could not prepare it); the other ranks pass `None`. Returns `None` on a stop.
-    pub fn broadcast(mpi: &Mpi, plan: Option<&Plan>) -> Result<Option<Plan>, PlanError> {
-        let bytes = match plan {
-            Some(plan) if mpi.is_root() => plan.encode(),
+    pub fn broadcast(
+        mpi: &Mpi,
+        assignment: Option<&Assignment>,
+    ) -> Result<Option<Assignment>, AssignmentError> {
+        let bytes = match assignment {
+            Some(assignment) if mpi.is_root() => assignment.encode(),
             _ => Zeroizing::new(Vec::new()),
         };
         let received = Zeroizing::new(mpi.broadcast_bytes(bytes.to_vec()));
         if received.is_empty() {
             return Ok(None);
         }
-        Plan::decode(&received).map(Some)
+        Assignment::decode(&received).map(Some)
     }
 
-    /// The plan as bytes (never empty: the empty message means "stop").
+    /// The assignment as bytes (never empty: the empty message means "stop").
     pub fn encode(&self) -> Zeroizing<Vec<u8>> {
         let mut out = Zeroizing::new(vec![VERSION]);
         out.push(match self.strategy {
@@ -84,22 +87,22 @@ impl Plan {
         out
     }
 
-    /// Reads a plan written by [`Plan::encode`] (the stream inside is checked when a rank
+    /// Reads an assignment written by [`Assignment::encode`] (the stream inside is checked when a rank
     /// rebuilds it).
-    pub fn decode(bytes: &[u8]) -> Result<Plan, PlanError> {
+    pub fn decode(bytes: &[u8]) -> Result<Assignment, AssignmentError> {
         let mut reader = Reader(bytes);
         if reader.take(1)? != [VERSION] {
-            return Err(PlanError("unknown version"));
+            return Err(AssignmentError("unknown version"));
         }
         let strategy = match reader.byte()? {
             0 => IoStrategy::Direct,
             1 => IoStrategy::Scatter,
-            _ => return Err(PlanError("strategy")),
+            _ => return Err(AssignmentError("strategy")),
         };
         let direction = match reader.byte()? {
             0 => Direction::Encrypt,
             1 => Direction::Decrypt,
-            _ => return Err(PlanError("direction")),
+            _ => return Err(AssignmentError("direction")),
         };
         let input_len = reader.u64()?;
         let stream = Zeroizing::new(reader.field()?.to_vec());
@@ -109,9 +112,9 @@ impl Plan {
         let input = path(reader.field()?);
         let output = path(reader.field()?);
         if !reader.0.is_empty() {
-            return Err(PlanError("trailing bytes"));
+            return Err(AssignmentError("trailing bytes"));
         }
-        Ok(Plan {
+        Ok(Assignment {
             strategy,
             direction,
             stream,
@@ -122,34 +125,34 @@ impl Plan {
     }
 }
 
-/// The plan encoding's version (3: the stream travels as one field the core encodes).
+/// The encoding's version (3: the stream travels as one field the core encodes).
 const VERSION: u8 = 3;
 
-/// A cursor over the encoded plan.
+/// A cursor over the encoded assignment.
 struct Reader<'a>(&'a [u8]);
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, len: usize) -> Result<&'a [u8], PlanError> {
+    fn take(&mut self, len: usize) -> Result<&'a [u8], AssignmentError> {
         if self.0.len() < len {
-            return Err(PlanError("too short"));
+            return Err(AssignmentError("too short"));
         }
         let (head, rest) = self.0.split_at(len);
         self.0 = rest;
         Ok(head)
     }
 
-    fn byte(&mut self) -> Result<u8, PlanError> {
+    fn byte(&mut self) -> Result<u8, AssignmentError> {
         Ok(self.take(1)?[0])
     }
 
-    fn u64(&mut self) -> Result<u64, PlanError> {
+    fn u64(&mut self) -> Result<u64, AssignmentError> {
         Ok(u64::from_le_bytes(
             self.take(8)?.try_into().expect("8 bytes"),
         ))
     }
 
-    fn field(&mut self) -> Result<&'a [u8], PlanError> {
-        let len = usize::try_from(self.u64()?).map_err(|_| PlanError("field length"))?;
+    fn field(&mut self) -> Result<&'a [u8], AssignmentError> {
+        let len = usize::try_from(self.u64()?).map_err(|_| AssignmentError("field length"))?;
         self.take(len)
     }
 }
@@ -159,8 +162,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn plans_survive_the_round_trip_and_damage_is_refused() {
-        let plan = Plan {
+    fn assignments_survive_the_round_trip_and_damage_is_refused() {
+        let plan = Assignment {
             strategy: IoStrategy::Direct,
             direction: Direction::Decrypt,
             stream: Zeroizing::new(vec![9; 40]),
@@ -169,7 +172,7 @@ mod tests {
             input_len: 12345,
         };
         let bytes = plan.encode();
-        let back = Plan::decode(&bytes).unwrap();
+        let back = Assignment::decode(&bytes).unwrap();
         assert_eq!(back.encode(), bytes);
         assert_eq!(back.strategy, IoStrategy::Direct);
         assert_eq!(back.direction, Direction::Decrypt);
@@ -178,15 +181,15 @@ mod tests {
         assert_eq!(back.output, None);
         assert_eq!(back.input_len, 12345);
         for cut in 0..bytes.len() {
-            assert!(Plan::decode(&bytes[..cut]).is_err(), "cut at {cut}");
+            assert!(Assignment::decode(&bytes[..cut]).is_err(), "cut at {cut}");
         }
         let mut longer = bytes.to_vec();
         longer.push(0);
-        assert!(Plan::decode(&longer).is_err());
+        assert!(Assignment::decode(&longer).is_err());
         for (at, value) in [(0, 2), (1, 2), (2, 2)] {
             let mut bad = bytes.to_vec();
             bad[at] = value;
-            assert!(Plan::decode(&bad).is_err(), "byte {at} = {value}");
+            assert!(Assignment::decode(&bad).is_err(), "byte {at} = {value}");
         }
     }
 }

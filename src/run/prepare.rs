@@ -16,7 +16,7 @@ use paraes_core::{Direction, Key, Mode};
 
 use crate::keys::Warn;
 use crate::output::{Input, Output, Reach};
-use crate::plan::{CryptPlan, FileJob, Format, OutputTarget};
+use crate::plan::{CryptPlan, FileTask, Format, OutputTarget};
 
 /// A job of `enc` or `dec`, ready to run on any runner: the stream and both ends, opened.
 pub struct Prepared {
@@ -132,7 +132,7 @@ fn cached<T: Clone>(slot: &Mutex<Option<T>>, read: impl FnOnce() -> Result<T>) -
 pub fn prepare(
     plan: &CryptPlan,
     credentials: &Credentials<'_>,
-    file: &FileJob,
+    file: &FileTask,
     reach: Reach,
 ) -> Result<Prepared> {
     let warn = warner(plan.ui.quiet);

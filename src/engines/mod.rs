@@ -1,0 +1,348 @@
+//! The engine registry: the one place that knows every engine the binary runs. Each entry
+//! names the engine (`--backend NAME`, `--rank-engine NAME`, `bench --backend LIST`), says which
+//! option groups it reads (so the plan refuses the others by structure, not by a rule per
+//! pair), and builds it from the settings. Adding an engine: its crate (implementing
+//! `paraes_core::Engine`, with a conformance-kit test), one [`EngineEntry`] in [`ENGINES`], and
+//! if it has options of its own, an option group in `cli.rs` with its flag in [`Takes`]
+//! (ARCHITECTURE.md).
+
+use anyhow::Result;
+use paraes_core::{AesImpl, CpuEngine, Engine};
+use paraes_gpu::{CtrVariant, GpuEngine, GpuOptions};
+use paraes_sunway_sim::{SimConfig, SunwaySimEngine};
+
+#[cfg(test)]
+mod reference;
+
+/// One engine the binary can run.
+pub struct EngineEntry {
+    /// Its name on the command line and in `bench` rows.
+    pub name: &'static str,
+    /// One line for `--help`.
+    pub about: &'static str,
+    /// The option groups it reads.
+    pub takes: Takes,
+    /// Whether MPI ranks may run it (`--backend mpi --rank-engine NAME`).
+    pub on_ranks: bool,
+    /// Whether `bench` measures a one-thread copy beside it (the speedup baseline).
+    pub one_thread_baseline: bool,
+    /// Builds the engine.
+    pub build: fn(&EngineSettings) -> Result<Built>,
+    /// The settings of one of `ranks_here` MPI ranks on a node, as rank `local_rank` of them.
+    pub share_node: fn(&mut EngineSettings, local_rank: usize, ranks_here: usize),
+}
+
+/// A built engine and what does its work (for `bench` rows: the CPU's AES implementation, the
+/// GPU kernel, the simulated variant).
+pub struct Built {
+    /// The engine.
+    pub engine: Box<dyn Engine>,
+    /// What does the work.
+    pub implementation: String,
+}
+
+/// The option groups an engine reads (the others are refused when it is chosen).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Takes {
+    /// `--threads`.
+    pub threads: bool,
+    /// `--gpu-ctr`, `--gpu-device`.
+    pub gpu: bool,
+    /// `--sw-variant`, `--sw-buffering`, `--sw-cgs`.
+    pub sim: bool,
+}
+
+/// Every engine's settings, with their defaults where the command line said nothing; an engine
+/// reads the groups its [`Takes`] names.
+#[derive(Clone, Debug)]
+pub struct EngineSettings {
+    /// Worker threads (`None`: all cores).
+    pub threads: Option<usize>,
+    /// The CPU's AES implementation (`None`: the fastest this CPU has).
+    pub aes_impl: Option<AesImpl>,
+    /// The GPU's CTR variant.
+    pub gpu_ctr: CtrVariant,
+    /// The CUDA device.
+    pub gpu_device: usize,
+    /// The Sunway simulator's configuration.
+    pub sim: SimConfig,
+}
+
+impl Default for EngineSettings {
+    fn default() -> Self {
+        EngineSettings {
+            threads: None,
+            aes_impl: None,
+            gpu_ctr: CtrVariant::Auto,
+            gpu_device: 0,
+            sim: SimConfig::default(),
+        }
+    }
+}
+
+/// The engines, in `bench`'s report order.
+pub const ENGINES: &[EngineEntry] = &[
+    EngineEntry {
+        name: "cpu",
+        about: "All CPU cores (AES-NI / VAES)",
+        takes: Takes {
+            threads: true,
+            gpu: false,
+            sim: false,
+        },
+        on_ranks: true,
+        one_thread_baseline: true,
+        build: |s| {
+            let aes_impl = s.aes_impl.unwrap_or_else(AesImpl::detect);
+            Ok(Built {
+                engine: Box::new(CpuEngine::with_aes_impl(aes_impl, s.threads)?),
+                implementation: aes_impl.name().to_string(),
+            })
+        },
+        share_node: |s, _, ranks_here| {
+            if s.threads.is_none() {
+                let cores = std::thread::available_parallelism().map_or(1, usize::from);
+                s.threads = Some((cores / ranks_here).max(1));
+            }
+        },
+    },
+    EngineEntry {
+        name: "gpu",
+        about: "A CUDA GPU",
+        takes: Takes {
+            threads: true,
+            gpu: true,
+            sim: false,
+        },
+        on_ranks: true,
+        one_thread_baseline: false,
+        build: |s| {
+            let engine = gpu(s)?;
+            Ok(Built {
+                implementation: engine.options().kernel_variant.to_string(),
+                engine: Box::new(engine),
+            })
+        },
+        share_node: |s, local_rank, _| {
+            // The node's ranks take its GPUs in turn, from --gpu-device on.
+            let devices = paraes_gpu::probe().map_or(1, |info| info.device_count.max(1));
+            s.gpu_device += local_rank % devices;
+        },
+    },
+    EngineEntry {
+        name: "sunway-sim",
+        about: "The Sunway SW26010 simulator",
+        takes: Takes {
+            threads: false,
+            gpu: false,
+            sim: true,
+        },
+        on_ranks: false,
+        one_thread_baseline: false,
+        build: |s| {
+            Ok(Built {
+                engine: Box::new(SunwaySimEngine::new(s.sim.clone())?),
+                implementation: format!("sunway-sim/{}", s.sim.variant),
+            })
+        },
+        share_node: |_, _, _| {},
+    },
+];
+
+/// Engines registered by the tests only.
+#[cfg(test)]
+const TEST_ENGINES: &[EngineEntry] = &[reference::ENTRY];
+#[cfg(not(test))]
+const TEST_ENGINES: &[EngineEntry] = &[];
+
+/// Every registered engine.
+pub fn all() -> impl Iterator<Item = &'static EngineEntry> {
+    ENGINES.iter().chain(TEST_ENGINES)
+}
+
+/// The registered engine called `name`.
+pub fn find(name: &str) -> Option<&'static EngineEntry> {
+    all().find(|entry| entry.name == name)
+}
+
+/// `--backend`'s values: auto, every engine, and mpi (a runner), each with its help line.
+pub fn backend_values() -> clap::builder::PossibleValuesParser {
+    let mut values = vec![clap::builder::PossibleValue::new("auto")
+        .help("The fastest engine present (the GPU when usable, else the CPU)")];
+    values.extend(all().map(|e| clap::builder::PossibleValue::new(e.name).help(e.about)));
+    values.push(
+        clap::builder::PossibleValue::new("mpi")
+            .help("MPI ranks (a runner: each rank runs --rank-engine)"),
+    );
+    clap::builder::PossibleValuesParser::new(values)
+}
+
+/// `--rank-engine`'s values: the engines MPI ranks may run.
+pub fn rank_engine_values() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        all()
+            .filter(|e| e.on_ranks)
+            .map(|e| clap::builder::PossibleValue::new(e.name).help(e.about)),
+    )
+}
+
+/// The engine a plan chose, with its settings.
+#[derive(Clone, Debug)]
+pub enum EngineChoice {
+    /// The GPU when this machine has a usable one, else the CPU.
+    Auto(EngineSettings),
+    /// One registered engine.
+    One(&'static EngineEntry, EngineSettings),
+}
+
+impl std::fmt::Debug for EngineEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// The engine of `choice`.
+///
+/// `auto` takes the GPU when this machine has a usable one and the CPU otherwise, silently
+/// when there is no driver or device (a GPU that is present but fails to start is reported in a
+/// warning, then the CPU is used).
+pub fn select(choice: &EngineChoice) -> Result<Box<dyn Engine>> {
+    match choice {
+        EngineChoice::One(entry, settings) => Ok((entry.build)(settings)?.engine),
+        EngineChoice::Auto(settings) => match gpu(settings) {
+            Ok(engine) => Ok(Box::new(engine)),
+            Err(e) => {
+                if !e.is_unavailable() {
+                    eprintln!("paraes: warning: the GPU cannot be used ({e}): using the CPU");
+                }
+                Ok(Box::new(CpuEngine::new(settings.threads)?))
+            }
+        },
+    }
+}
+
+/// The GPU engine of `settings`.
+fn gpu(settings: &EngineSettings) -> Result<GpuEngine, paraes_gpu::GpuError> {
+    GpuEngine::new(GpuOptions {
+        device: settings.gpu_device,
+        ctr_variant: settings.gpu_ctr,
+        host_threads: settings.threads,
+        ..GpuOptions::default()
+    })
+}
+
+/// An engine for `paraes bench`: present (measurable) or absent from this build.
+pub enum BenchEngine {
+    /// An engine that can be measured; `label` is its row name (`cpu`, `gpu`, ...).
+    Present {
+        /// Row label.
+        label: &'static str,
+        /// What does the work (the rows' `implementation`).
+        implementation: String,
+        /// The engine.
+        engine: Box<dyn Engine>,
+    },
+    /// An engine that was asked for but is not in this build, and why.
+    Absent {
+        /// Row label.
+        label: &'static str,
+        /// Why it cannot be measured.
+        reason: String,
+    },
+}
+
+/// The engines for `bench`: each of `names` built from `settings` by the registry, as a job's
+/// engine is. An engine with a one-thread baseline gives, for each of `cpu_impls` (the fastest
+/// of this CPU when empty), a one-thread engine and one with `settings.threads` threads (all
+/// cores by default) when that is more than one. `mpi` is a runner: absent, with the reason.
+pub fn bench_engines(
+    names: &[&str],
+    settings: &EngineSettings,
+    cpu_impls: &[AesImpl],
+) -> Result<Vec<BenchEngine>> {
+    let default_impl = [AesImpl::detect()];
+    let cpu_impls = if cpu_impls.is_empty() {
+        &default_impl[..]
+    } else {
+        cpu_impls
+    };
+    let mut engines = Vec::new();
+    for entry in bench_names().filter(|name| names.contains(name)).map(find) {
+        let Some(entry) = entry else {
+            engines.push(BenchEngine::Absent {
+                label: "mpi",
+                reason: "mpi is a runner, not an in-memory engine: it runs whole files across \
+                         ranks; measure it with benches/mpi-scaling.sh"
+                    .to_owned(),
+            });
+            continue;
+        };
+        let variants: Vec<EngineSettings> = if entry.one_thread_baseline {
+            cpu_impls
+                .iter()
+                .flat_map(|&imp| {
+                    let with = |threads| EngineSettings {
+                        threads,
+                        aes_impl: Some(imp),
+                        ..settings.clone()
+                    };
+                    [with(Some(1)), with(settings.threads)]
+                })
+                .collect()
+        } else {
+            vec![settings.clone()]
+        };
+        for (i, variant) in variants.iter().enumerate() {
+            match (entry.build)(variant) {
+                // The all-cores copy of a one-thread baseline is measured only if it has more.
+                Ok(built)
+                    if entry.one_thread_baseline && i % 2 == 1 && built.engine.workers() <= 1 => {}
+                Ok(built) => engines.push(BenchEngine::Present {
+                    label: entry.name,
+                    implementation: built.implementation,
+                    engine: built.engine,
+                }),
+                Err(e) => engines.push(BenchEngine::Absent {
+                    label: entry.name,
+                    reason: format!("{e:#}"),
+                }),
+            }
+        }
+    }
+    Ok(engines)
+}
+
+/// The names `bench --backend` takes, in report order: the engines, and mpi.
+fn bench_names() -> impl Iterator<Item = &'static str> {
+    ENGINES
+        .iter()
+        .map(|e| e.name)
+        .take(2)
+        .chain(["mpi"])
+        .chain(ENGINES.iter().skip(2).map(|e| e.name))
+        .chain(TEST_ENGINES.iter().map(|e| e.name))
+}
+
+/// The engine names of a `bench --backend` list (comma-separated, or `all`), in report order.
+pub fn bench_engine_names(list: &str) -> Result<Vec<&'static str>> {
+    let mut wanted: Vec<&'static str> = Vec::new();
+    for item in list.split(',').map(|s| s.trim().to_ascii_lowercase()) {
+        if item == "all" {
+            wanted.extend(bench_names());
+            continue;
+        }
+        match bench_names().find(|name| *name == item) {
+            Some(name) => wanted.push(name),
+            None => {
+                return Err(anyhow::Error::new(crate::plan::UsageError {
+                    message: format!(
+                        "unknown engine '{item}' in --backend: choose from {} or all",
+                        bench_names().collect::<Vec<_>>().join(", ")
+                    ),
+                    command: "bench",
+                }))
+            }
+        }
+    }
+    Ok(wanted)
+}
