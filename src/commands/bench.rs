@@ -245,71 +245,11 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     }
     let date = utc_now();
     let mut machine = Machine::detect();
-    let modes = parse_modes(&args.mode)?;
-    let bits = parse_bits(&args.bits)?;
-    let gcm_192_note = check_gcm_bits(&modes, &bits)?;
-    let default_sizes = if args.quick {
-        QUICK_SIZES
-    } else {
-        DEFAULT_SIZES
-    };
-    let sizes = paraes_bench::parse_sizes(args.sizes.as_deref().unwrap_or(default_sizes), |text| {
-        crate::units::parse_size(text).map(|n| n as usize)
-    })
-    .map_err(|e| usage(format!("--sizes: {e}")))?;
-    if modes.contains(&BenchMode::Ecb) {
-        if let Some(bad) = sizes.iter().find(|s| !s.is_multiple_of(16)) {
-            return Err(usage(format!("ECB works on whole 16-byte blocks, but --sizes has {bad} bytes: use multiples of 16")));
-        }
-    }
-    let names = engines::bench_engine_names(&args.backend)?;
-    let impls = parse_impls(&args.aes_impl, &names, &args.backend)?;
-    // clap accepts only "openssl" and "none".
-    let baseline = match args.baseline.as_deref() {
-        Some("openssl") => Baseline::Required,
-        Some(_) => Baseline::Off,
-        None if args.quick => Baseline::Off,
-        None => Baseline::IfInstalled,
-    };
-    let mut timing = if args.quick {
-        Timing::QUICK
-    } else {
-        Timing::FULL
-    };
-    if let Some(repeat) = args.repeat {
-        timing.repeats = repeat as usize;
-    }
-    let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
-    for (flag, path) in [
-        ("--json", &args.json),
-        ("--csv", &args.csv),
-        ("--plot", &args.plot),
-    ] {
-        match path {
-            Some(path) if !(flag == "--json" && json_to_stdout) => check_output(flag, path)?,
-            _ => {}
-        }
-    }
-    let openssl_version = match baseline {
-        Baseline::Off => None,
-        _ => match openssl::version() {
-            Ok(version) => Some(version),
-            Err(e) if baseline == Baseline::Required => {
-                bail!("--baseline openssl: {e}, or leave out --baseline")
-            }
-            Err(OpensslError::Missing) => {
-                eprintln!("paraes: bench: openssl is not installed: no baseline rows");
-                None
-            }
-            Err(e) => {
-                eprintln!("paraes: bench: no baseline rows: {e}");
-                None
-            }
-        },
-    };
+    let choices = Choices::from_args(args)?;
+    let openssl_version = openssl_version(choices.baseline)?;
     // Built from the same settings, by the same registry, as a job's engine.
     let settings = crate::plan::engine_settings(args.threads, &args.gpu, &args.sim);
-    let engines = engines::bench_engines(&names, &settings, &impls)?;
+    let engines = engines::bench_engines(&choices.names, &settings, &choices.impls)?;
     let present: Vec<(&str, &str, &dyn Engine)> = engines
         .iter()
         .filter_map(|e| match e {
@@ -331,185 +271,14 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     for (label, reason) in &absent {
         eprintln!("paraes: bench: {label}: absent: {reason}");
     }
-    if let Some(note) = &gcm_192_note {
+    if let Some(note) = &choices.gcm_192_note {
         eprintln!("paraes: bench: {note}");
     }
-    // An engine that models another machine (the simulator) times the engine's CTR in that
-    // machine's time, but a GCM body's tags run on this host: no time of one machine covers a
-    // gcm row, so such engines have none.
-    let modelled: Vec<&str> = present
-        .iter()
-        .filter(|(.., engine)| engine.modelled().is_some())
-        .map(|(label, ..)| *label)
-        .collect();
-    if modes.contains(&BenchMode::Gcm) {
-        for label in &modelled {
-            eprintln!(
-                "paraes: bench: {label}: no gcm rows: it models another machine's AES, while \
-                 a GCM body's tags run on this host"
-            );
-        }
-    }
-    let engines_for = |mode: BenchMode| -> Vec<(&str, &str, &dyn Engine)> {
-        present
-            .iter()
-            .copied()
-            .filter(|(label, ..)| mode != BenchMode::Gcm || !modelled.contains(label))
-            .collect()
-    };
     if let Some((_, _, gpu)) = present.iter().find(|(label, ..)| *label == "gpu") {
         machine.gpu = Some(gpu.name());
     }
-    let e2e_sizes: Vec<usize> = if args.e2e {
-        sizes.iter().copied().filter(|&s| s >= E2E_MIN).collect()
-    } else {
-        Vec::new()
-    };
-    if args.e2e && e2e_sizes.is_empty() {
-        eprintln!("paraes: bench: --e2e: no size of at least 1 MiB, so no whole-pipeline rows");
-    }
-    // openssl runs as many processes as each CPU engine has threads.
-    let mut openssl_threads: Vec<usize> = present
-        .iter()
-        .filter(|(label, ..)| *label == report::BASELINE_ENGINE)
-        .map(|(.., engine)| engine.workers())
-        .collect();
-    openssl_threads.sort_unstable();
-    openssl_threads.dedup();
-    if openssl_threads.is_empty() {
-        openssl_threads.push(1);
-    }
-    let openssl_steps = if openssl_version.is_some() {
-        sizes.len() * openssl_threads.len()
-    } else {
-        0
-    };
-
-    let steps: usize = modes
-        .iter()
-        .flat_map(|&mode| mode_bits(mode, &bits).into_iter().map(move |b| (mode, b)))
-        .map(|(mode, bits)| {
-            let e2e = if mode == BenchMode::Ctr && bits != 192 {
-                e2e_sizes.len()
-            } else {
-                0
-            };
-            engines_for(mode).len() * (sizes.len() + e2e) + openssl_steps
-        })
-        .sum();
-    let bar = if std::io::stderr().is_terminal() && steps > 0 {
-        let bar = ProgressBar::new(steps as u64);
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}",
-            )
-            .expect("valid template"),
-        );
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
-
-    let mut rows = Vec::new();
-    for &mode in &modes {
-        let engines = engines_for(mode);
-        for bits in mode_bits(mode, &bits) {
-            let key = bench_key(bits);
-            let expanded = key.expand();
-            let cipher = mode.cipher(bits);
-            let runs = sizes.iter().map(|&size| (size, false));
-            // The whole-file rows time `paraes enc` of a v3 container, whose body is AES-CTR
-            // with GHASH at 128 or 256 bits: they are listed under CTR only.
-            let e2e_runs = if mode == BenchMode::Ctr && bits != 192 {
-                &e2e_sizes[..]
-            } else {
-                &[]
-            };
-            for (size, e2e) in runs.chain(e2e_runs.iter().map(|&size| (size, true))) {
-                for &(label, implementation, engine) in &engines {
-                    let label = if e2e {
-                        format!("{label}-e2e")
-                    } else {
-                        label.to_string()
-                    };
-                    bar.set_message(format!(
-                        "{label} {implementation} x{} {cipher} {}",
-                        engine.workers(),
-                        format_size(size as u64)
-                    ));
-                    let before = engine.modelled();
-                    let stats = if e2e {
-                        measure_e2e(engine, &key, size, DEFAULT_CHUNK_SIZE, &timing)
-                            .map_err(|e| anyhow!("{label} on {cipher}: {e}"))?
-                    } else if let Some(engine_mode) = mode.engine_mode() {
-                        measure_engine(engine, engine_mode, &expanded, size, &timing)
-                            .with_context(|| format!("{} on {cipher}", engine.name()))?
-                    } else {
-                        // gcm: format v3's body sealed in memory as the pipeline seals it, in
-                        // `paraes enc`'s pipeline chunks, CTR on the engine.
-                        measure_gcm(engine, &key, size, DEFAULT_CHUNK_SIZE, &timing)
-                            .map_err(|e| anyhow!("{} on {cipher}: {e}", engine.name()))?
-                    };
-                    let mut row = Row::new(
-                        &label,
-                        implementation,
-                        mode,
-                        bits,
-                        size as u64,
-                        engine.workers(),
-                        stats,
-                    );
-                    // A simulator also reports the modelled machine's time for one buffer.
-                    if let (Some(before), Some(after)) = (before, engine.modelled()) {
-                        let work = after.since(&before);
-                        if work.bytes > 0 {
-                            row.sim_seconds = Some(work.seconds * size as f64 / work.bytes as f64);
-                            row.sim_gbps = Some(work.gbps());
-                        }
-                    }
-                    rows.push(row);
-                    bar.inc(1);
-                }
-            }
-            // The reference, after the engines so that they do not share the CPU with it.
-            if let Some(version) = &openssl_version {
-                for &size in &sizes {
-                    for &processes in &openssl_threads {
-                        bar.set_message(format!(
-                            "openssl x{processes} {cipher} {}",
-                            format_size(size as u64)
-                        ));
-                        match openssl::speed(mode, bits, size, processes, OPENSSL_SECONDS) {
-                            Ok(rate) => {
-                                let seconds = size as f64 / rate;
-                                let stats = Stats {
-                                    median: seconds,
-                                    min: seconds,
-                                    max: seconds,
-                                };
-                                rows.push(Row::new(
-                                    report::OPENSSL_ENGINE,
-                                    version,
-                                    mode,
-                                    bits,
-                                    size as u64,
-                                    processes,
-                                    stats,
-                                ));
-                            }
-                            Err(e) if baseline == Baseline::Required => {
-                                bail!("--baseline openssl: {e}")
-                            }
-                            Err(e) => bar.suspend(|| eprintln!("paraes: bench: {e}")),
-                        }
-                        bar.inc(1);
-                    }
-                }
-            }
-        }
-    }
-    bar.finish_and_clear();
-    fill_speedups(&mut rows);
+    let work = Work::new(args, &choices, &present, openssl_version.as_deref());
+    let rows = work.measure()?;
     machine.load_after = load_average();
     let doc = Document {
         paraes: Paraes {
@@ -521,37 +290,399 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         machine,
         rows,
     };
+    write_reports(
+        args,
+        &choices,
+        &doc,
+        &present,
+        &absent,
+        openssl_version.as_deref(),
+    )
+}
 
+/// What `bench`'s options ask for, checked (usage errors exit 2).
+struct Choices {
+    modes: Vec<BenchMode>,
+    bits: Vec<u32>,
+    /// Why gcm has no 192-bit rows, when 192 was asked for beside other sizes.
+    gcm_192_note: Option<String>,
+    sizes: Vec<usize>,
+    names: Vec<&'static str>,
+    impls: Vec<AesImpl>,
+    baseline: Baseline,
+    timing: Timing,
+    json_to_stdout: bool,
+}
+
+impl Choices {
+    fn from_args(args: &BenchArgs) -> Result<Self> {
+        let modes = parse_modes(&args.mode)?;
+        let bits = parse_bits(&args.bits)?;
+        let gcm_192_note = check_gcm_bits(&modes, &bits)?;
+        let default_sizes = if args.quick {
+            QUICK_SIZES
+        } else {
+            DEFAULT_SIZES
+        };
+        let sizes =
+            paraes_bench::parse_sizes(args.sizes.as_deref().unwrap_or(default_sizes), |text| {
+                crate::units::parse_size(text).map(|n| n as usize)
+            })
+            .map_err(|e| usage(format!("--sizes: {e}")))?;
+        if modes.contains(&BenchMode::Ecb) {
+            if let Some(bad) = sizes.iter().find(|s| !s.is_multiple_of(16)) {
+                return Err(usage(format!("ECB works on whole 16-byte blocks, but --sizes has {bad} bytes: use multiples of 16")));
+            }
+        }
+        let names = engines::bench_engine_names(&args.backend)?;
+        let impls = parse_impls(&args.aes_impl, &names, &args.backend)?;
+        // clap accepts only "openssl" and "none".
+        let baseline = match args.baseline.as_deref() {
+            Some("openssl") => Baseline::Required,
+            Some(_) => Baseline::Off,
+            None if args.quick => Baseline::Off,
+            None => Baseline::IfInstalled,
+        };
+        let mut timing = if args.quick {
+            Timing::QUICK
+        } else {
+            Timing::FULL
+        };
+        if let Some(repeat) = args.repeat {
+            timing.repeats = repeat as usize;
+        }
+        let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
+        for (flag, path) in [
+            ("--json", &args.json),
+            ("--csv", &args.csv),
+            ("--plot", &args.plot),
+        ] {
+            match path {
+                Some(path) if !(flag == "--json" && json_to_stdout) => check_output(flag, path)?,
+                _ => {}
+            }
+        }
+        Ok(Choices {
+            modes,
+            bits,
+            gcm_192_note,
+            sizes,
+            names,
+            impls,
+            baseline,
+            timing,
+            json_to_stdout,
+        })
+    }
+}
+
+/// The openssl version for the baseline rows, if they run.
+fn openssl_version(baseline: Baseline) -> Result<Option<String>> {
+    Ok(match baseline {
+        Baseline::Off => None,
+        _ => match openssl::version() {
+            Ok(version) => Some(version),
+            Err(e) if baseline == Baseline::Required => {
+                bail!("--baseline openssl: {e}, or leave out --baseline")
+            }
+            Err(OpensslError::Missing) => {
+                eprintln!("paraes: bench: openssl is not installed: no baseline rows");
+                None
+            }
+            Err(e) => {
+                eprintln!("paraes: bench: no baseline rows: {e}");
+                None
+            }
+        },
+    })
+}
+
+/// The measurements of one run: which engines measure which mode, sizes, and the baseline.
+struct Work<'a> {
+    choices: &'a Choices,
+    present: &'a [(&'a str, &'a str, &'a dyn Engine)],
+    /// Engines that model another machine (no gcm rows: a GCM body's tags run on this host).
+    modelled: Vec<&'a str>,
+    e2e_sizes: Vec<usize>,
+    openssl_version: Option<&'a str>,
+    /// openssl runs as many processes as each CPU engine has threads.
+    openssl_threads: Vec<usize>,
+}
+
+impl<'a> Work<'a> {
+    fn new(
+        args: &BenchArgs,
+        choices: &'a Choices,
+        present: &'a [(&'a str, &'a str, &'a dyn Engine)],
+        openssl_version: Option<&'a str>,
+    ) -> Self {
+        // An engine that models another machine (the simulator) times the engine's CTR in that
+        // machine's time, but a GCM body's tags run on this host: no time of one machine covers
+        // a gcm row, so such engines have none.
+        let modelled: Vec<&str> = present
+            .iter()
+            .filter(|(.., engine)| engine.modelled().is_some())
+            .map(|(label, ..)| *label)
+            .collect();
+        if choices.modes.contains(&BenchMode::Gcm) {
+            for label in &modelled {
+                eprintln!(
+                    "paraes: bench: {label}: no gcm rows: it models another machine's AES, while \
+                     a GCM body's tags run on this host"
+                );
+            }
+        }
+        let e2e_sizes: Vec<usize> = if args.e2e {
+            choices
+                .sizes
+                .iter()
+                .copied()
+                .filter(|&s| s >= E2E_MIN)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if args.e2e && e2e_sizes.is_empty() {
+            eprintln!("paraes: bench: --e2e: no size of at least 1 MiB, so no whole-pipeline rows");
+        }
+        let mut openssl_threads: Vec<usize> = present
+            .iter()
+            .filter(|(label, ..)| *label == report::BASELINE_ENGINE)
+            .map(|(.., engine)| engine.workers())
+            .collect();
+        openssl_threads.sort_unstable();
+        openssl_threads.dedup();
+        if openssl_threads.is_empty() {
+            openssl_threads.push(1);
+        }
+        Work {
+            choices,
+            present,
+            modelled,
+            e2e_sizes,
+            openssl_version,
+            openssl_threads,
+        }
+    }
+
+    /// The engines that measure `mode`.
+    fn engines_for(&self, mode: BenchMode) -> Vec<(&'a str, &'a str, &'a dyn Engine)> {
+        self.present
+            .iter()
+            .copied()
+            .filter(|(label, ..)| mode != BenchMode::Gcm || !self.modelled.contains(label))
+            .collect()
+    }
+
+    /// The whole-file sizes of `mode` at `bits`: `paraes enc` of a v3 container, whose body is
+    /// AES-CTR with GHASH at 128 or 256 bits, listed under CTR only.
+    fn e2e_sizes(&self, mode: BenchMode, bits: u32) -> &[usize] {
+        if mode == BenchMode::Ctr && bits != 192 {
+            &self.e2e_sizes
+        } else {
+            &[]
+        }
+    }
+
+    /// Every row of the run, with a progress bar on a terminal.
+    fn measure(&self) -> Result<Vec<Row>> {
+        let choices = self.choices;
+        let openssl_steps = if self.openssl_version.is_some() {
+            choices.sizes.len() * self.openssl_threads.len()
+        } else {
+            0
+        };
+        let steps: usize = choices
+            .modes
+            .iter()
+            .flat_map(|&mode| {
+                mode_bits(mode, &choices.bits)
+                    .into_iter()
+                    .map(move |b| (mode, b))
+            })
+            .map(|(mode, bits)| {
+                self.engines_for(mode).len()
+                    * (choices.sizes.len() + self.e2e_sizes(mode, bits).len())
+                    + openssl_steps
+            })
+            .sum();
+        let bar = progress_bar(steps);
+        let mut rows = Vec::new();
+        for &mode in &choices.modes {
+            for bits in mode_bits(mode, &choices.bits) {
+                self.engine_rows(mode, bits, &bar, &mut rows)?;
+                // The reference, after the engines so that they do not share the CPU with it.
+                if let Some(version) = self.openssl_version {
+                    self.openssl_rows(version, mode, bits, &bar, &mut rows)?;
+                }
+            }
+        }
+        bar.finish_and_clear();
+        fill_speedups(&mut rows);
+        Ok(rows)
+    }
+
+    /// The engines' rows of `mode` at `bits`: every size, then the whole-file sizes.
+    fn engine_rows(
+        &self,
+        mode: BenchMode,
+        bits: u32,
+        bar: &ProgressBar,
+        rows: &mut Vec<Row>,
+    ) -> Result<()> {
+        let key = bench_key(bits);
+        let expanded = key.expand();
+        let cipher = mode.cipher(bits);
+        let timing = &self.choices.timing;
+        let runs = self.choices.sizes.iter().map(|&size| (size, false));
+        let e2e_runs = self.e2e_sizes(mode, bits).iter().map(|&size| (size, true));
+        for (size, e2e) in runs.chain(e2e_runs) {
+            for (label, implementation, engine) in self.engines_for(mode) {
+                let label = if e2e {
+                    format!("{label}-e2e")
+                } else {
+                    label.to_string()
+                };
+                bar.set_message(format!(
+                    "{label} {implementation} x{} {cipher} {}",
+                    engine.workers(),
+                    format_size(size as u64)
+                ));
+                let before = engine.modelled();
+                let stats = if e2e {
+                    measure_e2e(engine, &key, size, DEFAULT_CHUNK_SIZE, timing)
+                        .map_err(|e| anyhow!("{label} on {cipher}: {e}"))?
+                } else if let Some(engine_mode) = mode.engine_mode() {
+                    measure_engine(engine, engine_mode, &expanded, size, timing)
+                        .with_context(|| format!("{} on {cipher}", engine.name()))?
+                } else {
+                    // gcm: format v3's body sealed in memory as the pipeline seals it, in
+                    // `paraes enc`'s pipeline chunks, CTR on the engine.
+                    measure_gcm(engine, &key, size, DEFAULT_CHUNK_SIZE, timing)
+                        .map_err(|e| anyhow!("{} on {cipher}: {e}", engine.name()))?
+                };
+                let mut row = Row::new(
+                    &label,
+                    implementation,
+                    mode,
+                    bits,
+                    size as u64,
+                    engine.workers(),
+                    stats,
+                );
+                // A simulator also reports the modelled machine's time for one buffer.
+                if let (Some(before), Some(after)) = (before, engine.modelled()) {
+                    let work = after.since(&before);
+                    if work.bytes > 0 {
+                        row.sim_seconds = Some(work.seconds * size as f64 / work.bytes as f64);
+                        row.sim_gbps = Some(work.gbps());
+                    }
+                }
+                rows.push(row);
+                bar.inc(1);
+            }
+        }
+        Ok(())
+    }
+
+    /// openssl's rows of `mode` at `bits`: every size and process count.
+    fn openssl_rows(
+        &self,
+        version: &str,
+        mode: BenchMode,
+        bits: u32,
+        bar: &ProgressBar,
+        rows: &mut Vec<Row>,
+    ) -> Result<()> {
+        let cipher = mode.cipher(bits);
+        for &size in &self.choices.sizes {
+            for &processes in &self.openssl_threads {
+                bar.set_message(format!(
+                    "openssl x{processes} {cipher} {}",
+                    format_size(size as u64)
+                ));
+                match openssl::speed(mode, bits, size, processes, OPENSSL_SECONDS) {
+                    Ok(rate) => {
+                        let seconds = size as f64 / rate;
+                        let stats = Stats {
+                            median: seconds,
+                            min: seconds,
+                            max: seconds,
+                        };
+                        rows.push(Row::new(
+                            report::OPENSSL_ENGINE,
+                            version,
+                            mode,
+                            bits,
+                            size as u64,
+                            processes,
+                            stats,
+                        ));
+                    }
+                    Err(e) if self.choices.baseline == Baseline::Required => {
+                        bail!("--baseline openssl: {e}")
+                    }
+                    Err(e) => bar.suspend(|| eprintln!("paraes: bench: {e}")),
+                }
+                bar.inc(1);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A progress bar of `steps` on a terminal, hidden otherwise.
+fn progress_bar(steps: usize) -> ProgressBar {
+    if !std::io::stderr().is_terminal() || steps == 0 {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(steps as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}")
+            .expect("valid template"),
+    );
+    bar
+}
+
+/// The table on standard output (standard error when the JSON goes there), and the JSON, CSV
+/// and plot files asked for.
+fn write_reports(
+    args: &BenchArgs,
+    choices: &Choices,
+    doc: &Document,
+    present: &[(&str, &str, &dyn Engine)],
+    absent: &[(String, String)],
+    openssl_version: Option<&str>,
+) -> Result<()> {
     let mut text = String::new();
-    for (label, implementation, engine) in &present {
+    for (label, implementation, engine) in present {
         text.push_str(&format!(
             "{label} {implementation} x{}: {}\n",
             engine.workers(),
             engine.name()
         ));
     }
-    if let Some(version) = &openssl_version {
+    if let Some(version) = openssl_version {
         text.push_str(&format!(
             "openssl: {version}, `openssl speed -evp` for {OPENSSL_SECONDS} s per cell, \
              -multi N for N processes\n"
         ));
     }
-    if modes.contains(&BenchMode::Gcm) {
+    if choices.modes.contains(&BenchMode::Gcm) {
         text.push_str(&format!("{GCM_NOTE}\n"));
-        if let Some(note) = &gcm_192_note {
+        if let Some(note) = &choices.gcm_192_note {
             text.push_str(&format!("{note}\n"));
         }
     }
     if !text.is_empty() {
         text.push('\n');
     }
-    text.push_str(&report::table(&doc.rows, &absent));
+    text.push_str(&report::table(&doc.rows, absent));
     let beside = report::baseline_table(&doc.rows);
     if !beside.is_empty() {
         text.push_str(&format!("\nbaseline: paraes beside openssl\n\n{beside}"));
     }
-
-    if json_to_stdout {
+    if choices.json_to_stdout {
         print!("{}", doc.json());
         eprint!("{text}");
     } else {

@@ -29,6 +29,7 @@ pub struct EngineEntry {
     /// Builds the engine.
     pub build: fn(&EngineSettings) -> Result<Built>,
     /// The settings of one of `ranks_here` MPI ranks on a node, as rank `local_rank` of them.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub share_node: fn(&mut EngineSettings, local_rank: usize, ranks_here: usize),
 }
 

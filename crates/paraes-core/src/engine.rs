@@ -1,4 +1,5 @@
-//! The Engine seam: one trait that every engine (CPU, GPU, MPI rank, Sunway simulator) implements.
+//! The Engine seam: one trait that every engine (CPU, GPU, Sunway simulator) implements; MPI is
+//! a runner whose ranks each run one of them.
 //!
 //! An engine transforms a buffer in place for a [`Job`]: mode, direction, expanded key, initial
 //! counter block and the buffer's byte position in the stream. Because CTR is seekable (block `i`
