@@ -14,9 +14,11 @@ mod keys;
 mod output;
 mod plan;
 mod progress;
+mod prompt;
 mod run;
 mod signals;
 mod units;
+mod usage;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -187,4 +189,90 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
             .downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    /// The test-only reference engine (src/engines/reference.rs), chosen by name on the command
+    /// line like any engine, encrypts a file that the CPU
+    /// engine decrypts, and the other way round.
+    #[test]
+    fn a_registered_engine_runs_enc_and_dec_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+        std::fs::write(path("key"), [9u8; 32]).unwrap();
+        let plain: Vec<u8> = (0..100_000u32).map(|i| (i * 31 + 7) as u8).collect();
+        std::fs::write(path("plain"), &plain).unwrap();
+        let run = |args: &[&str]| {
+            let cli = crate::cli::Cli::try_parse_from(["paraes"].iter().chain(args).chain(&[
+                "-q",
+                "-k",
+                &path("key"),
+            ]))
+            .unwrap();
+            match crate::plan::build(cli.command).unwrap() {
+                crate::plan::Plan::Crypt(plan) => crate::run::run(&plan).unwrap(),
+                _ => unreachable!("enc and dec make crypt plans"),
+            }
+        };
+        for (enc, dec) in [("reference-test", "cpu"), ("cpu", "reference-test")] {
+            let (sealed, opened) = (path(&format!("{enc}.paraes")), path(&format!("{enc}.out")));
+            run(&["enc", "--backend", enc, &path("plain"), "-o", &sealed]);
+            run(&["dec", "--backend", dec, &sealed, "-o", &opened]);
+            assert_eq!(std::fs::read(&opened).unwrap(), plain, "{enc} -> {dec}");
+        }
+    }
+
+    /// The binary's top-level modules (`src/X.rs` or `src/X/`) depend on each other without a
+    /// cycle (ARCHITECTURE.md), test modules aside: read from the sources, so a new `crate::`
+    /// path that closes a cycle fails here.
+    #[test]
+    fn the_binary_s_modules_have_no_import_cycle() {
+        use std::collections::{BTreeMap, BTreeSet};
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut stack = vec![src.clone()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                let relative = path.strip_prefix(&src).unwrap();
+                let first = relative.components().next().unwrap();
+                let module = first.as_os_str().to_str().unwrap().trim_end_matches(".rs");
+                let text = std::fs::read_to_string(&path).unwrap();
+                let code = text.split("#[cfg(test)]\nmod tests").next().unwrap();
+                let uses = graph.entry(module.to_owned()).or_default();
+                for (at, _) in code.match_indices("crate::") {
+                    let name: String = code[at + 7..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                        .collect();
+                    if !name.is_empty() && name != module {
+                        uses.insert(name);
+                    }
+                }
+            }
+        }
+        assert!(graph.len() > 10, "read the modules: {graph:?}");
+        // Depth-first search for a path from each module back to itself.
+        for start in graph.keys() {
+            let mut seen = BTreeSet::new();
+            let mut todo: Vec<Vec<&str>> = vec![vec![start.as_str()]];
+            while let Some(path) = todo.pop() {
+                for next in &graph[*path.last().unwrap()] {
+                    assert_ne!(next, start, "import cycle: {} -> {next}", path.join(" -> "));
+                    if graph.contains_key(next) && seen.insert(next.as_str()) {
+                        let mut longer = path.clone();
+                        longer.push(next);
+                        todo.push(longer);
+                    }
+                }
+            }
+        }
+    }
 }

@@ -64,7 +64,7 @@ pub fn install() -> Result<()> {
 }
 
 fn interrupted(signal: i32) -> ! {
-    crate::keys::prompt::restore_terminal();
+    crate::prompt::restore_terminal();
     let pending = std::mem::take(&mut *PENDING.lock().unwrap_or_else(|e| e.into_inner()));
     let named = std::mem::take(&mut *NAMED.lock().unwrap_or_else(|e| e.into_inner()));
     for path in &named {

@@ -22,7 +22,7 @@ use paraes_core::{AesImpl, Engine, Key};
 
 use crate::cli::BenchArgs;
 use crate::engines::{self, BenchEngine};
-use crate::plan::UsageError;
+use crate::usage::UsageError;
 
 /// Sizes without --sizes.
 const DEFAULT_SIZES: &str = "1KiB..256MiB";

@@ -335,7 +335,7 @@ pub fn bench_engine_names(list: &str) -> Result<Vec<&'static str>> {
         match bench_names().find(|name| *name == item) {
             Some(name) => wanted.push(name),
             None => {
-                return Err(anyhow::Error::new(crate::plan::UsageError {
+                return Err(anyhow::Error::new(crate::usage::UsageError {
                     message: format!(
                         "unknown engine '{item}' in --backend: choose from {} or all",
                         bench_names().collect::<Vec<_>>().join(", ")

@@ -27,22 +27,7 @@ use crate::cli::{
 use crate::engines::EngineChoice;
 use crate::files::{self, Found, Skipped};
 
-/// An option rule broken by the command line itself: exit status 2, like clap's own errors.
-#[derive(Debug)]
-pub struct UsageError {
-    /// What is wrong and what to do.
-    pub message: String,
-    /// The subcommand whose help describes the options.
-    pub command: &'static str,
-}
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for UsageError {}
+pub use crate::usage::UsageError;
 
 /// Fails with a [`UsageError`] of `command`.
 macro_rules! usage {

@@ -245,7 +245,7 @@ pub fn prepare(
 /// file's end (its length, its last chunk's tag) before anything is written.
 fn message_stream(plan: &CryptPlan, key: Key, context: &[u8], input: &mut Input) -> Result<Stream> {
     if Variant::for_key_size(key.size()).is_none() {
-        return Err(anyhow::Error::new(crate::plan::UsageError {
+        return Err(anyhow::Error::new(crate::usage::UsageError {
             message: "--format cobblestone takes a 16- or 32-byte key (Cobblestone-128/256), not a 24-byte one: make one with `paraes keygen`".into(),
             command: plan.command(),
         }));

@@ -3,8 +3,6 @@
 //! input), recipients and identity files; turned into the container's recipients (enc), the
 //! unlock set (dec, rekey) or the one raw key (--raw). Secrets stay in zeroizing buffers.
 
-pub mod prompt;
-
 use std::fs;
 use std::io::Read;
 use std::os::unix::ffi::OsStringExt;
@@ -48,7 +46,7 @@ impl KeyPlan {
     fn read_passphrase(&self, confirm: bool, warn: Warn<'_>) -> Result<Option<Zeroizing<Vec<u8>>>> {
         let passphrase = match &self.passphrase {
             None => return Ok(None),
-            Some(PassphraseSource::Prompt) => crate::keys::prompt::passphrase(confirm)?,
+            Some(PassphraseSource::Prompt) => crate::prompt::passphrase(confirm)?,
             Some(PassphraseSource::File(path)) => {
                 let (file, name) = open_secret(path, "passphrase file", warn)?;
                 first_line(file, &name)?
