@@ -1,31 +1,29 @@
-//! Public-key recipients and their identities (secret keys), as text that survives copy-paste:
+//! Public-key recipients and their identities (secret keys): the two public types that hold a
+//! key of any public-key stanza kind (each kind's own key types, in its file under `stanza/`,
+//! behind [`RecipientKey`] and [`IdentityKey`]), and their text, which survives copy-paste:
 //! Bech32 (BIP 173) with a `paraes` prefix, so a mistyped or truncated key is refused by its
 //! checksum. X25519 (`paraes1...`, `PARAES-SECRET-KEY-1...`) and the post-quantum hybrid
-//! ML-KEM-768 + X25519 (X-Wing; `paraespq1...`, `PARAES-PQ-SECRET-KEY-1...`).
+//! ML-KEM-768 + X25519 (X-Wing; `paraespq1...`, `PARAES-PQ-SECRET-KEY-1...`). Text is parsed
+//! through the stanza registry (the `FromStr` impls are in `stanza/mod.rs`, beside it), which
+//! gives each kind's prefixes ([`Bech32Keys`]); this file knows no kind.
 
+use std::any::Any;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use bech32::primitives::decode::{CheckedHrpstring, CheckedHrpstringError};
 use bech32::primitives::iter::{ByteIterExt, Fe32IterExt};
 use bech32::{Bech32, Checksum, Hrp};
-use x_wing::{KeyExport, KeySizeUser, TryKeyInit};
 use zeroize::Zeroizing;
 
 use super::keys::random_bytes;
 use super::ContainerError;
 
-const X25519_RECIPIENT_HRP: &str = "paraes";
-const X25519_IDENTITY_HRP: &str = "paraes-secret-key-";
-const HYBRID_RECIPIENT_HRP: &str = "paraespq";
-const HYBRID_IDENTITY_HRP: &str = "paraes-pq-secret-key-";
 /// What every identity's text starts with (either case), and no recipient's.
-const SECRET_PREFIX: &str = "paraes-";
-/// Bytes of the ML-KEM-768 encapsulation key at the start of an X-Wing public key (the X25519
-/// key follows): 3 x 384 bytes of 12-bit coefficients (t), then the 32-byte seed rho.
-const MLKEM768_KEY_LEN: usize = 1184;
-/// Bytes of the coefficients t of an ML-KEM-768 encapsulation key.
-const MLKEM768_T_LEN: usize = 3 * 384;
+pub(crate) const SECRET_PREFIX: &str = "paraes-";
+/// Bytes of every identity's Bech32 data: a 32-byte secret (a seed or a scalar).
+const IDENTITY_DATA_LEN: usize = 32;
 
 /// Bech32's checksum with a code length that fits a 1,216-byte X-Wing public key (BIP 173
 /// limits strings to 90 characters, and the `bech32` crate's Bech32 to 1,023). Past 1,023
@@ -45,7 +43,7 @@ impl Checksum for LongBech32 {
 /// `data` as Bech32 text under `hrp`, written character by character into a buffer sized once
 /// (no reallocation, no intermediate copy in either case), so that an identity's text leaves
 /// no copy behind.
-fn encode(hrp: &str, data: &[u8], upper: bool) -> Zeroizing<String> {
+pub(crate) fn encode(hrp: &str, data: &[u8], upper: bool) -> Zeroizing<String> {
     let hrp = Hrp::parse(hrp).expect("valid prefix");
     let len = bech32::encoded_length::<LongBech32>(hrp, data).expect("fits the code length");
     let mut text = Zeroizing::new(String::with_capacity(len));
@@ -86,133 +84,92 @@ fn starts_like_identity(text: &str) -> bool {
         .is_some_and(|start| start.eq_ignore_ascii_case(SECRET_PREFIX.as_bytes()))
 }
 
-/// X25519 of `secret` and `public`, or `None` where `public` is a low-order point: the result
-/// is then all zero whatever the secret (RFC 7748 section 6.1), so it would keep nothing
-/// secret. paraes's one check for low-order points: sealing, opening and parsing recipients
-/// all go through it.
-pub(crate) fn x25519_agree(
-    secret: &x25519_dalek::StaticSecret,
-    public: &x25519_dalek::PublicKey,
-) -> Option<x25519_dalek::SharedSecret> {
-    let shared = secret.diffie_hellman(public);
-    shared.was_contributory().then_some(shared)
-}
-
-/// Refuses a low-order X25519 public key (`what` names it in the error).
-fn check_x25519(public: &x25519_dalek::PublicKey, what: &str) -> Result<(), String> {
-    // Any secret tells: a clamped scalar is a multiple of the cofactor 8, so it maps every
-    // low-order point to zero, and (a multiple of neither large prime order) no other point.
-    // This one is public and fixed.
-    let probe = x25519_dalek::StaticSecret::from([0x5a; 32]);
-    x25519_agree(&probe, public)
-        .map(drop)
-        .ok_or_else(|| degenerate(&format!("{what} is a low-order point")))
-}
-
 /// The error for a degenerate public key: what is wrong with it, what it means, what to do.
-fn degenerate(what: &str) -> String {
+pub(crate) fn degenerate(what: &str) -> String {
     format!(
         "a degenerate key: {what}, which no real key is, so it would not keep a file secret; \
          ask its owner for the recipient again (`paraes keygen -y IDENTITY_FILE` prints it)"
     )
 }
 
-/// An X-Wing public key from its bytes, refusing degenerate ones: an ML-KEM-768 key whose
-/// coefficients t are all zero (then its ciphertexts carry the shared secret in the clear), a
-/// low-order X25519 key, and (in `ml-kem`, FIPS 203 section 7.2's modulus check) a coefficient
-/// of q = 3329 or more.
-fn hybrid_key(bytes: &[u8]) -> Result<x_wing::EncapsulationKey, String> {
-    let expected = <x_wing::EncapsulationKey as KeySizeUser>::key_size();
-    if bytes.len() != expected {
-        return Err(format!("{} bytes of key data, not {expected}", bytes.len()));
-    }
-    if bytes[..MLKEM768_T_LEN].iter().all(|&b| b == 0) {
-        return Err(degenerate("its ML-KEM-768 key is all zero"));
-    }
-    let x25519: [u8; 32] = bytes[MLKEM768_KEY_LEN..].try_into().expect("32 bytes");
-    check_x25519(&x25519_dalek::PublicKey::from(x25519), "its X25519 key")?;
-    x_wing::EncapsulationKey::new_from_slice(bytes).map_err(|_| {
-        "its ML-KEM-768 key has a coefficient of 3329 or more, which no real key has \
-         (FIPS 203 modulus check): copy it again"
-            .to_string()
-    })
-}
-
-/// An X25519 public key a file can be encrypted to.
-#[derive(Clone, PartialEq, Eq)]
-pub struct X25519Recipient(pub(crate) x25519_dalek::PublicKey);
-
-/// The X25519 secret key that opens files encrypted to its [`X25519Recipient`].
-#[derive(Clone)]
-pub struct X25519Identity(pub(crate) x25519_dalek::StaticSecret);
-
-/// A hybrid post-quantum public key (X-Wing: ML-KEM-768 + X25519).
-#[derive(Clone, PartialEq, Eq)]
-pub struct HybridRecipient(pub(crate) Box<x_wing::EncapsulationKey>);
-
-/// The hybrid secret key (a 32-byte X-Wing seed) that opens files encrypted to its
-/// [`HybridRecipient`].
-#[derive(Clone)]
-pub struct HybridIdentity(pub(crate) Box<x_wing::DecapsulationKey>);
-
-/// A public-key recipient of either kind.
-#[derive(Clone, PartialEq, Eq)]
-pub enum PublicRecipient {
-    /// X25519.
-    X25519(X25519Recipient),
-    /// ML-KEM-768 + X25519.
-    Hybrid(HybridRecipient),
-}
-
-/// A secret identity of either kind.
-#[derive(Clone)]
-pub enum SecretIdentity {
-    /// X25519.
-    X25519(X25519Identity),
-    /// ML-KEM-768 + X25519.
-    Hybrid(HybridIdentity),
-}
-
-fn random_32() -> Result<Zeroizing<[u8; 32]>, ContainerError> {
+/// A fresh random 32-byte secret (a seed or a scalar), wiped on drop.
+pub(crate) fn random_secret() -> Result<Zeroizing<[u8; 32]>, ContainerError> {
     let mut seed = Zeroizing::new([0u8; 32]);
     random_bytes(&mut seed[..])?;
     Ok(seed)
 }
 
-impl SecretIdentity {
-    /// A fresh X25519 identity.
-    pub fn generate_x25519() -> Result<Self, ContainerError> {
-        Ok(SecretIdentity::X25519(X25519Identity(
-            x25519_dalek::StaticSecret::from(*random_32()?),
-        )))
+/// A public key of one public-key stanza kind (that kind's own type, in its file), as a
+/// [`PublicRecipient`] holds it; the kind's `Kind::wrap` finds its own type in a recipient.
+pub(crate) trait RecipientKey: Any + Send + Sync {
+    /// Its text, as users give it (`paraes1...`): equal keys, and only they, have equal text.
+    fn text(&self) -> String;
+}
+
+/// A secret key of one public-key stanza kind (that kind's own type, in its file), as a
+/// [`SecretIdentity`] holds it; the kind's `Kind::unwrap` finds its own type in an identity.
+pub(crate) trait IdentityKey: Any + Send + Sync {
+    /// The recipient that files for this identity are sealed to.
+    fn recipient(&self) -> PublicRecipient;
+    /// Its text (the secret), as [`SecretIdentity::to_secret_text`] gives it.
+    fn secret_text(&self) -> Zeroizing<String>;
+}
+
+/// How a public-key kind's keys are written as Bech32 text (the kind's `Kind::bech32`).
+pub(crate) trait Bech32Keys: Sync {
+    /// The prefix (HRP, lower case) of its recipients: `paraes` for `paraes1...`.
+    fn recipient_prefix(&self) -> &'static str;
+    /// The prefix (HRP, lower case) of its identities, which starts with [`SECRET_PREFIX`].
+    fn identity_prefix(&self) -> &'static str;
+    /// The recipient whose Bech32 data is `data`, refusing a degenerate key; errors say what is
+    /// wrong without naming the data.
+    fn recipient(&self, data: &[u8]) -> Result<PublicRecipient, String>;
+    /// The identity whose Bech32 data is the 32-byte secret `secret`.
+    fn identity(&self, secret: &[u8; 32]) -> SecretIdentity;
+}
+
+/// A public-key recipient, of any public-key stanza kind (X25519, ML-KEM-768 + X25519).
+#[derive(Clone)]
+pub struct PublicRecipient(Arc<dyn RecipientKey>);
+
+/// A secret identity, of any public-key stanza kind (X25519, ML-KEM-768 + X25519). Its
+/// secret lives once however often it is cloned, and is wiped when the last clone drops.
+#[derive(Clone)]
+pub struct SecretIdentity(Arc<dyn IdentityKey>);
+
+impl PublicRecipient {
+    /// The recipient of a kind's public key.
+    pub(crate) fn new(key: impl RecipientKey) -> Self {
+        PublicRecipient(Arc::new(key))
     }
 
-    /// A fresh hybrid (ML-KEM-768 + X25519) identity.
-    pub fn generate_hybrid() -> Result<Self, ContainerError> {
-        Ok(SecretIdentity::Hybrid(HybridIdentity(Box::new(
-            x_wing::DecapsulationKey::from(*random_32()?),
-        ))))
+    /// The public key if it is a `T`.
+    pub(crate) fn key<T: 'static>(&self) -> Option<&T> {
+        let key: &dyn Any = &*self.0;
+        key.downcast_ref()
+    }
+}
+
+impl SecretIdentity {
+    /// The identity of a kind's secret key.
+    pub(crate) fn new(key: impl IdentityKey) -> Self {
+        SecretIdentity(Arc::new(key))
+    }
+
+    /// The secret key if it is a `T`.
+    pub(crate) fn key<T: 'static>(&self) -> Option<&T> {
+        let key: &dyn Any = &*self.0;
+        key.downcast_ref()
     }
 
     /// The recipient that files for this identity are encrypted to.
     pub fn recipient(&self) -> PublicRecipient {
-        match self {
-            SecretIdentity::X25519(id) => {
-                PublicRecipient::X25519(X25519Recipient(x25519_dalek::PublicKey::from(&id.0)))
-            }
-            SecretIdentity::Hybrid(id) => {
-                use x_wing::Decapsulator;
-                PublicRecipient::Hybrid(HybridRecipient(Box::new(id.0.encapsulation_key().clone())))
-            }
-        }
+        self.0.recipient()
     }
 
     /// The identity as text (the secret: write it only to a private file).
     pub fn to_secret_text(&self) -> Zeroizing<String> {
-        match self {
-            SecretIdentity::X25519(id) => encode(X25519_IDENTITY_HRP, id.0.as_bytes(), true),
-            SecretIdentity::Hybrid(id) => encode(HYBRID_IDENTITY_HRP, id.0.as_bytes(), true),
-        }
+        self.0.secret_text()
     }
 }
 
@@ -222,43 +179,9 @@ impl fmt::Debug for SecretIdentity {
     }
 }
 
-impl FromStr for SecretIdentity {
-    type Err = ContainerError;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let bad = |why: String| ContainerError::BadIdentity(why);
-        let (hrp, data) = decode(text).map_err(bad)?;
-        if data.len() != 32 {
-            return Err(bad(format!("{} bytes of key data, not 32", data.len())));
-        }
-        let mut seed = Zeroizing::new([0u8; 32]);
-        seed.copy_from_slice(&data);
-        match hrp.as_str() {
-            X25519_IDENTITY_HRP => Ok(SecretIdentity::X25519(X25519Identity(
-                x25519_dalek::StaticSecret::from(*seed),
-            ))),
-            HYBRID_IDENTITY_HRP => Ok(SecretIdentity::Hybrid(HybridIdentity(Box::new(
-                x_wing::DecapsulationKey::from(*seed),
-            )))),
-            other => Err(bad(format!(
-                "prefix \"{other}\" (expected {} or {})",
-                X25519_IDENTITY_HRP.to_uppercase(),
-                HYBRID_IDENTITY_HRP.to_uppercase()
-            ))),
-        }
-    }
-}
-
 impl fmt::Display for PublicRecipient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PublicRecipient::X25519(r) => {
-                f.write_str(&encode(X25519_RECIPIENT_HRP, r.0.as_bytes(), false))
-            }
-            PublicRecipient::Hybrid(r) => {
-                f.write_str(&encode(HYBRID_RECIPIENT_HRP, &r.0.to_bytes(), false))
-            }
-        }
+        f.write_str(&self.0.text())
     }
 }
 
@@ -268,36 +191,80 @@ impl fmt::Debug for PublicRecipient {
     }
 }
 
-impl FromStr for PublicRecipient {
-    type Err = ContainerError;
+impl PartialEq for PublicRecipient {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.text() == other.0.text()
+    }
+}
 
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let bad = |why: String| ContainerError::BadRecipient(why);
-        if starts_like_identity(text) {
-            // Refused before decoding, so that nothing about it (whole or mistyped) is told.
-            return Err(bad(
-                "that is a secret identity (PARAES-SECRET-KEY-1...), not a recipient: give the \
-                 recipient that `paraes keygen -y IDENTITY_FILE` prints"
-                    .into(),
-            ));
-        }
-        let (hrp, data) = decode(text).map_err(bad)?;
-        match hrp.as_str() {
-            X25519_RECIPIENT_HRP => {
-                let bytes: [u8; 32] = data[..]
-                    .try_into()
-                    .map_err(|_| bad(format!("{} bytes of key data, not 32", data.len())))?;
-                let key = x25519_dalek::PublicKey::from(bytes);
-                check_x25519(&key, "its X25519 key").map_err(bad)?;
-                Ok(PublicRecipient::X25519(X25519Recipient(key)))
-            }
-            HYBRID_RECIPIENT_HRP => Ok(PublicRecipient::Hybrid(HybridRecipient(Box::new(
-                hybrid_key(&data).map_err(bad)?,
-            )))),
-            other => Err(bad(format!(
-                "prefix \"{other}\" (expected {X25519_RECIPIENT_HRP}1... or {HYBRID_RECIPIENT_HRP}1...)"
-            ))),
-        }
+impl Eq for PublicRecipient {}
+
+/// "a", "a or b", "a, b or c".
+fn one_of(items: Vec<String>) -> String {
+    match items.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
+/// The identity `text` (either case) written with one of `forms` (the registry's, in its
+/// order). Errors name no character of the text.
+pub(crate) fn parse_identity(
+    text: &str,
+    forms: &[&dyn Bech32Keys],
+) -> Result<SecretIdentity, ContainerError> {
+    let bad = |why: String| ContainerError::BadIdentity(why);
+    let (hrp, data) = decode(text).map_err(bad)?;
+    if data.len() != IDENTITY_DATA_LEN {
+        return Err(bad(format!(
+            "{} bytes of key data, not {IDENTITY_DATA_LEN}",
+            data.len()
+        )));
+    }
+    let mut secret = Zeroizing::new([0u8; IDENTITY_DATA_LEN]);
+    secret.copy_from_slice(&data);
+    match forms.iter().find(|form| form.identity_prefix() == hrp) {
+        Some(form) => Ok(form.identity(&secret)),
+        None => Err(bad(format!(
+            "prefix \"{hrp}\" (expected {})",
+            one_of(
+                forms
+                    .iter()
+                    .map(|form| form.identity_prefix().to_uppercase())
+                    .collect()
+            )
+        ))),
+    }
+}
+
+/// The recipient `text` written with one of `forms` (the registry's, in its order); an
+/// identity given as a recipient is refused before it is decoded, so that nothing about it is
+/// told.
+pub(crate) fn parse_recipient(
+    text: &str,
+    forms: &[&dyn Bech32Keys],
+) -> Result<PublicRecipient, ContainerError> {
+    let bad = |why: String| ContainerError::BadRecipient(why);
+    if starts_like_identity(text) {
+        return Err(bad(
+            "that is a secret identity (PARAES-SECRET-KEY-1...), not a recipient: give the \
+             recipient that `paraes keygen -y IDENTITY_FILE` prints"
+                .into(),
+        ));
+    }
+    let (hrp, data) = decode(text).map_err(bad)?;
+    match forms.iter().find(|form| form.recipient_prefix() == hrp) {
+        Some(form) => form.recipient(&data).map_err(bad),
+        None => Err(bad(format!(
+            "prefix \"{hrp}\" (expected {})",
+            one_of(
+                forms
+                    .iter()
+                    .map(|form| format!("{}1...", form.recipient_prefix()))
+                    .collect()
+            )
+        ))),
     }
 }
 

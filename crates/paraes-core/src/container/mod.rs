@@ -22,17 +22,17 @@ pub(crate) use body::BodyCheck;
 pub use body::{
     verify, verify_file, BodyAccess, BodyLayout, LayoutError, RangeError, SeekableReader,
 };
-pub use identity::{
-    parse_identities, parse_recipients, HybridIdentity, HybridRecipient, PublicRecipient,
-    SecretIdentity, X25519Identity, X25519Recipient,
-};
+pub use identity::{parse_identities, parse_recipients, PublicRecipient, SecretIdentity};
 pub use keys::{
     random_bytes, Argon2Params, Authenticator, FileSecret, DEFAULT_ARGON2_ITERATIONS,
     DEFAULT_ARGON2_LANES, DEFAULT_ARGON2_MEMORY_KIB, DEFAULT_MAX_KDF_MIB, MAX_ARGON2_ITERATIONS,
     MAX_ARGON2_LANES, MAX_ARGON2_MEMORY_KIB, TAG_LEN,
 };
 pub use rekey::{HeaderWrite, InPlace, Rekey};
-pub use stanza::{Identity, Recipient, StanzaKind};
+pub use stanza::{
+    HybridIdentity, HybridRecipient, Identity, Recipient, StanzaKind, X25519Identity,
+    X25519Recipient,
+};
 pub use v1::V1KeySource;
 
 use crate::cobblestone::{self, Variant};
@@ -515,10 +515,7 @@ impl UnverifiedHeader {
             .slots
             .iter()
             .flat_map(|slot| &slot.stanzas)
-            .filter_map(|stanza| match stanza.kind() {
-                Ok(StanzaKind::Passphrase(params)) => Some(params.cost_mib()),
-                _ => None,
-            })
+            .filter_map(|stanza| Some(stanza.argon2()?.cost_mib()))
             .collect();
         let kdf_total: u64 = costs.iter().sum();
         let too_costly = kdf_total > unlock.max_kdf_mib;
@@ -531,7 +528,7 @@ impl UnverifiedHeader {
         for slot in &header.slots {
             for stanza in &slot.stanzas {
                 for identity in &unlock.identities {
-                    if too_costly && stanza.kind == stanza::KIND_PASSPHRASE {
+                    if too_costly && stanza.argon2().is_some() {
                         refused.get_or_insert(ContainerError::KdfTooCostly {
                             cost_mib: kdf_total,
                             cap_mib: unlock.max_kdf_mib,
@@ -745,10 +742,8 @@ fn describe(access: &Access) -> String {
 fn count_kinds(kinds: &[StanzaKind]) -> String {
     let mut counts: Vec<(String, usize)> = Vec::new();
     for kind in kinds {
-        let name = match kind {
-            StanzaKind::Passphrase(_) => "passphrase".to_string(),
-            other => other.to_string(),
-        };
+        // By name alone (a passphrase without its Argon2id parameters); unknown kinds by byte.
+        let name = kind.name().map_or_else(|| kind.to_string(), str::to_string);
         match counts.iter_mut().find(|(n, _)| *n == name) {
             Some((_, count)) => *count += 1,
             None => counts.push((name, 1)),

@@ -9,7 +9,7 @@ use std::io::Read;
 use zeroize::Zeroizing;
 
 use super::keys::{derive, FileSecret, StreamKeys};
-use super::stanza::{Stanza, StanzaKind, KIND_PASSPHRASE};
+use super::stanza::{Stanza, StanzaKind};
 use super::{read_exact, BodyParams, ContainerError, MAGIC};
 use crate::key::Key;
 
@@ -256,7 +256,7 @@ fn parse_slot(index: usize, bytes: Vec<u8>) -> Result<Option<Slot>, String> {
     for stanza in &stanzas {
         stanza.kind().map_err(|e| e.to_string())?;
     }
-    if stanzas.iter().filter(|s| s.kind == KIND_PASSPHRASE).count() > 1 {
+    if stanzas.iter().filter(|s| s.argon2().is_some()).count() > 1 {
         return Err("more than one passphrase stanza".into());
     }
     Ok(Some(Slot {
