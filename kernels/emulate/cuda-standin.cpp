@@ -1,25 +1,37 @@
-// cuda-standin.cpp: a CPU stand-in for the CUDA driver calls that paraes-gpu makes, so CI runs
-// the GPU engine's host code (offsets, pieces, counters, streams, events, buffer reuse) where
-// no NVIDIA driver exists. A TEST DOUBLE, NOT A GPU: the device is named "CUDA stand-in (not a
-// GPU)", so every engine name, timing line and JSON made on it says so.
+// cuda-standin.cpp: a CPU stand-in for the CUDA driver calls that paraes-gpu makes (its own
+// raw calls and those of the cudarc safe types it uses), so CI runs the GPU engine's host code
+// (offsets, pieces, counters, streams, events, buffer reuse and release) where no NVIDIA
+// driver exists. A TEST DOUBLE, NOT A GPU: the device is named "CUDA stand-in (not a GPU)", so
+// every engine name, timing line and JSON made on it says so.
 //
 // Built by the tests (crates/paraes-gpu/tests/support/standin.rs) as a shared library whose
 // SONAME is libcuda.so, and loaded only when the environment variable PARAES_CUDA_STANDIN
 // names it (crates/paraes-gpu/src/driver.rs): cudarc's dlopen("libcuda.so") then finds it
-// already loaded. The shipped binary never builds or loads it on its own.
+// already loaded. The shipped binary never builds or loads it on its own. It exports every
+// driver entry point the engine links (tests/standin_coverage.rs checks that from the
+// symbols of a binary that links all of the engine).
 //
 // What it does:
-// - "Device" and pinned memory are host allocations; every copy and kernel checks that its
-//   range lies inside one allocation of the right kind (device / pinned), and fails loudly
-//   otherwise, as an illegal address on a GPU would.
+// - "Device" and pinned memory are host allocations; every copy, memset and kernel checks
+//   that its range lies inside one allocation of the right kind (device / pinned), and fails
+//   loudly otherwise, as an illegal address on a GPU would.
 // - Kernels are kernels/aes.cu itself, compiled for the host (cuda-on-cpu.h), looked up by
 //   the entry-point name, which must also be in the loaded image (cubin or PTX). Cubins must
 //   be 8-byte aligned (the driver reads them as ELF structures).
-// - Streams run LAZILY: an enqueued copy or kernel runs only when something waits for it
-//   (cuStreamSynchronize, cuEventSynchronize, or a stream waiting on an event). So a host that
-//   reads a result before waiting for it sees stale bytes, and one that reuses a buffer
-//   before its copy ran sends the wrong bytes: the identity tests catch both. Freeing or
-//   clearing memory that queued work still uses aborts the process with a message.
+// - Streams run LAZILY: an enqueued copy, memset, kernel, stream-ordered allocation or free
+//   runs only when something waits for it (cuStreamSynchronize, cuCtxSynchronize,
+//   cuEventSynchronize, or a stream waiting on an event, which runs the recording stream
+//   only up to that record). So a host that reads a result before waiting for it sees stale
+//   bytes, and one that reuses a buffer before its copy ran sends the wrong bytes: the
+//   identity tests catch both. Freeing or clearing memory that queued work still uses,
+//   using memory before its stream-ordered allocation ran or after its free was enqueued,
+//   and timing with an event made without timing abort the process with a message.
+// - The context is current per thread, as on a GPU: allocations, streams, events, module
+//   loads, occupancy queries and launches fail with CUDA_ERROR_INVALID_CONTEXT on a thread
+//   where it is not.
+// - Memory pools are reported supported (as on an A100 or H100), so cudarc allocates and
+//   frees in stream order (cuMemAllocAsync, cuMemFreeAsync);
+//   PARAES_CUDA_STANDIN_NO_POOLS=1 reports them unsupported (cuMemAlloc_v2, cuMemFree_v2).
 // - One lock serialises every call (the emulation is single-threaded).
 // - PARAES_CUDA_STANDIN_OOM_AFTER=N: allocations after the first N fail with
 //   CUDA_ERROR_OUT_OF_MEMORY (tests of the out-of-memory path).
@@ -46,6 +58,7 @@ enum : CUresult {
     NOT_INITIALIZED = 3,
     INVALID_DEVICE = 101,
     INVALID_IMAGE = 200,
+    INVALID_CONTEXT = 201,
     INVALID_HANDLE = 400,
     NOT_FOUND = 500,
     NOT_READY = 600,
@@ -60,6 +73,7 @@ static const char* error_name(CUresult r) {
         case NOT_INITIALIZED: return "CUDA_ERROR_NOT_INITIALIZED";
         case INVALID_DEVICE: return "CUDA_ERROR_INVALID_DEVICE";
         case INVALID_IMAGE: return "CUDA_ERROR_INVALID_IMAGE";
+        case INVALID_CONTEXT: return "CUDA_ERROR_INVALID_CONTEXT";
         case INVALID_HANDLE: return "CUDA_ERROR_INVALID_HANDLE";
         case NOT_FOUND: return "CUDA_ERROR_NOT_FOUND";
         case NOT_READY: return "CUDA_ERROR_NOT_READY";
@@ -75,35 +89,45 @@ static const char* const DEVICE_NAME = "CUDA stand-in (not a GPU)";
 struct Alloc {
     size_t len;
     bool pinned;
+    bool ready = true;     // false until its stream-ordered allocation (cuMemAllocAsync) ran
+    bool freeing = false;  // true once a stream-ordered free (cuMemFreeAsync) is enqueued
 };
 struct Stream;
 struct Event {
+    unsigned flags = 0;
     Stream* stream = nullptr;  // where it was last recorded
     unsigned long recorded = 0, completed = 0;
     double seconds = 0;
 };
+struct Module {
+    std::string image;  // a copy: the caller may free its image once the load returns
+};
 struct Func {
     std::string name;
     Kernel kernel;
+    Module* module;
     unsigned max_threads;
     int max_dynamic_shared = 0;
 };
 struct Op {
-    enum Kind { COPY, LAUNCH, RECORD, WAIT } kind;
+    enum Kind { COPY, MEMSET, LAUNCH, RECORD, WAIT, ALLOC, FREE } kind;
     explicit Op(Kind k) : kind(k) {}
-    // COPY
+    // COPY, MEMSET (dst, len, value), ALLOC and FREE (dst)
     char* dst = nullptr;
     const char* src = nullptr;
     size_t len = 0;
+    unsigned char value = 0;
+    bool dst_pinned = false, src_pinned = false;
     // LAUNCH
     Func* func = nullptr;
     unsigned grid = 0, threads = 0;
     u64 in = 0, out = 0, nblocks = 0, hi = 0, lo = 0;
     RoundKeys rk{};
     GcmLayout gcm{};  // the _gcm kernels only
-    // RECORD, WAIT
+    // RECORD, WAIT (the stream the awaited record was enqueued on)
     Event* event = nullptr;
     unsigned long generation = 0;
+    Stream* recorded_on = nullptr;
 };
 struct Stream {
     std::deque<Op> queue;
@@ -112,12 +136,18 @@ struct Stream {
 static std::recursive_mutex LOCK;
 static std::map<uintptr_t, Alloc> ALLOCS;
 static std::set<Stream*> STREAMS;
+static std::set<Module*> MODULES;
 static Stream DEFAULT_STREAM;
 static bool INITIALISED = false;
 static long OOM_AFTER = -1;  // allocations allowed before CUDA_ERROR_OUT_OF_MEMORY; -1: any
 static int CONTEXT;          // the primary context's address is its handle
+static long RETAINED = 0;    // cuDevicePrimaryCtxRetain minus cuDevicePrimaryCtxRelease
+static thread_local void* CURRENT = nullptr;  // the context current on this thread
 
 #define LOCKED std::lock_guard<std::recursive_mutex> guard(LOCK)
+// Context-scoped calls fail where the context is not current on the calling thread.
+#define NEEDS_CONTEXT \
+    if (CURRENT != &CONTEXT) return INVALID_CONTEXT
 
 [[noreturn]] static void die(const std::string& why) {
     fprintf(stderr, "CUDA stand-in (not a GPU): %s\n", why.c_str());
@@ -130,19 +160,35 @@ static double now() {
 
 static Stream* stream_of(void* handle) { return handle ? (Stream*)handle : &DEFAULT_STREAM; }
 
-// True when [p, p + len) lies inside one allocation of kind `pinned`.
-static bool inside(const void* p, size_t len, bool pinned) {
+// The allocation of kind `pinned` that [p, p + len) lies inside, or null.
+static Alloc* find_alloc(const void* p, size_t len, bool pinned) {
     uintptr_t a = (uintptr_t)p;
     auto it = ALLOCS.upper_bound(a);
-    if (it == ALLOCS.begin()) return false;
+    if (it == ALLOCS.begin()) return nullptr;
     --it;
-    return it->second.pinned == pinned && a >= it->first && a + len <= it->first + it->second.len;
+    bool in = it->second.pinned == pinned && a >= it->first && a + len <= it->first + it->second.len;
+    return in ? &it->second : nullptr;
+}
+
+// True when [p, p + len) lies inside one allocation of kind `pinned` that new work may use
+// (not one whose stream-ordered free is already enqueued).
+static bool inside(const void* p, size_t len, bool pinned) {
+    Alloc* a = find_alloc(p, len, pinned);
+    return a && !a->freeing;
 }
 
 static CUresult bad_range(const char* what, const void* p, size_t len, bool pinned) {
-    fprintf(stderr, "CUDA stand-in (not a GPU): %s: %zu bytes at %p are not inside one %s allocation\n", what, len,
+    fprintf(stderr, "CUDA stand-in (not a GPU): %s: %zu bytes at %p are not inside one live %s allocation\n", what, len,
             p, pinned ? "pinned host" : "device");
     return ILLEGAL_ADDRESS;
+}
+
+// When queued work runs: its memory must still be allocated, and allocated already.
+static void check_live(const char* what, const void* p, size_t len, bool pinned) {
+    if (!len) return;
+    Alloc* a = find_alloc(p, len, pinned);
+    if (!a) die(std::string(what) + " ran on memory that was freed before it ran");
+    if (!a->ready) die(std::string(what) + " ran before the stream-ordered allocation of its memory");
 }
 
 static bool overlaps(const char* p, size_t len, uintptr_t start, size_t size) {
@@ -157,7 +203,8 @@ static void check_idle(uintptr_t start, const char* what) {
     for (Stream* s : STREAMS)
         for (const Op& op : s->queue) {
             bool used = false;
-            if (op.kind == Op::COPY) used = overlaps(op.dst, op.len, start, size) || overlaps(op.src, op.len, start, size);
+            if (op.kind == Op::COPY || op.kind == Op::MEMSET)
+                used = overlaps(op.dst, op.len, start, size) || overlaps(op.src, op.len, start, size);
             if (op.kind == Op::LAUNCH)
                 used = overlaps((const char*)op.out, op.nblocks * 16, start, size) ||
                        overlaps((const char*)op.in, op.in ? op.nblocks * 16 : 0, start, size);
@@ -165,24 +212,23 @@ static void check_idle(uintptr_t start, const char* what) {
         }
 }
 
-static void flush(Stream* s);
+static void run(Op& op);
 
-static void run(Op& op) {
-    switch (op.kind) {
-        case Op::COPY:
-            memmove(op.dst, op.src, op.len);
-            break;
-        case Op::LAUNCH:
-            emulate_launch(op.func->kernel, op.grid, op.threads, (const uint4*)op.in, (uint4*)op.out, op.nblocks,
-                           op.hi, op.lo, op.rk, op.gcm);
-            break;
-        case Op::RECORD:
-            op.event->seconds = now();
-            if (op.generation > op.event->completed) op.event->completed = op.generation;
-            break;
-        case Op::WAIT:
-            if (op.event->completed < op.generation) flush(op.event->stream);
-            break;
+// True when the record of generation `g` of `e` is still queued on `s`.
+static bool record_pending(Stream* s, Event* e, unsigned long g) {
+    if (!s) return false;
+    for (const Op& op : s->queue)
+        if (op.kind == Op::RECORD && op.event == e && op.generation == g) return true;
+    return false;
+}
+
+// Runs `s` in order up to and including the record of generation `g` of `e` (a GPU has run
+// at least that much when a wait for the record returns); nothing when it already ran.
+static void run_until(Stream* s, Event* e, unsigned long g) {
+    while (record_pending(s, e, g)) {
+        Op op = s->queue.front();
+        s->queue.pop_front();
+        run(op);
     }
 }
 
@@ -192,6 +238,51 @@ static void flush(Stream* s) {
         Op op = s->queue.front();
         s->queue.pop_front();
         run(op);
+    }
+}
+
+static void release_now(uintptr_t start, const char* what) {
+    check_idle(start, what);
+    ALLOCS.erase(start);
+    free((void*)start);
+}
+
+static void run(Op& op) {
+    switch (op.kind) {
+        case Op::COPY:
+            check_live("a copy", op.dst, op.len, op.dst_pinned);
+            check_live("a copy", op.src, op.len, op.src_pinned);
+            memmove(op.dst, op.src, op.len);
+            break;
+        case Op::MEMSET:
+            check_live("cuMemsetD8Async", op.dst, op.len, false);
+            memset(op.dst, op.value, op.len);
+            break;
+        case Op::LAUNCH:
+            if (!MODULES.count(op.func->module)) die(op.func->name + " ran after its module was unloaded");
+            check_live(op.func->name.c_str(), (const void*)op.out, op.nblocks * 16, false);
+            if (op.in) check_live(op.func->name.c_str(), (const void*)op.in, op.nblocks * 16, false);
+            emulate_launch(op.func->kernel, op.grid, op.threads, (const uint4*)op.in, (uint4*)op.out, op.nblocks,
+                           op.hi, op.lo, op.rk, op.gcm);
+            break;
+        case Op::RECORD:
+            if (op.generation > op.event->completed) {
+                op.event->completed = op.generation;
+                op.event->seconds = now();
+            }
+            break;
+        case Op::WAIT:
+            run_until(op.recorded_on, op.event, op.generation);
+            break;
+        case Op::ALLOC: {
+            auto it = ALLOCS.find((uintptr_t)op.dst);
+            if (it == ALLOCS.end()) die("a stream-ordered allocation vanished before it ran");
+            it->second.ready = true;
+            break;
+        }
+        case Op::FREE:
+            release_now((uintptr_t)op.dst, "cuMemFreeAsync freeing");
+            break;
     }
 }
 
@@ -214,10 +305,8 @@ static CUresult allocate(void** p, size_t len, bool pinned) {
 
 static CUresult release(void* p, bool pinned) {
     auto it = ALLOCS.find((uintptr_t)p);
-    if (it == ALLOCS.end() || it->second.pinned != pinned) return INVALID_VALUE;
-    check_idle((uintptr_t)p, "freeing");
-    ALLOCS.erase(it);
-    free(p);
+    if (it == ALLOCS.end() || it->second.pinned != pinned || it->second.freeing) return INVALID_VALUE;
+    release_now((uintptr_t)p, "freeing");
     return SUCCESS;
 }
 
@@ -238,7 +327,8 @@ API cuGetErrorString(CUresult r, const char** s) {
 API cuInit(unsigned flags) {
     LOCKED;
     if (flags) return INVALID_VALUE;
-    if (const char* n = getenv("PARAES_CUDA_STANDIN_OOM_AFTER")) OOM_AFTER = atol(n);
+    if (!INITIALISED)
+        if (const char* n = getenv("PARAES_CUDA_STANDIN_OOM_AFTER")) OOM_AFTER = atol(n);
     INITIALISED = true;
     return SUCCESS;
 }
@@ -282,25 +372,68 @@ API cuDeviceGetAttribute(int* v, int attribute, CUdevice d) {
         case 75: *v = 9; return SUCCESS;                // COMPUTE_CAPABILITY_MAJOR
         case 76: *v = 0; return SUCCESS;                // COMPUTE_CAPABILITY_MINOR
         case 81: *v = 228 * 1024; return SUCCESS;       // MAX_SHARED_MEMORY_PER_MULTIPROCESSOR
+        case 115: {                                     // MEMORY_POOLS_SUPPORTED
+            const char* no = getenv("PARAES_CUDA_STANDIN_NO_POOLS");
+            *v = no && *no && strcmp(no, "0") != 0 ? 0 : 1;
+            return SUCCESS;
+        }
         default: *v = 0; return SUCCESS;
     }
 }
 
 API cuDevicePrimaryCtxRetain(void** ctx, CUdevice d) {
+    LOCKED;
     if (d != 0) return INVALID_DEVICE;
+    ++RETAINED;
     *ctx = &CONTEXT;
     return SUCCESS;
 }
 
-API cuCtxSetCurrent(void* ctx) { return ctx == &CONTEXT ? SUCCESS : INVALID_VALUE; }
+API cuDevicePrimaryCtxRelease_v2(CUdevice d) {
+    LOCKED;
+    if (d != 0) return INVALID_DEVICE;
+    if (RETAINED == 0) return INVALID_CONTEXT;
+    --RETAINED;
+    return SUCCESS;
+}
 
-struct Module {
-    std::string image;  // a copy: the caller may free its image once the load returns
-};
+// Only the primary context exists here, and it is released, never destroyed.
+API cuCtxDestroy_v2(void* ctx) {
+    (void)ctx;
+    return INVALID_CONTEXT;
+}
+
+API cuCtxSetCurrent(void* ctx) {
+    LOCKED;
+    if (ctx && (ctx != &CONTEXT || RETAINED == 0)) return INVALID_CONTEXT;
+    CURRENT = ctx;
+    return SUCCESS;
+}
+
+API cuCtxGetCurrent(void** ctx) {
+    *ctx = CURRENT;
+    return SUCCESS;
+}
+
+API cuCtxSynchronize() {
+    LOCKED;
+    NEEDS_CONTEXT;
+    flush(&DEFAULT_STREAM);
+    for (bool ran = true; ran;) {  // running one stream may queue nothing new, but be thorough
+        ran = false;
+        for (Stream* s : STREAMS)
+            if (!s->queue.empty()) {
+                flush(s);
+                ran = true;
+            }
+    }
+    return SUCCESS;
+}
 
 // cuModuleLoadDataEx: accepts a CUDA ELF cubin (8-byte aligned) or a NUL-terminated PTX.
 API cuModuleLoadDataEx(void** module, const void* image, unsigned n, int* options, void** values) {
     LOCKED;
+    NEEDS_CONTEXT;
     char *info = nullptr, *error = nullptr;
     size_t info_len = 0, error_len = 0;
     for (unsigned i = 0; i < n; ++i) switch (options[i]) {
@@ -344,7 +477,9 @@ API cuModuleLoadDataEx(void** module, const void* image, unsigned n, int* option
         return INVALID_IMAGE;
     }
     say(info, info_len, "CUDA stand-in (not a GPU): kernels/aes.cu compiled for the host");
-    *module = new Module{std::string((const char*)image, len)};
+    Module* m = new Module{std::string((const char*)image, len)};
+    MODULES.insert(m);
+    *module = m;
     return SUCCESS;
 }
 
@@ -362,11 +497,21 @@ static bool image_has(const Module* m, const std::string& name) {
 
 API cuModuleGetFunction(void** func, void* module, const char* name) {
     LOCKED;
+    Module* m = (Module*)module;
+    if (!MODULES.count(m)) return INVALID_HANDLE;
     Kernel k = find_kernel(name);
-    if (!k || !image_has((Module*)module, name)) return NOT_FOUND;
+    if (!k || !image_has(m, name)) return NOT_FOUND;
     std::string n(name);
     bool lb5 = n.size() > 4 && n.compare(n.size() - 4, 4, "_lb5") == 0;
-    *func = new Func{n, k, lb5 ? 256u : (unsigned)MAX_THREADS};
+    *func = new Func{n, k, m, lb5 ? 256u : (unsigned)MAX_THREADS};
+    return SUCCESS;
+}
+
+// The module's functions may no longer run (a launch of one still queued aborts when it runs).
+API cuModuleUnload(void* module) {
+    LOCKED;
+    Module* m = (Module*)module;
+    if (!MODULES.erase(m)) return INVALID_HANDLE;
     return SUCCESS;
 }
 
@@ -390,6 +535,8 @@ API cuFuncGetAttribute(int* v, int attribute, void* func) {
 }
 
 API cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, void* func, int threads, size_t shared) {
+    LOCKED;
+    NEEDS_CONTEXT;
     Func* f = (Func*)func;
     if (threads <= 0 || (unsigned)threads > f->max_threads) return INVALID_VALUE;
     (void)shared;
@@ -400,7 +547,9 @@ API cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, void* func, int thr
 API cuLaunchKernel(void* func, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                    unsigned shared, void* stream, void** params, void** extra) {
     LOCKED;
+    NEEDS_CONTEXT;
     Func* f = (Func*)func;
+    if (f && !MODULES.count(f->module)) return INVALID_HANDLE;
     if (!f || !params || extra || gx == 0 || gy != 1 || gz != 1 || by != 1 || bz != 1 || bx == 0 ||
         bx > f->max_threads)
         return INVALID_VALUE;
@@ -447,6 +596,7 @@ API cuLaunchKernel(void* func, unsigned gx, unsigned gy, unsigned gz, unsigned b
 
 API cuStreamCreate(void** stream, unsigned flags) {
     LOCKED;
+    NEEDS_CONTEXT;
     (void)flags;
     Stream* s = new Stream;
     STREAMS.insert(s);
@@ -471,6 +621,8 @@ API cuStreamSynchronize(void* stream) {
     return SUCCESS;
 }
 
+// Waits for the event's latest record at the time of the call (a wait for an event never
+// recorded waits for nothing), as cuStreamWaitEvent does.
 API cuStreamWaitEvent(void* stream, void* event, unsigned flags) {
     LOCKED;
     Event* e = (Event*)event;
@@ -478,12 +630,17 @@ API cuStreamWaitEvent(void* stream, void* event, unsigned flags) {
     Op op(Op::WAIT);
     op.event = e;
     op.generation = e->recorded;
+    op.recorded_on = e->stream;
     return enqueue(stream, op);
 }
 
 API cuEventCreate(void** event, unsigned flags) {
-    (void)flags;
-    *event = new Event;
+    LOCKED;
+    NEEDS_CONTEXT;
+    if (flags & ~7u) return INVALID_VALUE;  // BLOCKING_SYNC 1, DISABLE_TIMING 2, INTERPROCESS 4
+    Event* e = new Event;
+    e->flags = flags;
+    *event = e;
     return SUCCESS;
 }
 
@@ -493,30 +650,41 @@ API cuEventDestroy_v2(void* event) { return event ? SUCCESS : INVALID_HANDLE; }
 API cuEventRecord(void* event, void* stream) {
     LOCKED;
     Event* e = (Event*)event;
-    e->stream = stream_of(stream);
+    if (!e) return INVALID_HANDLE;
     Op op(Op::RECORD);
     op.event = e;
-    op.generation = ++e->recorded;
-    return enqueue(stream, op);
+    op.generation = e->recorded + 1;
+    CUresult r = enqueue(stream, op);
+    if (r == SUCCESS) {
+        e->recorded = op.generation;
+        e->stream = stream_of(stream);
+    }
+    return r;
 }
 
 API cuEventSynchronize(void* event) {
     LOCKED;
     Event* e = (Event*)event;
-    if (e->completed < e->recorded) flush(e->stream);
+    if (!e) return INVALID_HANDLE;
+    run_until(e->stream, e, e->recorded);
     return SUCCESS;
 }
 
 API cuEventElapsedTime(float* ms, void* start, void* end) {
     LOCKED;
     Event *a = (Event*)start, *b = (Event*)end;
-    if (a->completed < a->recorded || b->completed < b->recorded || !a->recorded || !b->recorded) return NOT_READY;
+    if (!a || !b) return INVALID_HANDLE;
+    if ((a->flags | b->flags) & 2) die("cuEventElapsedTime on an event made with CU_EVENT_DISABLE_TIMING");
+    if (!a->recorded || !b->recorded || record_pending(a->stream, a, a->recorded) ||
+        record_pending(b->stream, b, b->recorded))
+        return NOT_READY;
     *ms = (float)((b->seconds - a->seconds) * 1e3);
     return SUCCESS;
 }
 
 API cuMemAlloc_v2(CUdeviceptr* p, size_t len) {
     LOCKED;
+    NEEDS_CONTEXT;
     return allocate((void**)p, len, false);
 }
 
@@ -525,9 +693,44 @@ API cuMemFree_v2(CUdeviceptr p) {
     return release((void*)p, false);
 }
 
+// Stream-ordered allocation: the memory exists at once but may be used only by work that
+// runs after this point of `stream` (work that runs earlier aborts).
+API cuMemAllocAsync(CUdeviceptr* p, size_t len, void* stream) {
+    LOCKED;
+    NEEDS_CONTEXT;
+    void* mem = nullptr;
+    CUresult r = allocate(&mem, len, false);
+    if (r != SUCCESS) return r;
+    ALLOCS[(uintptr_t)mem].ready = false;
+    Op op(Op::ALLOC);
+    op.dst = (char*)mem;
+    r = enqueue(stream, op);
+    if (r != SUCCESS) {
+        ALLOCS.erase((uintptr_t)mem);
+        free(mem);
+        return r;
+    }
+    *p = (CUdeviceptr)mem;
+    return SUCCESS;
+}
+
+// Stream-ordered free: no work may be enqueued on the memory from now on, and when the free
+// runs, no other stream's queued work may still use it.
+API cuMemFreeAsync(CUdeviceptr p, void* stream) {
+    LOCKED;
+    auto it = ALLOCS.find((uintptr_t)p);
+    if (it == ALLOCS.end() || it->second.pinned || it->second.freeing) return INVALID_VALUE;
+    Op op(Op::FREE);
+    op.dst = (char*)p;
+    CUresult r = enqueue(stream, op);
+    if (r == SUCCESS) it->second.freeing = true;
+    return r;
+}
+
 API cuMemHostAlloc(void** p, size_t len, unsigned flags) {
     LOCKED;
-    (void)flags;
+    NEEDS_CONTEXT;
+    if (flags & ~7u) return INVALID_VALUE;  // PORTABLE 1, DEVICEMAP 2, WRITECOMBINED 4
     return allocate(p, len, true);
 }
 
@@ -536,13 +739,14 @@ API cuMemFreeHost(void* p) {
     return release(p, true);
 }
 
-API cuMemsetD8_v2(CUdeviceptr p, unsigned char value, size_t len) {
+API cuMemsetD8Async(CUdeviceptr p, unsigned char value, size_t len, void* stream) {
     LOCKED;
-    if (!inside((void*)p, len, false)) return bad_range("cuMemsetD8", (void*)p, len, false);
-    auto it = --ALLOCS.upper_bound((uintptr_t)p);
-    check_idle(it->first, "clearing");
-    memset((void*)p, value, len);
-    return SUCCESS;
+    if (!inside((void*)p, len, false)) return bad_range("cuMemsetD8Async", (void*)p, len, false);
+    Op op(Op::MEMSET);
+    op.dst = (char*)p;
+    op.len = len;
+    op.value = value;
+    return enqueue(stream, op);
 }
 
 static CUresult copy(const char* what, void* dst, bool dst_pinned, const void* src, bool src_pinned, size_t len,
@@ -554,6 +758,8 @@ static CUresult copy(const char* what, void* dst, bool dst_pinned, const void* s
     op.dst = (char*)dst;
     op.src = (const char*)src;
     op.len = len;
+    op.dst_pinned = dst_pinned;
+    op.src_pinned = src_pinned;
     return enqueue(stream, op);
 }
 
@@ -567,4 +773,11 @@ API cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t len, void* stream) {
 
 API cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t len, void* stream) {
     return copy("cuMemcpyDtoDAsync", (void*)dst, false, (const void*)src, false, len, stream);
+}
+
+// Between contexts: the stand-in has one, so only a copy within it is possible (cudarc's
+// memcpy_dtod takes this path when the two sides' context objects differ).
+API cuMemcpyPeerAsync(CUdeviceptr dst, void* dst_ctx, CUdeviceptr src, void* src_ctx, size_t len, void* stream) {
+    if (dst_ctx != &CONTEXT || src_ctx != &CONTEXT) return INVALID_CONTEXT;
+    return copy("cuMemcpyPeerAsync", (void*)dst, false, (const void*)src, false, len, stream);
 }

@@ -57,11 +57,11 @@ impl GpuEngine {
             let mut row = Vec::new();
             for kind in KernelKind::ALL {
                 let kernel = device.kernel(10 + 2 * size, kind, options.kernel_variant)?;
-                let resident = device.resident_per_sm(&kernel, options.threads_per_block)?;
+                let resident = kernel.resident_per_sm(options.threads_per_block)?;
                 grids[kind.index()] = device.info.sms.max(1) * resident;
                 row.push(kernel);
             }
-            kernels.push(<[Kernel; KINDS]>::try_from(row).expect("every kind"));
+            kernels.push(<[Kernel; KINDS]>::try_from(row).unwrap_or_else(|_| unreachable!()));
         }
         let kernels = <[[Kernel; KINDS]; 3]>::try_from(kernels).unwrap_or_else(|_| unreachable!());
         let threads = options
@@ -105,8 +105,8 @@ impl GpuEngine {
         &self.device.module
     }
 
-    fn kernel(&self, rounds: usize, kind: KernelKind) -> Kernel {
-        self.kernels[(rounds - 10) / 2][kind.index()]
+    fn kernel(&self, rounds: usize, kind: KernelKind) -> &Kernel {
+        &self.kernels[(rounds - 10) / 2][kind.index()]
     }
 
     /// The CTR variant in use: `Auto` until `Auto` has calibrated, then the winner.

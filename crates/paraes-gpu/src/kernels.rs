@@ -1,6 +1,7 @@
-//! The kernels of kernels/aes.cu by what they do: the vocabulary the driver (which loads them
-//! by name), the variants (which name them) and the engine (which launches them) share. A leaf
-//! module: it depends on nothing else in the crate.
+//! The kernels of kernels/aes.cu by what they do: the one vocabulary the driver (which loads
+//! them by name), the variants (which name them), the engine (which launches them) and the
+//! CPU model of the kernel (which runs the Stream-counter kinds) share. A leaf module: it
+//! depends on nothing else in the crate.
 
 /// The six kernels of kernels/aes.cu (each in an AES-128, -192 and -256 version).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

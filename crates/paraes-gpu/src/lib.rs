@@ -1,5 +1,5 @@
-//! paraes-gpu: the CUDA GPU engine of paraes, a PTX AES kernel (kernels/aes.cu) driven
-//! through cudarc's run-time-loaded driver API.
+//! paraes-gpu: the CUDA GPU engine of paraes, the AES kernels of kernels/aes.cu (the sm_80 or
+//! sm_90 cubin, or the PTX on other GPUs) driven through cudarc's run-time-loaded driver API.
 //!
 //! One `cargo build` serves every machine: the CUDA driver (`libcuda.so.1`) is looked for
 //! at run time, before the first driver call, so on a machine without a driver or a device

@@ -1,12 +1,16 @@
-//! A CPU model of kernels/aes.cu, operation for operation: the lane-interleaved shared
-//! tables, the T-table rounds with funnel-shift rotations, the `__byte_perm` last rounds,
-//! the in-kernel CTR counters and the grid-stride tile mapping. Tests run it against the
-//! core's AES, so the kernel's logic is checked on machines without a GPU; keep it in step
-//! with the .cu file (same names where possible).
+//! A CPU model of the base kernels of kernels/aes.cu with Stream counters, operation for
+//! operation: the lane-interleaved shared tables, the T-table rounds with funnel-shift
+//! rotations, the `__byte_perm` last rounds, the in-kernel CTR counters and the grid-stride
+//! tile mapping. Tests run it against the core's AES, so the kernel's logic is checked on
+//! machines without a GPU; keep it in step with the .cu file (same names where possible).
+//! The kernel variants and the GCM chunk counters are not modelled: the kernel-source test
+//! (tests/kernel_source_on_cpu.rs) runs those from aes.cu itself.
 
 #![deny(unsafe_code)]
 
 use paraes_core::gf256;
+
+use crate::kernels::KernelKind;
 
 /// Lanes in a warp, and copies of each table (one per lane, one per shared-memory bank).
 pub const LANES: usize = 32;
@@ -14,19 +18,6 @@ pub const LANES: usize = 32;
 pub const TABLE_WORDS: usize = 256 * LANES;
 /// Words of the lane-interleaved inverse S-box, packed four bytes to a word.
 pub const INV_SBOX_WORDS: usize = 64 * LANES;
-
-/// What a kernel does (the `Kind` of kernels/aes.cu).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Kind {
-    /// ECB encryption, in to out.
-    EcbEncrypt,
-    /// ECB decryption (equivalent inverse cipher), in to out.
-    EcbDecrypt,
-    /// CTR: out = in XOR keystream.
-    CtrFused,
-    /// CTR: out = keystream.
-    CtrKeystream,
-}
 
 /// Multiplication by x in GF(2^8), on a byte held in a `u32`.
 fn xtime(b: u32) -> u32 {
@@ -76,8 +67,8 @@ pub struct Shared {
 
 impl Shared {
     /// The shared memory of a kernel of kind `kind`.
-    pub fn new(kind: Kind) -> Self {
-        let decrypt = kind == Kind::EcbDecrypt;
+    pub fn new(kind: KernelKind) -> Self {
+        let decrypt = kind == KernelKind::EcbDecrypt;
         let table = (0..TABLE_WORDS)
             .map(|i| {
                 if decrypt {
@@ -264,14 +255,23 @@ pub struct Launch {
 /// Runs kernel `kind` as the GPU would, thread by thread: `data` holds `nblocks` input
 /// blocks and receives the output (in place, as the engine launches it). Returns how many
 /// times each block was written (tests check: exactly once).
+///
+/// # Panics
+///
+/// For the GCM chunk kinds ([`KernelKind::is_gcm`]), which the model does not cover.
 pub fn run(
-    kind: Kind,
+    kind: KernelKind,
     launch: Launch,
     rk: &[u32],
     nr: usize,
     ctr: (u64, u64),
     data: &mut [u8],
 ) -> Vec<u32> {
+    assert!(
+        !kind.is_gcm(),
+        "the model runs the Stream-counter kernels only, not {}",
+        kind.name()
+    );
     let nblocks = (data.len() / 16) as u64;
     let shared = Shared::new(kind);
     let mut writes = vec![0u32; nblocks as usize];
@@ -294,15 +294,17 @@ pub fn run(
                         );
                     }
                     let mut s = match kind {
-                        Kind::CtrFused | Kind::CtrKeystream => counter_words(ctr.0, ctr.1, g),
+                        KernelKind::CtrFused | KernelKind::CtrKeystream => {
+                            counter_words(ctr.0, ctr.1, g)
+                        }
                         _ => input,
                     };
-                    if kind == Kind::EcbDecrypt {
+                    if kind == KernelKind::EcbDecrypt {
                         lane.decrypt(&mut s, rk, nr);
                     } else {
                         lane.encrypt(&mut s, rk, nr);
                     }
-                    if kind == Kind::CtrFused {
+                    if kind == KernelKind::CtrFused {
                         for c in 0..4 {
                             s[c] ^= input[c];
                         }
@@ -392,14 +394,14 @@ mod tests {
                 let start_block = rng.next_u64() % 1000;
                 let ctr = counter_halves(&iv, start_block);
                 for kind in [
-                    Kind::EcbEncrypt,
-                    Kind::EcbDecrypt,
-                    Kind::CtrFused,
-                    Kind::CtrKeystream,
+                    KernelKind::EcbEncrypt,
+                    KernelKind::EcbDecrypt,
+                    KernelKind::CtrFused,
+                    KernelKind::CtrKeystream,
                 ] {
                     let (mode, direction) = match kind {
-                        Kind::EcbEncrypt => (Mode::Ecb, Direction::Encrypt),
-                        Kind::EcbDecrypt => (Mode::Ecb, Direction::Decrypt),
+                        KernelKind::EcbEncrypt => (Mode::Ecb, Direction::Encrypt),
+                        KernelKind::EcbDecrypt => (Mode::Ecb, Direction::Decrypt),
                         _ => (Mode::Ctr, Direction::Encrypt),
                     };
                     let job = Job {
@@ -410,14 +412,14 @@ mod tests {
                         offset: start_block * 16,
                         counters: Counters::Stream,
                     };
-                    let mut expect = if kind == Kind::CtrKeystream {
+                    let mut expect = if kind == KernelKind::CtrKeystream {
                         vec![0; data.len()]
                     } else {
                         data.clone()
                     };
                     modes::apply(AesImpl::Portable, &job, &mut expect).unwrap();
                     let mut got = data.clone();
-                    let rk = if kind == Kind::EcbDecrypt {
+                    let rk = if kind == KernelKind::EcbDecrypt {
                         &dec.w
                     } else {
                         &enc.w
@@ -441,7 +443,7 @@ mod tests {
         let key = Key::new(&rng.bytes(32)).unwrap().expand();
         let enc = RoundKeyWords::new(key.enc_round_keys());
         let dec = RoundKeyWords::new(key.dec_round_keys());
-        for kind in [Kind::EcbEncrypt, Kind::EcbDecrypt] {
+        for kind in [KernelKind::EcbEncrypt, KernelKind::EcbDecrypt] {
             let shared = Shared::new(kind);
             let trace = RefCell::new(Vec::new());
             for lane_id in 0..LANES {
@@ -453,7 +455,7 @@ mod tests {
                         rng.next_u64() as u32,
                         rng.next_u64() as u32,
                     ];
-                    if kind == Kind::EcbDecrypt {
+                    if kind == KernelKind::EcbDecrypt {
                         lane.decrypt(&mut s, &dec.w, 14);
                     } else {
                         lane.encrypt(&mut s, &enc.w, 14);
@@ -468,7 +470,7 @@ mod tests {
 
     #[test]
     fn interleaved_layout_puts_entry_e_of_lane_l_at_e_times_32_plus_l() {
-        let shared = Shared::new(Kind::EcbEncrypt);
+        let shared = Shared::new(KernelKind::EcbEncrypt);
         for e in [0usize, 1, 77, 255] {
             for l in [0usize, 5, 31] {
                 assert_eq!(shared.table[e * 32 + l], te0_entry(e));

@@ -121,8 +121,9 @@ pub enum SyncMode {
     /// core, while the context has fewer active threads than there are cores).
     #[default]
     Spin,
-    /// An event made with `CU_EVENT_BLOCKING_SYNC` recorded after the piece and waited on:
-    /// the waiting thread sleeps, leaving the core to the host XOR and copies.
+    /// An event made with `CU_EVENT_BLOCKING_SYNC` recorded after the piece and waited on
+    /// (the pinned buffer's own event, recorded after the piece's last copy): the waiting
+    /// thread sleeps, leaving the core to the host XOR and copies.
     Blocking,
 }
 

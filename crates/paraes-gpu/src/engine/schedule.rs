@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-use crate::driver::{DeviceBuffer, Event, PinnedBuffer, Stream};
+use crate::driver::{DeviceBuffer, Launch, Operands, PinnedBuffer, Stream};
 use crate::error::GpuError;
 use crate::kernels::KernelKind;
 use crate::plan::{self, GcmLayout, RoundKeyWords};
@@ -47,11 +47,10 @@ impl PieceJob<'_> {
     }
 }
 
-/// One stream's share of the pipeline.
+/// One stream's share of the pipeline: the stream, and the pinned host buffer and device
+/// buffer its pieces go through (both made on first use and kept).
 pub(super) struct Slot {
     pub(super) stream: Stream,
-    /// With [`SyncMode::Blocking`]: recorded after each piece and waited on (sleeping).
-    done: Option<Event>,
     host: PinnedBuffer,
     dev: DeviceBuffer,
     /// The piece in flight: its place in the body and whether it comes back as keystream.
@@ -59,17 +58,24 @@ pub(super) struct Slot {
 }
 
 impl Slot {
-    /// Waits for the piece in flight, if any, and puts its bytes into `body`.
-    fn finish(&mut self, pool: &rayon::ThreadPool, body: &mut [u8]) -> Result<(), GpuError> {
+    /// Waits for the piece in flight, if any, and puts its bytes into `body`. With
+    /// [`SyncMode::Spin`] the wait is for the stream (`cuStreamSynchronize`, which spins);
+    /// with [`SyncMode::Blocking`] it is for the pinned buffer's own event, which cudarc
+    /// makes with `CU_EVENT_BLOCKING_SYNC` and records after the piece's last copy (the
+    /// waiting thread sleeps). Either way the host reads the buffer only through
+    /// [`PinnedBuffer::bytes_mut`], which waits for that event first.
+    fn finish(
+        &mut self,
+        pool: &rayon::ThreadPool,
+        body: &mut [u8],
+        sync: SyncMode,
+    ) -> Result<(), GpuError> {
         if let Some((range, keystream)) = self.pending.take() {
-            match &self.done {
-                Some(done) => done.synchronize()?,
-                None => self.stream.synchronize()?,
+            if sync == SyncMode::Spin {
+                self.stream.synchronize()?;
             }
             let len = range.len();
-            // SAFETY: the copy-out of this piece, the only transfer on this buffer, is done
-            // (synchronized just above).
-            let host = unsafe { &self.host.as_mut_slice()[..len] };
+            let host = &self.host.bytes_mut()?[..len];
             if keystream {
                 par_xor_into(pool, &mut body[range], host);
             } else {
@@ -103,7 +109,6 @@ impl GpuEngine {
         if body.is_empty() {
             return Ok(());
         }
-        self.device.bind()?;
         let o = &self.options;
         let mut piece = plan::piece_len(body.len(), o.streams, o.min_piece, o.max_piece);
         if gcm.is_some() {
@@ -111,14 +116,13 @@ impl GpuEngine {
         }
         let capacity = (o.max_piece / 16 * 16).max(16);
         while slots.len() < o.streams {
+            let stream = Stream::new(&self.device)?;
+            let host = PinnedBuffer::new(&self.device, capacity)?;
+            let dev = DeviceBuffer::new(&stream, capacity)?;
             slots.push(Slot {
-                stream: Stream::new(&self.device)?,
-                done: match o.sync {
-                    SyncMode::Blocking => Some(Event::blocking(&self.device)?),
-                    SyncMode::Spin => None,
-                },
-                host: PinnedBuffer::new(&self.device, capacity)?,
-                dev: DeviceBuffer::new(&self.device, capacity)?,
+                stream,
+                host,
+                dev,
                 pending: None,
             });
         }
@@ -128,7 +132,7 @@ impl GpuEngine {
         let mut next = 0;
         for (i, start) in (0..body.len()).step_by(piece).enumerate() {
             let slot = &mut slots[i % n];
-            slot.finish(&self.pool, body)?;
+            slot.finish(&self.pool, body, o.sync)?;
             let range = start..(start + piece).min(body.len());
             let len = range.len();
             let nblocks = (len / 16) as u64;
@@ -145,42 +149,30 @@ impl GpuEngine {
                 1,
             );
             let keystream = kind.is_keystream();
-            let input = if keystream {
-                0
+            let operands = if keystream {
+                Operands::Keystream(&mut slot.dev)
             } else {
-                // SAFETY: `slot.finish` above waited for the slot's previous piece, so no copy
-                // on this buffer is in flight.
-                let host = unsafe { &mut slot.host.as_mut_slice()[..len] };
+                let host = &mut slot.host.bytes_mut()?[..len];
                 par_copy(&self.pool, host, &body[range.clone()]);
-                slot.stream.copy_to_device(&slot.dev, 0, &slot.host, len)?;
-                slot.dev.ptr
+                slot.stream
+                    .copy_to_device(&mut slot.dev, 0, &mut slot.host, len)?;
+                Operands::InPlace(&mut slot.dev)
             };
-            // SAFETY: `slot.dev` holds `capacity >= len` bytes, input and output alike, and
-            // lives in the slot until the piece is finished (`Slot::finish`, or the error path
-            // of `GpuEngine::body`, synchronizes the stream first).
-            unsafe {
-                self.device.launch(
-                    &kernel,
-                    grid,
-                    o.threads_per_block,
-                    &slot.stream,
-                    input,
-                    slot.dev.ptr,
-                    nblocks,
-                    counter,
-                    keys,
-                    gcm.as_ref(),
-                )?
+            let launch = Launch {
+                grid,
+                threads: o.threads_per_block,
+                nblocks,
+                counter,
+                keys,
+                gcm: gcm.as_ref(),
             };
-            slot.stream.copy_to_host(&slot.host, &slot.dev, len)?;
-            if let Some(done) = &slot.done {
-                slot.stream.record(done)?;
-            }
+            kernel.launch(&slot.stream, &launch, operands)?;
+            slot.stream.copy_to_host(&mut slot.host, &slot.dev, len)?;
             slot.pending = Some((range, keystream));
             next = (i + 1) % n;
         }
         for k in 0..n {
-            slots[(next + k) % n].finish(&self.pool, body)?;
+            slots[(next + k) % n].finish(&self.pool, body, o.sync)?;
         }
         Ok(())
     }

@@ -4,7 +4,7 @@
 use paraes_core::engine::GCM_CHUNK_LEN;
 use paraes_core::{modes, AesImpl, Counters, Direction, ExpandedKey, Job, Mode};
 
-use crate::driver::{DeviceBuffer, Event, PinnedBuffer, Stream};
+use crate::driver::{DeviceBuffer, Event, Launch, Operands, PinnedBuffer, Stream};
 use crate::error::GpuError;
 use crate::kernels::KernelKind;
 use crate::plan::{self, GcmLayout, RoundKeyWords};
@@ -77,18 +77,19 @@ impl GpuEngine {
         self.timed(|| {
             let rounds = key.rounds();
             let kernel = self.device.kernel(rounds, kind, variant)?;
-            if threads > kernel.max_threads || threads == 0 || !threads.is_multiple_of(32) {
+            if threads > kernel.max_threads() || threads == 0 || !threads.is_multiple_of(32) {
                 return Err(GpuError::BadOption(format!(
                     "{variant} {} runs 32..={} threads per block in steps of 32, not {threads}",
                     kind.name(),
-                    kernel.max_threads
+                    kernel.max_threads()
                 )));
             }
-            let resident = self.device.resident_per_sm(&kernel, threads)?;
-            let registers = self.device.registers(&kernel)?;
+            let resident = kernel.resident_per_sm(threads)?;
+            let registers = kernel.registers()?;
             let bytes = (bytes / 16 * 16).max(16);
-            let input = self.device_random(bytes)?;
-            let output = DeviceBuffer::new(&self.device, bytes)?;
+            let stream = Stream::new(&self.device)?;
+            let input = self.device_random(&stream, bytes)?;
+            let mut output = DeviceBuffer::new(&stream, bytes)?;
             let keys = match kind {
                 KernelKind::EcbDecrypt => key.dec_round_keys(),
                 _ => key.enc_round_keys(),
@@ -115,27 +116,23 @@ impl GpuEngine {
                 self.device.info.sms.max(1) * resident,
                 1,
             );
-            let stream = Stream::new(&self.device)?;
             let (start, end) = (Event::new(&self.device)?, Event::new(&self.device)?);
             let mut seconds = Vec::with_capacity(reps);
             for rep in 0..reps + 2 {
                 stream.record(&start)?;
-                // SAFETY: `input` and `output` hold `bytes = 16 * nblocks` bytes each and live
-                // until `stream.synchronize()` below.
-                unsafe {
-                    self.device.launch(
-                        &kernel,
-                        grid,
-                        threads,
-                        &stream,
-                        input.ptr,
-                        output.ptr,
-                        nblocks,
-                        (rep as u64, 0),
-                        &words,
-                        gcm.as_ref(),
-                    )?
+                let launch = Launch {
+                    grid,
+                    threads,
+                    nblocks,
+                    counter: (rep as u64, 0),
+                    keys: &words,
+                    gcm: gcm.as_ref(),
                 };
+                let operands = Operands::Separate {
+                    input: &input,
+                    output: &mut output,
+                };
+                kernel.launch(&stream, &launch, operands)?;
                 stream.record(&end)?;
                 let t = start.seconds_until(&end)?;
                 if rep >= 2 {
@@ -160,19 +157,19 @@ impl GpuEngine {
     /// from the start of both to the end of the later; bandwidth = 2 * bytes / seconds.
     pub fn time_copy_both_ways(&self, bytes: usize, reps: usize) -> Result<Vec<f64>, GpuError> {
         self.timed(|| {
-            let up_dst = DeviceBuffer::new(&self.device, bytes)?;
-            let down_src = self.device_random(bytes)?;
-            let up_src = PinnedBuffer::new(&self.device, bytes)?;
-            let down_dst = PinnedBuffer::new(&self.device, bytes)?;
             let (a, b) = (Stream::new(&self.device)?, Stream::new(&self.device)?);
+            let mut up_dst = DeviceBuffer::new(&a, bytes)?;
+            let down_src = self.device_random(&b, bytes)?;
+            let mut up_src = PinnedBuffer::new(&self.device, bytes)?;
+            let mut down_dst = PinnedBuffer::new(&self.device, bytes)?;
             let start = Event::new(&self.device)?;
             let (b_done, end) = (Event::new(&self.device)?, Event::new(&self.device)?);
             let mut times = Vec::with_capacity(reps);
             for rep in 0..reps + 1 {
                 a.record(&start)?;
                 b.wait(&start)?;
-                a.copy_to_device(&up_dst, 0, &up_src, bytes)?;
-                b.copy_to_host(&down_dst, &down_src, bytes)?;
+                a.copy_to_device(&mut up_dst, 0, &mut up_src, bytes)?;
+                b.copy_to_host(&mut down_dst, &down_src, bytes)?;
                 b.record(&b_done)?;
                 a.wait(&b_done)?;
                 a.record(&end)?;
@@ -196,18 +193,20 @@ impl GpuEngine {
         reps: usize,
     ) -> Result<Vec<f64>, GpuError> {
         self.timed(|| {
-            let a = self.device_random(bytes)?;
-            let b = DeviceBuffer::new(&self.device, bytes)?;
-            let host = PinnedBuffer::new(&self.device, bytes)?;
             let stream = Stream::new(&self.device)?;
+            let a = self.device_random(&stream, bytes)?;
+            let mut b = DeviceBuffer::new(&stream, bytes)?;
+            let mut host = PinnedBuffer::new(&self.device, bytes)?;
             let (start, end) = (Event::new(&self.device)?, Event::new(&self.device)?);
             let mut times = Vec::with_capacity(reps);
             for rep in 0..reps + 1 {
                 stream.record(&start)?;
                 match direction {
-                    CopyDirection::HostToDevice => stream.copy_to_device(&b, 0, &host, bytes)?,
-                    CopyDirection::DeviceToHost => stream.copy_to_host(&host, &a, bytes)?,
-                    CopyDirection::DeviceToDevice => stream.copy_on_device(&b, &a, bytes)?,
+                    CopyDirection::HostToDevice => {
+                        stream.copy_to_device(&mut b, 0, &mut host, bytes)?
+                    }
+                    CopyDirection::DeviceToHost => stream.copy_to_host(&mut host, &a, bytes)?,
+                    CopyDirection::DeviceToDevice => stream.copy_on_device(&mut b, &a, bytes)?,
                 }
                 stream.record(&end)?;
                 let t = start.seconds_until(&end)?;
@@ -220,27 +219,25 @@ impl GpuEngine {
         })
     }
 
-    /// Runs `f` with the context bound, under the panic guard.
+    /// Runs `f` under the panic guard.
     fn timed<T>(&self, f: impl FnOnce() -> Result<T, GpuError>) -> Result<T, GpuError> {
-        self.device.bind()?;
         crate::driver::guard("timing on the GPU", f)
     }
 
-    /// `bytes` of device memory filled with pseudo-random data (never time on zeros).
-    fn device_random(&self, bytes: usize) -> Result<DeviceBuffer, GpuError> {
-        let buffer = DeviceBuffer::new(&self.device, bytes)?;
+    /// `bytes` of device memory on `stream`, filled with pseudo-random data (never time on
+    /// zeros).
+    fn device_random(&self, stream: &Stream, bytes: usize) -> Result<DeviceBuffer, GpuError> {
+        let mut buffer = DeviceBuffer::new(stream, bytes)?;
         let staging_len = bytes.clamp(16, 64 << 20);
         let mut staging = PinnedBuffer::new(&self.device, staging_len)?;
-        // SAFETY: no copy has used the buffer yet.
-        pseudo_random_fill(unsafe { staging.as_mut_slice() });
-        let stream = Stream::new(&self.device)?;
+        pseudo_random_fill(staging.bytes_mut()?);
         let mut at = 0;
         while at < bytes {
             let len = staging_len.min(bytes - at);
-            stream.copy_to_device(&buffer, at, &staging, len)?;
-            stream.synchronize()?;
+            stream.copy_to_device(&mut buffer, at, &mut staging, len)?;
             at += len;
         }
+        stream.synchronize()?;
         Ok(buffer)
     }
 }
