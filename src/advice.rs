@@ -30,7 +30,7 @@ pub fn advice(error: &anyhow::Error) -> Option<String> {
                             .to_owned(),
                     )
                 }
-                ContainerError::BadIdentity(why) if why.starts_with("no identity") => {
+                ContainerError::NoIdentity => {
                     return Some("make one with `paraes keygen --x25519`".to_owned())
                 }
                 _ => {}
@@ -72,4 +72,22 @@ pub fn one_line(text: &str) -> String {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Advice follows the error's type through its chain, never its text: an identity file
+    /// with no identity gets keygen's advice, another bad identity whose text happens to start
+    /// the same way gets none.
+    #[test]
+    fn advice_is_chosen_by_the_error_s_type() {
+        let empty = anyhow::Error::new(ContainerError::NoIdentity).context("identity file x");
+        assert!(error_line(&empty).ends_with("make one with `paraes keygen --x25519`"));
+        let lookalike = anyhow::Error::new(ContainerError::BadIdentity("no identity here".into()));
+        assert_eq!(advice(&lookalike), None);
+        let padding = anyhow::Error::new(PipelineError::BadPadding);
+        assert!(advice(&padding).unwrap().contains("--no-pad"));
+    }
 }

@@ -76,7 +76,8 @@ pub fn container(e: ContainerError, name: &str) -> PyErr {
         | ContainerError::CommitmentMismatch => AuthenticationError::new_err(line(&e)),
         ContainerError::BadRecipients(_)
         | ContainerError::BadRecipient(_)
-        | ContainerError::BadIdentity(_) => PyValueError::new_err(one_line(&e.to_string())),
+        | ContainerError::BadIdentity(_)
+        | ContainerError::NoIdentity => PyValueError::new_err(one_line(&e.to_string())),
         other => Error::new_err(line(&other)),
     }
 }

@@ -295,7 +295,7 @@ fn parse_lines<T: FromStr<Err = ContainerError>>(
 pub fn parse_identities(text: &str) -> Result<Vec<SecretIdentity>, ContainerError> {
     let out = parse_lines(text, ContainerError::BadIdentity)?;
     if out.is_empty() {
-        return Err(ContainerError::BadIdentity("no identity in it".into()));
+        return Err(ContainerError::NoIdentity);
     }
     Ok(out)
 }

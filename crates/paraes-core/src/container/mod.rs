@@ -132,6 +132,9 @@ pub enum ContainerError {
     /// An identity's text does not parse.
     #[error("not a paraes identity: {0}")]
     BadIdentity(String),
+    /// An identity file holds no identity at all.
+    #[error("not a paraes identity: no identity in it")]
+    NoIdentity,
     /// Argon2id failed (e.g. out of memory).
     #[error("passphrase key derivation failed: {0}")]
     Kdf(String),
