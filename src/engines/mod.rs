@@ -100,12 +100,7 @@ pub const ENGINES: &[EngineEntry] = &[
                 implementation: aes_impl.name().to_string(),
             })
         },
-        share_node: |s, _, ranks_here| {
-            if s.threads.is_none() {
-                let cores = std::thread::available_parallelism().map_or(1, usize::from);
-                s.threads = Some((cores / ranks_here).max(1));
-            }
-        },
+        share_node: |s, _, ranks_here| share_cores(s, ranks_here),
     },
     EngineEntry {
         name: "gpu",
@@ -124,10 +119,12 @@ pub const ENGINES: &[EngineEntry] = &[
                 engine: Box::new(engine),
             })
         },
-        share_node: |s, local_rank, _| {
-            // The node's ranks take its GPUs in turn, from --gpu-device on.
+        share_node: |s, local_rank, ranks_here| {
+            // The node's ranks take its GPUs in turn, from --gpu-device on (wrapping around),
+            // and share its cores for their host threads.
             let devices = paraes_gpu::probe().map_or(1, |info| info.device_count.max(1));
-            s.gpu_device += local_rank % devices;
+            s.gpu_device = (s.gpu_device + local_rank) % devices;
+            share_cores(s, ranks_here);
         },
     },
     EngineEntry {
@@ -149,6 +146,15 @@ pub const ENGINES: &[EngineEntry] = &[
         share_node: |_, _, _| {},
     },
 ];
+
+/// The node's cores divided among its `ranks_here` ranks, unless `--threads` said otherwise.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+fn share_cores(settings: &mut EngineSettings, ranks_here: usize) {
+    if settings.threads.is_none() {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        settings.threads = Some((cores / ranks_here).max(1));
+    }
+}
 
 /// Engines registered by the tests only.
 #[cfg(test)]
@@ -268,10 +274,11 @@ pub fn bench_engines(
         cpu_impls
     };
     let mut engines = Vec::new();
-    for entry in bench_names().filter(|name| names.contains(name)).map(find) {
-        let Some(entry) = entry else {
+    for name in bench_names().filter(|name| names.contains(name)) {
+        let Some(entry) = find(name) else {
+            debug_assert_eq!(name, MPI, "bench names are registered engines and mpi");
             engines.push(BenchEngine::Absent {
-                label: "mpi",
+                label: MPI,
                 reason: "mpi is a runner, not an in-memory engine: it runs whole files across \
                          ranks; measure it with benches/mpi-scaling.sh"
                     .to_owned(),
@@ -313,16 +320,16 @@ pub fn bench_engines(
     Ok(engines)
 }
 
-/// The names `bench --backend` takes, in report order: the engines, and mpi.
+/// The names `bench --backend` takes, in report order: the engines MPI ranks can run, then
+/// mpi (a runner, listed as absent), then the others.
 fn bench_names() -> impl Iterator<Item = &'static str> {
-    ENGINES
-        .iter()
-        .map(|e| e.name)
-        .take(2)
-        .chain(["mpi"])
-        .chain(ENGINES.iter().skip(2).map(|e| e.name))
-        .chain(TEST_ENGINES.iter().map(|e| e.name))
+    let ranks = all().filter(|e| e.on_ranks).map(|e| e.name);
+    let others = all().filter(|e| !e.on_ranks).map(|e| e.name);
+    ranks.chain([MPI]).chain(others)
 }
+
+/// `--backend mpi`: the runner, not an engine.
+const MPI: &str = "mpi";
 
 /// The engine names of a `bench --backend` list (comma-separated, or `all`), in report order.
 pub fn bench_engine_names(list: &str) -> Result<Vec<&'static str>> {

@@ -63,9 +63,10 @@ pub(super) fn engine_and_runner(
         ),
     ];
     if let Some((_, flags, reads)) = refused.into_iter().find(|(given, ..)| *given) {
-        let readers: Vec<&str> = engines::all()
-            .filter(|e| reads(&e.takes))
-            .map(|e| e.name)
+        // Under mpi the engine is each rank's: name the rank engines that read the group.
+        let readers: Vec<String> = engines::all()
+            .filter(|e| reads(&e.takes) && (!mpi || e.on_ranks))
+            .map(|e| e.name.to_owned())
             .collect();
         let chosen = match (mpi, entry) {
             (true, Some(entry)) => format!("--rank-engine {}", entry.name),
@@ -77,11 +78,22 @@ pub(super) fn engine_and_runner(
         } else {
             ("applies", "it")
         };
-        usage!(
-            command,
-            "{flags} {verb} only to --backend {}, not to {chosen}: drop {pronoun}",
-            readers.join(" or ")
-        );
+        match (mpi, readers.is_empty()) {
+            (_, true) => usage!(
+                command,
+                "{flags} {verb} to none of the engines MPI ranks run: drop {pronoun}"
+            ),
+            (true, false) => usage!(
+                command,
+                "{flags} {verb} only to --backend mpi --rank-engine {}, not to {chosen}: drop {pronoun}",
+                readers.join(" or ")
+            ),
+            (false, false) => usage!(
+                command,
+                "{flags} {verb} only to --backend {}, not to {chosen}: drop {pronoun}",
+                readers.join(" or ")
+            ),
+        }
     }
     let engine = match entry {
         Some(entry) => EngineChoice::One(entry, settings),

@@ -269,7 +269,12 @@ impl Stream {
                 &[][..],
             ),
         };
-        let mut out = Zeroizing::new(vec![
+        // Sized before the secret goes in: a buffer that grew would leave a copy of the key
+        // behind in the memory it left.
+        let fields = [key, self.header(), context];
+        let total = 3 + 8 + 16 + fields.iter().map(|f| 8 + f.len()).sum::<usize>();
+        let mut out = Zeroizing::new(Vec::with_capacity(total));
+        out.extend_from_slice(&[
             kind,
             match mode {
                 Mode::Ecb => 0,
@@ -279,10 +284,11 @@ impl Stream {
         ]);
         out.extend_from_slice(&(batch as u64).to_le_bytes());
         out.extend_from_slice(&counter);
-        for field in [key, self.header(), context] {
+        for field in fields {
             out.extend_from_slice(&(field.len() as u64).to_le_bytes());
             out.extend_from_slice(field);
         }
+        debug_assert_eq!(out.len(), total);
         out
     }
 
@@ -328,6 +334,11 @@ impl Stream {
             (KIND_CONTAINER, true, false) => {
                 let opened = UnverifiedHeader::read(&mut &header[..])?
                     .open_with_secret(&FileSecret::from_bytes(&key))?;
+                // The header field is the header, whole: nothing after it (its length is where
+                // a rank's chunks start).
+                if opened.header_bytes().len() != header.len() {
+                    return Err(StreamError::Malformed("header"));
+                }
                 Ok(Stream::container(opened, batch))
             }
             _ => Err(StreamError::Malformed("stream kind")),
@@ -453,6 +464,21 @@ mod tests {
                 assert!(Stream::for_rank(&changed).is_err());
             }
         }
+        // A container's header field with a byte after the header.
+        let container = &streams()[4];
+        let bytes = container.to_rank_bytes();
+        let secret_len = container.opened().unwrap().secret().as_bytes().len();
+        let header_len = container.header().len();
+        let at = 3 + 8 + 16 + 8 + secret_len;
+        let mut longer = bytes[..at].to_vec();
+        longer.extend_from_slice(&(header_len as u64 + 1).to_le_bytes());
+        longer.extend_from_slice(container.header());
+        longer.push(0);
+        longer.extend_from_slice(&bytes[at + 8 + header_len..]);
+        assert!(matches!(
+            Stream::for_rank(&longer),
+            Err(StreamError::Malformed("header"))
+        ));
         // A message batch that is not whole 16 KiB chunks, and an unknown kind.
         let message = &streams()[2];
         let mut bad = message.to_rank_bytes().to_vec();

@@ -61,7 +61,18 @@ impl Assignment {
 
     /// The assignment as bytes (never empty: the empty message means "stop").
     pub fn encode(&self) -> Zeroizing<Vec<u8>> {
-        let mut out = Zeroizing::new(vec![VERSION]);
+        let path_bytes = |path: &Option<PathBuf>| {
+            path.as_ref()
+                .map(|p| p.as_os_str().as_bytes().to_vec())
+                .unwrap_or_default()
+        };
+        let (input, output) = (path_bytes(&self.input), path_bytes(&self.output));
+        let fields = [&self.stream[..], &input, &output];
+        // Sized before the stream (which holds a key) goes in: a buffer that grew would leave
+        // a copy of the key behind in the memory it left.
+        let total = 3 + 8 + fields.iter().map(|f| 8 + f.len()).sum::<usize>();
+        let mut out = Zeroizing::new(Vec::with_capacity(total));
+        out.push(VERSION);
         out.push(match self.strategy {
             IoStrategy::Direct => 0,
             IoStrategy::Scatter => 1,
@@ -71,19 +82,11 @@ impl Assignment {
             Direction::Decrypt => 1,
         });
         out.extend_from_slice(&self.input_len.to_le_bytes());
-        let path_bytes = |path: &Option<PathBuf>| {
-            path.as_ref()
-                .map(|p| p.as_os_str().as_bytes().to_vec())
-                .unwrap_or_default()
-        };
-        for field in [
-            &self.stream[..],
-            &path_bytes(&self.input),
-            &path_bytes(&self.output),
-        ] {
+        for field in fields {
             out.extend_from_slice(&(field.len() as u64).to_le_bytes());
             out.extend_from_slice(field);
         }
+        debug_assert_eq!(out.len(), total);
         out
     }
 
