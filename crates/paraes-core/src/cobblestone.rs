@@ -224,6 +224,12 @@ impl ChunkCipher {
         Some((self.stitched?, self.ghash.powers()?))
     }
 
+    /// Whether [`ChunkCipher::seal`] and [`ChunkCipher::open`] run the stitched kernel here.
+    #[cfg(test)]
+    pub(crate) fn runs_stitched(&self) -> bool {
+        self.stitched().is_some()
+    }
+
     /// The expanded AES key (for an engine's CTR job over many chunks).
     pub fn key(&self) -> &ExpandedKey {
         &self.expanded
@@ -281,9 +287,7 @@ impl ChunkCipher {
     pub fn seal(&self, index: u64, data: &mut [u8]) -> [u8; TAG_LEN] {
         debug_assert!(data.len() <= CHUNK_LEN);
         match self.stitched() {
-            Some((kernel, powers)) => {
-                kernel.seal(&self.expanded, powers, &self.counter(index), data)
-            }
+            Some((kernel, powers)) => kernel.seal(&self.expanded, powers, &self.nonce(index), data),
             None => {
                 self.ctr(index, data);
                 self.tag(index, data)
@@ -300,7 +304,7 @@ impl ChunkCipher {
         debug_assert!(data.len() <= CHUNK_LEN);
         match self.stitched() {
             Some((kernel, powers)) => {
-                let found = kernel.open(&self.expanded, powers, &self.counter(index), data);
+                let found = kernel.open(&self.expanded, powers, &self.nonce(index), data);
                 if !constant_time_eq(&found, tag) {
                     self.ctr(index, data);
                     return Err(CobblestoneError::Tampered(index));

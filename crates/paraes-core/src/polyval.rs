@@ -269,6 +269,13 @@ pub(crate) mod x86 {
             }
         }
 
+        /// The three unreduced sums, for code that must name their registers (the stitched
+        /// kernel's scheduling barrier).
+        #[inline(always)]
+        pub(crate) fn parts(&mut self) -> [&mut __m512i; 3] {
+            [&mut self.lo, &mut self.mid, &mut self.hi]
+        }
+
         /// The sum of the four lanes, reduced to dot form.
         #[inline(always)]
         pub(crate) unsafe fn reduce(self) -> __m128i {

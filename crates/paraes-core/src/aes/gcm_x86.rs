@@ -1,56 +1,67 @@
 //! Stitched AES-GCM of one C2SP chunk on VAES-512 and VPCLMULQDQ: CTR and GHASH in one pass.
 //!
 //! The unstitched path runs CTR over a chunk and then GHASH over the ciphertext, each a loop
-//! that keeps one kind of unit busy (the AES units, then the carry-less multiplier). Here each
-//! loop step encrypts one batch of 32 counter blocks ([`x86::encrypt_rounds`], the same round
-//! code as CTR) and, between its rounds, hashes 32 ciphertext blocks with the precomputed
-//! powers H^32 .. H^1, summed unreduced and reduced once per batch ([`crate::polyval`]'s
-//! aggregated reduction, as BoringSSL's and Linux's VAES GCM code interleave them):
+//! that keeps one kind of unit busy. Here each loop step encrypts one batch of 32 counter
+//! blocks ([`encrypt_rounds`], the round code CTR uses) and, after each of its first eight
+//! middle rounds, hashes one register (4 blocks) of a batch of ciphertext with the precomputed
+//! powers H^32 .. H^1, summed unreduced and reduced once per batch ([`Wide`], the aggregated
+//! reduction of [`crate::polyval`]), as BoringSSL's and Linux's VAES GCM code interleave them:
 //!
-//! - sealing hashes the batch encrypted in the previous step (the ciphertext just written),
-//!   so the last full batch is hashed after the loop, with the tail's keystream when there is
-//!   one;
-//! - opening hashes the batch it is about to decrypt, read before it is overwritten.
+//! - sealing hashes the ciphertext it wrote [`SEAL_LAG`] batches earlier; the batches left
+//!   unhashed at the end are hashed between the rounds of the tail's keystream and of E(J0);
+//! - opening hashes the batch it is about to decrypt, loaded before it is overwritten.
+//!
+//! On Zen 4 VPCLMULQDQ and VAES share execution pipes, so stitching does not make GHASH free;
+//! it keeps both busy at once instead of one after the other (measured with the `gcm`
+//! criterion bench; docs/RESULTS.md). An empty `asm!` barrier ([`pin`]) keeps LLVM from
+//! gathering the multiplies of a whole batch between two rounds.
 //!
 //! GHASH is computed as [`crate::ghash`] computes it: POLYVAL with the key mulX(ByteReverse(H))
 //! over byte-reversed blocks. The chunk's last partial batch (fewer than 32 blocks, the last
-//! block possibly partial) goes through a zero-padded stack buffer that is wiped after; the
-//! final hash right-aligns the tail blocks and the lengths block in a buffer of
-//! [`FINAL_BLOCKS`] so that block `p` always takes the power H^(FINAL_BLOCKS - p). E(J0) is one
-//! more register through the same rounds, at the start, where its latency hides.
+//! block possibly partial) goes through zero-padded stack buffers, right-aligned for hashing
+//! so that block `p` of 32 takes H^(32 - p); the keystream buffer is wiped after. The lengths
+//! block is folded in last with one multiplication by H.
 //!
-//! Only the counter block's last 32 bits count: a 16 KiB chunk uses counters 2 .. 1025 (the
-//! padded tail batch at most 1057), so the 64-bit lane adds never carry into the nonce.
-//! Nothing is indexed by secret data; the only branches are on lengths.
+//! Counter blocks are `nonce || be32(2 + j)`, kept byte-reversed (little-endian) per lane so
+//! 64-bit adds step them; a chunk uses counters 2 ..= 1025 (the padded tail batch at most
+//! 1057), so the adds never carry into the nonce ([`MAX_LEN`] bounds any input). Seven batches
+//! in eight add to the counters' last byte in big-endian form instead ([`Counters::batch`]).
+//! Nothing is indexed by secret data; the only branches are on lengths and counter values,
+//! which are public.
 
 use core::arch::x86_64::*;
 
 use super::x86::{broadcast_keys, encrypt_rounds, AesVec, BatchBuffer, LANES};
 use crate::key::ExpandedKey;
-use crate::polyval::x86::Wide;
+use crate::polyval::x86::{dot, Wide};
 use crate::polyval::GROUP as POWERS;
 
 /// The register: four AES blocks.
 type V = __m512i;
-/// Bytes per register.
-const REGISTER_BYTES: usize = 64;
 /// Blocks per batch: [`LANES`] registers of four.
 const BATCH_BLOCKS: usize = LANES * 4;
 /// Bytes per batch.
 const BATCH_BYTES: usize = BATCH_BLOCKS * 16;
-/// Blocks of the final hash's buffer: a tail of up to [`BATCH_BLOCKS`] blocks and the lengths
-/// block, rounded up to whole registers.
-const FINAL_BLOCKS: usize = (BATCH_BLOCKS + 1).div_ceil(4) * 4;
+/// How many batches sealing hashes behind the one it encrypts. With 2 the ciphertext hashed
+/// was stored a whole batch before, so its loads never wait on the rounds that make it
+/// (measured on Zen 4, 1 MiB in 16 KiB chunks: 2% faster than 1).
+const SEAL_LAG: usize = 2;
 
-/// The final hash's buffer, aligned to a register.
+/// The most bytes one call takes: counters of every block, padding included, stay below 2^32
+/// (GCM's own limit is lower: 2^32 - 2 blocks).
+pub(super) const MAX_LEN: usize = ((1 << 32) - 2 * BATCH_BLOCKS) * 16;
+
+/// A batch-sized stack buffer for the tail's hash, aligned to a register.
 #[repr(C, align(64))]
-struct FinalBuffer([u8; FINAL_BLOCKS * 16]);
+struct TailBlocks([u8; BATCH_BYTES]);
 
 /// The key material of the kernel, broadcast or loaded once per chunk.
 struct Keys {
     rounds: [V; 15],
     /// H^32 .. H^1 (dot-powers), four per register, for a whole batch.
     batch_powers: [V; LANES],
+    /// H^1.
+    h: __m128i,
 }
 
 /// Loads the four dot-powers from `powers[first]` on.
@@ -63,65 +74,108 @@ unsafe fn powers_at(powers: &[[u8; 16]; POWERS], first: usize) -> V {
 impl Keys {
     #[inline(always)]
     unsafe fn new<const NR: usize>(key: &ExpandedKey, powers: &[[u8; 16]; POWERS]) -> Self {
-        // SAFETY: CPU features are the caller's contract.
+        // SAFETY: CPU features are the caller's contract; the 16-byte load reads `powers[63]`.
         unsafe {
             Keys {
                 rounds: broadcast_keys::<V, NR>(key.enc_round_keys()),
                 batch_powers: core::array::from_fn(|r| {
                     powers_at(powers, POWERS - BATCH_BLOCKS + 4 * r)
                 }),
+                h: _mm_loadu_si128(powers[POWERS - 1].as_ptr().cast()),
             }
         }
     }
 }
 
-/// Counter blocks kept little-endian per lane (so 64-bit adds step them), byte-reversed into
-/// the big-endian blocks AES takes.
+/// The counter block `nonce || be32(0)` byte-reversed (little-endian), built in a register:
+/// adding `c` to its low 64 bits gives block `nonce || be32(c)` reversed, for any `c` < 2^32.
+#[inline(always)]
+unsafe fn reversed_nonce(nonce: &[u8; 12]) -> __m128i {
+    let word = |i: usize| {
+        let bytes = nonce[4 * i..4 * i + 4].try_into().expect("4 bytes");
+        u32::from_be_bytes(bytes) as i32
+    };
+    // SAFETY: register arithmetic; the caller runs with sse2 enabled.
+    unsafe { _mm_set_epi32(word(0), word(1), word(2), 0) }
+}
+
+/// Reverses the 16 bytes of a block.
+#[inline(always)]
+unsafe fn reverse(x: __m128i) -> __m128i {
+    // SAFETY: register arithmetic; the caller runs with ssse3 enabled.
+    unsafe {
+        _mm_shuffle_epi8(
+            x,
+            _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        )
+    }
+}
+
+/// The counter blocks of the batches, little-endian per lane; each batch's are byte-reversed
+/// into the big-endian blocks AES takes.
 struct Counters {
     /// The counters of the next batch's first register, little-endian.
     next: V,
+    /// The low byte of the next batch's first counter.
+    low: u8,
 }
 
 impl Counters {
-    /// Counters from `first` (the big-endian block of the chunk's first data block).
+    /// Counters from `nonce || be32(2)`; `nonce` from [`reversed_nonce`].
     #[inline(always)]
-    unsafe fn new(first: &[u8; 16]) -> Self {
-        let mut words = [0u8; REGISTER_BYTES];
-        let base = u128::from_be_bytes(*first);
-        for (lane, word) in words.chunks_exact_mut(16).enumerate() {
-            word.copy_from_slice(&base.wrapping_add(lane as u128).to_le_bytes());
-        }
+    unsafe fn new(nonce: __m128i) -> Self {
         // SAFETY: CPU features are the caller's contract.
         unsafe {
+            let lanes = _mm512_set_epi64(0, 5, 0, 4, 0, 3, 0, 2);
             Counters {
-                next: V::load(&words),
+                next: _mm512_add_epi64(_mm512_broadcast_i32x4(nonce), lanes),
+                low: 2,
             }
         }
     }
 
-    /// The big-endian counter blocks of the next batch.
+    /// The big-endian counter blocks of the next batch. When no counter of the batch carries
+    /// out of its last byte (7 batches in 8), they are the first register's blocks plus 4, 8,
+    /// ... added to that byte directly: one shuffle a batch instead of eight.
     #[inline(always)]
     unsafe fn batch(&mut self) -> [V; LANES] {
         // SAFETY: CPU features are the caller's contract.
         unsafe {
-            let step = _mm512_set_epi64(0, 4, 0, 4, 0, 4, 0, 4);
-            let mut out = [self.next; LANES];
-            for o in out.iter_mut() {
-                *o = self.next.reverse_lanes();
-                self.next = self.next.add64(step);
+            let first = self.next.reverse_lanes();
+            let mut out = [first; LANES];
+            if usize::from(self.low) + BATCH_BLOCKS <= 256 {
+                for (i, o) in out.iter_mut().enumerate().skip(1) {
+                    // The last byte of each block is the top byte of its last 32-bit word.
+                    let last = (4 * i as i64) << 56;
+                    *o = _mm512_add_epi32(
+                        first,
+                        _mm512_set_epi64(last, 0, last, 0, last, 0, last, 0),
+                    );
+                }
+            } else {
+                let step = _mm512_set_epi64(0, 4, 0, 4, 0, 4, 0, 4);
+                let mut next = self.next;
+                for o in out.iter_mut().skip(1) {
+                    next = next.add64(step);
+                    *o = next.reverse_lanes();
+                }
             }
+            self.next = self
+                .next
+                .add64(_mm512_set_epi64(0, 32, 0, 32, 0, 32, 0, 32));
+            self.low = self.low.wrapping_add(BATCH_BLOCKS as u8);
             out
         }
     }
 }
 
-/// Adds the hash of register `r` of a batch (its 64 bytes at `64 * r` of `batch`) to `sum`,
-/// with the running hash `acc` folded into register 0.
+/// Adds the hash of register `r` of a batch (`x`, as loaded) to `sum`, with the running hash
+/// `acc` folded into register 0.
 #[inline(always)]
-unsafe fn hash_register(keys: &Keys, sum: &mut Wide, acc: __m128i, batch: &[u8], r: usize) {
-    // SAFETY: CPU features are the caller's contract; `load` bounds-checks the 64 bytes.
+unsafe fn hash_register(keys: &Keys, sum: &mut Wide, acc: __m128i, x: V, r: usize) {
+    // SAFETY: CPU features are the caller's contract.
     unsafe {
-        let mut x = V::load(&batch[64 * r..]).reverse_lanes();
+        let mut x = x.reverse_lanes();
         if r == 0 {
             x = _mm512_xor_si512(x, _mm512_zextsi128_si512(acc));
         }
@@ -129,8 +183,66 @@ unsafe fn hash_register(keys: &Keys, sum: &mut Wide, acc: __m128i, batch: &[u8],
     }
 }
 
+/// A scheduling barrier that emits nothing: `x` passes through an empty `asm!`, so what
+/// computes it stays before and what uses it stays after, and such statements keep their
+/// order. [`rounds_hashing`] passes the AES state, the hash sums and the next data register
+/// through it after each hashing round: without it LLVM gathers a batch's GHASH into one run
+/// of multiplies between two AES rounds, which the out-of-order core then cannot overlap with
+/// the rounds (measured on Zen 4: the stitched seal 25% slower).
+#[target_feature(enable = "avx512f")]
+#[inline]
+unsafe fn pin(x: &mut V) {
+    // SAFETY: the assembly is empty: it names one register, left unchanged, and touches no
+    // memory, stack or flags.
+    unsafe {
+        core::arch::asm!(
+            "/* {0} */",
+            inout(zmm_reg) * x,
+            options(nomem, nostack, preserves_flags)
+        );
+    }
+}
+
+/// Encrypts `state` (its AES rounds) while hashing the whole batch `batch` into `acc`, one
+/// register after each of the first [`LANES`] middle rounds, pinned in that order ([`pin`]).
+#[inline(always)]
+unsafe fn rounds_hashing<const NR: usize, const N: usize>(
+    keys: &Keys,
+    state: &mut [V; N],
+    batch: &[u8],
+    acc: &mut __m128i,
+) {
+    // SAFETY: CPU features are the caller's contract, and so the closure's; `load`
+    // bounds-checks.
+    unsafe {
+        let mut sum = Wide::new();
+        let mut next = V::load(batch);
+        encrypt_rounds::<V, NR, N>(
+            &keys.rounds,
+            state,
+            #[inline(always)]
+            |i, state| {
+                if i < LANES {
+                    hash_register(keys, &mut sum, *acc, next, i);
+                    if i + 1 < LANES {
+                        next = V::load(&batch[64 * (i + 1)..]);
+                    }
+                    for s in state.iter_mut() {
+                        pin(s);
+                    }
+                    for part in sum.parts() {
+                        pin(part);
+                    }
+                    pin(&mut next);
+                }
+            },
+        );
+        *acc = sum.reduce();
+    }
+}
+
 /// The keystream of the next batch; between its rounds, when `hashed` holds a batch of
-/// ciphertext, that batch is hashed into `acc` (reduced after the rounds).
+/// ciphertext, that batch is hashed into `acc`.
 #[inline(always)]
 unsafe fn keystream<const NR: usize>(
     keys: &Keys,
@@ -138,25 +250,12 @@ unsafe fn keystream<const NR: usize>(
     hashed: Option<&[u8]>,
     acc: &mut __m128i,
 ) -> [V; LANES] {
-    // SAFETY: CPU features are the caller's contract, and so the closure's.
+    // SAFETY: CPU features are the caller's contract.
     unsafe {
         let mut stream = counters.batch();
         match hashed {
-            Some(batch) => {
-                let mut sum = Wide::new();
-                encrypt_rounds::<V, NR, LANES>(
-                    &keys.rounds,
-                    &mut stream,
-                    #[inline(always)]
-                    |i| {
-                        if i < LANES {
-                            hash_register(keys, &mut sum, *acc, batch, i);
-                        }
-                    },
-                );
-                *acc = sum.reduce();
-            }
-            None => encrypt_rounds::<V, NR, LANES>(&keys.rounds, &mut stream, |_| {}),
+            Some(batch) => rounds_hashing::<NR, LANES>(keys, &mut stream, batch, acc),
+            None => encrypt_rounds::<V, NR, LANES>(&keys.rounds, &mut stream, |_, _| {}),
         }
         stream
     }
@@ -175,11 +274,11 @@ unsafe fn xor_batch(stream: &[V; LANES], data: &mut [u8]) {
 /// Hashes a whole batch of ciphertext into `acc` with no AES beside it.
 #[inline(always)]
 unsafe fn hash_batch(keys: &Keys, batch: &[u8], acc: &mut __m128i) {
-    // SAFETY: CPU features are the caller's contract.
+    // SAFETY: CPU features are the caller's contract; `load` bounds-checks the 64 bytes.
     unsafe {
         let mut sum = Wide::new();
         for r in 0..LANES {
-            hash_register(keys, &mut sum, *acc, batch, r);
+            hash_register(keys, &mut sum, *acc, V::load(&batch[64 * r..]), r);
         }
         *acc = sum.reduce();
     }
@@ -207,33 +306,38 @@ unsafe fn crypt_tail<const NR: usize>(
     buf.wipe(BATCH_BYTES);
 }
 
-/// The end of the hash: the running hash `acc` of the whole batches, then `tail` (the
-/// ciphertext of the last partial batch, zero-padded) and the lengths block of a chunk of
+/// The end of the hash: after the running hash `acc` of the whole batches, `tail` (the
+/// ciphertext of the last partial batch, zero-padded) and then the lengths block of a chunk of
 /// `len` bytes. Returns the POLYVAL value (byte-reversed GHASH).
 #[inline(always)]
 unsafe fn finish_hash(
+    keys: &Keys,
     powers: &[[u8; 16]; POWERS],
-    acc: __m128i,
+    mut acc: __m128i,
     tail: &[u8],
     len: usize,
 ) -> __m128i {
-    let m = tail.len().div_ceil(16) + 1;
-    let mut buf = FinalBuffer([0u8; FINAL_BLOCKS * 16]);
-    let at = (FINAL_BLOCKS - m) * 16;
-    buf.0[at..at + tail.len()].copy_from_slice(tail);
-    buf.0[FINAL_BLOCKS * 16 - 8..].copy_from_slice(&(8 * len as u64).to_be_bytes());
     // SAFETY: CPU features are the caller's contract; loads are bounds-checked.
     unsafe {
-        let mut sum = Wide::new();
-        // acc times H^m: it is the running value before the first of the m blocks.
-        let power = _mm_loadu_si128(powers[POWERS - m].as_ptr().cast());
-        sum.mul_add(_mm512_zextsi128_si512(acc), _mm512_zextsi128_si512(power));
-        // Block p takes H^(FINAL_BLOCKS - p); registers before the first block are zero.
-        for r in (FINAL_BLOCKS - m) / 4..FINAL_BLOCKS / 4 {
-            let x = V::load(&buf.0[64 * r..]).reverse_lanes();
-            sum.mul_add(x, powers_at(powers, POWERS - FINAL_BLOCKS + 4 * r));
+        if !tail.is_empty() {
+            // The t blocks right-aligned, so block p takes H^(32 - p) as in a whole batch,
+            // and acc, the value before the first of them, H^t.
+            let t = tail.len().div_ceil(16);
+            let mut buf = TailBlocks([0u8; BATCH_BYTES]);
+            let at = (BATCH_BLOCKS - t) * 16;
+            buf.0[at..at + tail.len()].copy_from_slice(tail);
+            let mut sum = Wide::new();
+            let power = _mm_loadu_si128(powers[POWERS - t].as_ptr().cast());
+            sum.mul_add(_mm512_zextsi128_si512(acc), _mm512_zextsi128_si512(power));
+            for r in (BATCH_BLOCKS - t) / 4..LANES {
+                let x = V::load(&buf.0[64 * r..]).reverse_lanes();
+                sum.mul_add(x, keys.batch_powers[r]);
+            }
+            acc = sum.reduce();
         }
-        sum.reduce()
+        // The lengths block be64(0) || be64(8 len), byte-reversed.
+        let lengths = _mm_set_epi64x(0, (8 * len as u64) as i64);
+        dot(_mm_xor_si128(acc, lengths), keys.h)
     }
 }
 
@@ -242,26 +346,40 @@ unsafe fn finish_hash(
 unsafe fn tag(polyval: __m128i, ej0: V) -> [u8; 16] {
     // SAFETY: CPU features are the caller's contract; the store writes the 16 bytes of `out`.
     unsafe {
-        let reverse = _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-        let t = _mm_xor_si128(
-            _mm_shuffle_epi8(polyval, reverse),
-            _mm512_castsi512_si128(ej0),
-        );
+        let t = _mm_xor_si128(reverse(polyval), _mm512_castsi512_si128(ej0));
         let mut out = [0u8; 16];
         _mm_storeu_si128(out.as_mut_ptr().cast(), t);
         out
     }
 }
 
-/// E(J0) with J0 = the counter block before `first`, in every lane.
+/// E(J0), J0 = `nonce || be32(1)` (`nonce` from [`reversed_nonce`]), in every lane; between
+/// its rounds, `hashed` (a whole batch of ciphertext), if any, is hashed into `acc`.
 #[inline(always)]
-unsafe fn encrypt_j0<const NR: usize>(keys: &Keys, first: &[u8; 16]) -> V {
-    let j0 = u128::from_be_bytes(*first).wrapping_sub(1).to_be_bytes();
+unsafe fn encrypt_j0<const NR: usize>(
+    keys: &Keys,
+    nonce: __m128i,
+    hashed: Option<&[u8]>,
+    acc: &mut __m128i,
+) -> V {
     // SAFETY: CPU features are the caller's contract.
     unsafe {
-        let mut state = [V::broadcast(&j0)];
-        encrypt_rounds::<V, NR, 1>(&keys.rounds, &mut state, |_| {});
+        let j0 = reverse(_mm_add_epi64(nonce, _mm_set_epi64x(0, 1)));
+        let mut state = [_mm512_broadcast_i32x4(j0)];
+        match hashed {
+            Some(batch) => rounds_hashing::<NR, 1>(keys, &mut state, batch, acc),
+            None => encrypt_rounds::<V, NR, 1>(&keys.rounds, &mut state, |_, _| {}),
+        }
         state[0]
+    }
+}
+
+/// Asks for the cache lines of `bytes` in L1.
+#[inline(always)]
+unsafe fn prefetch(bytes: &[u8]) {
+    for line in bytes.chunks(64) {
+        // SAFETY: a prefetch never faults; the address is inside `bytes`.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
     }
 }
 
@@ -269,32 +387,42 @@ unsafe fn encrypt_j0<const NR: usize>(keys: &Keys, first: &[u8; 16]) -> V {
 unsafe fn seal_nr<const NR: usize>(
     key: &ExpandedKey,
     powers: &[[u8; 16]; POWERS],
-    first: &[u8; 16],
+    nonce: &[u8; 12],
     data: &mut [u8],
 ) -> [u8; 16] {
     // SAFETY: CPU features are this function's contract.
     unsafe {
         let keys = Keys::new::<NR>(key, powers);
-        let ej0 = encrypt_j0::<NR>(&keys, first);
-        let mut counters = Counters::new(first);
+        let nonce = reversed_nonce(nonce);
+        let mut counters = Counters::new(nonce);
         let mut acc = _mm_setzero_si128();
         let len = data.len();
         let whole = len / BATCH_BYTES;
         for b in 0..whole {
-            // Batch b's keystream, with batch b - 1's ciphertext hashed between its rounds.
+            // Batch b's keystream, with batch b - SEAL_LAG's ciphertext hashed between its
+            // rounds; its plaintext is asked for early, as it is only read at the end.
             let (done, rest) = data.split_at_mut(b * BATCH_BYTES);
-            let hashed = done.len().checked_sub(BATCH_BYTES).map(|at| &done[at..]);
+            let batch = &mut rest[..BATCH_BYTES];
+            prefetch(batch);
+            let hashed = b
+                .checked_sub(SEAL_LAG)
+                .map(|h| &done[h * BATCH_BYTES..][..BATCH_BYTES]);
             let stream = keystream::<NR>(&keys, &mut counters, hashed, &mut acc);
-            xor_batch(&stream, rest);
+            xor_batch(&stream, batch);
         }
+        // The whole batches not hashed yet, in order: between the rounds of the tail's
+        // keystream and of E(J0), and any left after those on their own.
         let (done, tail) = data.split_at_mut(whole * BATCH_BYTES);
-        let last = done.len().checked_sub(BATCH_BYTES).map(|at| &done[at..]);
+        let mut pending =
+            done[whole.saturating_sub(SEAL_LAG) * BATCH_BYTES..].chunks_exact(BATCH_BYTES);
         if !tail.is_empty() {
-            crypt_tail::<NR>(&keys, &mut counters, last, &mut acc, tail);
-        } else if let Some(last) = last {
-            hash_batch(&keys, last, &mut acc);
+            crypt_tail::<NR>(&keys, &mut counters, pending.next(), &mut acc, tail);
         }
-        tag(finish_hash(powers, acc, tail, len), ej0)
+        let ej0 = encrypt_j0::<NR>(&keys, nonce, pending.next(), &mut acc);
+        for batch in pending {
+            hash_batch(&keys, batch, &mut acc);
+        }
+        tag(finish_hash(&keys, powers, acc, tail, len), ej0)
     }
 }
 
@@ -302,14 +430,15 @@ unsafe fn seal_nr<const NR: usize>(
 unsafe fn open_nr<const NR: usize>(
     key: &ExpandedKey,
     powers: &[[u8; 16]; POWERS],
-    first: &[u8; 16],
+    nonce: &[u8; 12],
     data: &mut [u8],
 ) -> [u8; 16] {
     // SAFETY: CPU features are this function's contract.
     unsafe {
         let keys = Keys::new::<NR>(key, powers);
-        let ej0 = encrypt_j0::<NR>(&keys, first);
-        let mut counters = Counters::new(first);
+        let nonce = reversed_nonce(nonce);
+        let ej0 = encrypt_j0::<NR>(&keys, nonce, None, &mut _mm_setzero_si128());
+        let mut counters = Counters::new(nonce);
         let mut acc = _mm_setzero_si128();
         let len = data.len();
         let mut batches = data.chunks_exact_mut(BATCH_BYTES);
@@ -319,7 +448,7 @@ unsafe fn open_nr<const NR: usize>(
             xor_batch(&stream, batch);
         }
         let tail = batches.into_remainder();
-        let polyval = finish_hash(powers, acc, tail, len);
+        let polyval = finish_hash(&keys, powers, acc, tail, len);
         if !tail.is_empty() {
             crypt_tail::<NR>(&keys, &mut counters, None, &mut acc, tail);
         }
@@ -327,8 +456,8 @@ unsafe fn open_nr<const NR: usize>(
     }
 }
 
-/// Picks the unrolled kernel for the key's round count (GCM has no 192-bit chunks here, but
-/// the kernel takes any AES key).
+/// Picks the unrolled kernel for the key's round count (the kernel takes any AES key; GCM
+/// chunks here are AES-128 or AES-256).
 macro_rules! by_rounds {
     ($kernel:ident, $key:expr, $($arg:expr),*) => {
         match $key.rounds() {
@@ -339,8 +468,8 @@ macro_rules! by_rounds {
     };
 }
 
-/// Encrypts one chunk in place with CTR from `first` (`nonce || be32(2)`) and returns its GCM
-/// tag (no associated data). `powers` are [`crate::ghash::Ghash::powers`] of `H = E(0)`.
+/// Encrypts one chunk in place with CTR from `nonce || be32(2)` and returns its GCM tag (no
+/// associated data). `powers` are [`crate::ghash::Ghash::powers`] of `H = E(0^128)`.
 ///
 /// # Safety
 /// The CPU must have the features of the `target_feature` attribute (`super::StitchedGcm::detect`
@@ -349,17 +478,18 @@ macro_rules! by_rounds {
 pub(super) unsafe fn seal(
     key: &ExpandedKey,
     powers: &[[u8; 16]; POWERS],
-    first: &[u8; 16],
+    nonce: &[u8; 12],
     data: &mut [u8],
 ) -> [u8; 16] {
+    assert!(data.len() <= MAX_LEN, "a GCM chunk of at most 2^32 blocks");
     // SAFETY: the features the kernel needs are enabled here, and the caller guarantees the CPU
     // has them.
-    unsafe { by_rounds!(seal_nr, key, powers, first, data) }
+    unsafe { by_rounds!(seal_nr, key, powers, nonce, data) }
 }
 
-/// Decrypts one chunk in place (CTR from `first`) and returns the GCM tag of the ciphertext it
-/// held, hashed in the same pass. The caller compares the tags and undoes the decryption (CTR
-/// again) when they differ.
+/// Decrypts one chunk in place (CTR from `nonce || be32(2)`) and returns the GCM tag of the
+/// ciphertext it held, hashed in the same pass. The caller compares the tags and undoes the
+/// decryption (CTR again) when they differ.
 ///
 /// # Safety
 /// As for [`seal`].
@@ -367,11 +497,12 @@ pub(super) unsafe fn seal(
 pub(super) unsafe fn open(
     key: &ExpandedKey,
     powers: &[[u8; 16]; POWERS],
-    first: &[u8; 16],
+    nonce: &[u8; 12],
     data: &mut [u8],
 ) -> [u8; 16] {
+    assert!(data.len() <= MAX_LEN, "a GCM chunk of at most 2^32 blocks");
     // SAFETY: as in `seal`.
-    unsafe { by_rounds!(open_nr, key, powers, first, data) }
+    unsafe { by_rounds!(open_nr, key, powers, nonce, data) }
 }
 
 #[cfg(test)]
@@ -475,6 +606,8 @@ mod tests {
             && std::is_x86_feature_detected!("pclmulqdq");
         let forced = std::env::var(super::super::FORCE_PORTABLE_ENV).is_ok_and(|v| v == "1");
         assert_eq!(kernel().is_some(), vaes512 && !forced);
+        let cipher = ChunkCipher::new(&Key::new(&[1; 32]).unwrap(), [2; 12]);
+        assert_eq!(cipher.runs_stitched(), kernel().is_some());
     }
 
     /// Every length whose tail differs: all of the first batches, and around every batch and

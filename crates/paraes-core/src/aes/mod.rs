@@ -253,25 +253,25 @@ impl StitchedGcm {
         }
     }
 
-    /// Encrypts one GCM chunk in place with CTR from `first` (`nonce || be32(2)`) and returns
-    /// its tag (no associated data); `powers` are [`crate::ghash::Ghash::powers`] of
-    /// `H = E(0^128)` under `key`.
+    /// Encrypts one GCM chunk in place with CTR from `nonce || be32(2)` and returns its tag
+    /// (no associated data); `powers` are [`crate::ghash::Ghash::powers`] of `H = E(0^128)`
+    /// under `key`.
     pub(crate) fn seal(
         self,
         key: &ExpandedKey,
         powers: &[[u8; 16]; crate::polyval::GROUP],
-        first: &[u8; 16],
+        nonce: &[u8; 12],
         data: &mut [u8],
     ) -> [u8; 16] {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: a StitchedGcm is only made by `detect`, after checking every feature the
         // kernel's `target_feature` attribute names.
         unsafe {
-            gcm_x86::seal(key, powers, first, data)
+            gcm_x86::seal(key, powers, nonce, data)
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            let _ = (self, key, powers, first, data);
+            let _ = (self, key, powers, nonce, data);
             unreachable!("no stitched kernel off x86-64")
         }
     }
@@ -283,17 +283,17 @@ impl StitchedGcm {
         self,
         key: &ExpandedKey,
         powers: &[[u8; 16]; crate::polyval::GROUP],
-        first: &[u8; 16],
+        nonce: &[u8; 12],
         data: &mut [u8],
     ) -> [u8; 16] {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as in `seal`.
         unsafe {
-            gcm_x86::open(key, powers, first, data)
+            gcm_x86::open(key, powers, nonce, data)
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            let _ = (self, key, powers, first, data);
+            let _ = (self, key, powers, nonce, data);
             unreachable!("no stitched kernel off x86-64")
         }
     }

@@ -197,29 +197,36 @@ pub(super) unsafe fn broadcast_keys<V: AesVec, const NR: usize>(
 #[inline(always)]
 unsafe fn encrypt_batch<V: AesVec, const NR: usize>(keys: &[V; 15], state: &mut [V; LANES]) {
     // SAFETY: CPU features are this function's contract.
-    unsafe { encrypt_rounds::<V, NR, LANES>(keys, state, |_| {}) }
+    unsafe { encrypt_rounds::<V, NR, LANES>(keys, state, |_, _| {}) }
 }
 
-/// The forward cipher on `N` registers, calling `between(i)` after the middle round `i + 1`
-/// (`i` = 0 .. NR - 2): other work (the stitched GCM kernel's GHASH) placed there runs while
-/// the AES units chew on the rounds.
+/// The forward cipher on `N` registers, calling `between(i, state)` after the middle round
+/// `i + 1` (`i` = 0 .. NR - 2): other work (the stitched GCM kernel's GHASH) placed there runs
+/// while the AES units chew on the rounds, and may pin the state in place (`gcm_x86::pin`).
 #[inline(always)]
 pub(super) unsafe fn encrypt_rounds<V: AesVec, const NR: usize, const N: usize>(
     keys: &[V; 15],
     state: &mut [V; N],
-    mut between: impl FnMut(usize),
+    mut between: impl FnMut(usize, &mut [V; N]),
 ) {
     // SAFETY: CPU features are this function's contract.
     unsafe {
         for s in state.iter_mut() {
             *s = s.xor(keys[0]);
         }
-        for (i, key) in keys[1..NR].iter().enumerate() {
-            for s in state.iter_mut() {
-                *s = s.enc(*key);
-            }
-            between(i);
+        // Unrolled by hand, so that `between` sees each `i` as a constant (LLVM keeps a loop
+        // around a large closure body, which then branches on `i` every round).
+        macro_rules! middle_rounds {
+            ($($i:literal)*) => {$(
+                if $i + 1 < NR {
+                    for s in state.iter_mut() {
+                        *s = s.enc(keys[$i + 1]);
+                    }
+                    between($i, state);
+                }
+            )*};
         }
+        middle_rounds!(0 1 2 3 4 5 6 7 8 9 10 11 12);
         for s in state.iter_mut() {
             *s = s.enc_last(keys[NR]);
         }
