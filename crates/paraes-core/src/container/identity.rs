@@ -3,9 +3,12 @@
 //! behind [`RecipientKey`] and [`IdentityKey`]), and their text, which survives copy-paste:
 //! Bech32 (BIP 173) with a `paraes` prefix, so a mistyped or truncated key is refused by its
 //! checksum. X25519 (`paraes1...`, `PARAES-SECRET-KEY-1...`) and the post-quantum hybrid
-//! ML-KEM-768 + X25519 (X-Wing; `paraespq1...`, `PARAES-PQ-SECRET-KEY-1...`). Text is parsed
-//! through the stanza registry (the `FromStr` impls are in `stanza/mod.rs`, beside it), which
-//! gives each kind's prefixes ([`Bech32Keys`]); this file knows no kind.
+//! ML-KEM-768 + X25519 (X-Wing; `paraespq1...`, `PARAES-PQ-SECRET-KEY-1...`). A kind may also
+//! have another text form ([`TextKeys`]: OpenSSH's public key lines and private key files), which
+//! is tried before Bech32. Text is parsed through the stanza registry (the `FromStr` impls are
+//! in `stanza/mod.rs`, beside it), which gives each kind's forms; this file knows no kind. An
+//! identity whose secret is locked (an SSH key with a passphrase) asks the caller's
+//! [`AskPassphrase`] only when a stanza needs it.
 
 use std::any::Any;
 use std::fmt;
@@ -104,6 +107,11 @@ pub(crate) fn random_secret() -> Result<Zeroizing<[u8; 32]>, ContainerError> {
 pub(crate) trait RecipientKey: Any + Send + Sync {
     /// Its text, as users give it (`paraes1...`): equal keys, and only they, have equal text.
     fn text(&self) -> String;
+    /// Whether its stanza resists a quantum computer (a classical public-key stanza beside it
+    /// in one file voids that). The default: no.
+    fn post_quantum(&self) -> bool {
+        false
+    }
 }
 
 /// A secret key of one public-key stanza kind (that kind's own type, in its file), as a
@@ -128,6 +136,45 @@ pub(crate) trait Bech32Keys: Sync {
     fn identity(&self, secret: &[u8; 32]) -> SecretIdentity;
 }
 
+/// How a public-key kind's keys are written as text other than Bech32 (the kind's
+/// `Kind::text`): OpenSSH's public key lines and private key files. Kinds may share one form
+/// (both SSH kinds share OpenSSH's); the registry lists each form once. Forms are tried in
+/// registry order, before Bech32; each says whether the text is written in it at all.
+pub(crate) trait TextKeys: Sync {
+    /// The recipient written on `line` (trimmed, not blank, not a `#` comment), or `None` if
+    /// the line is not in this form (the next form is tried). Errors say what is wrong and what
+    /// to do, and may repeat nothing of the line but a public key's type.
+    fn recipient(&self, line: &str) -> Option<Result<PublicRecipient, String>>;
+    /// The identities of a whole identity file `text` written in this form, or `None` if it is
+    /// not. `name` names the file in prompts and errors; `ask` is asked for a passphrase, later,
+    /// when a stanza needs a locked secret. Errors name nothing of the text.
+    fn identities(
+        &self,
+        text: &str,
+        name: &str,
+        ask: &Arc<dyn AskPassphrase>,
+    ) -> Option<Result<Vec<SecretIdentity>, String>>;
+}
+
+/// Asks for the passphrase of a locked identity (an SSH private key with a passphrase), given
+/// by the caller (the binary asks on its terminal). Called only when a stanza's tag shows that
+/// the file may open with that identity, and at most once per identity: the outcome, key or
+/// failure, is kept.
+pub trait AskPassphrase: Send + Sync {
+    /// The passphrase of `what` (e.g. "SSH key /home/me/.ssh/id_ed25519"), or why there is none
+    /// (a sentence that says what to do: it ends the error).
+    fn ask(&self, what: &str) -> Result<Zeroizing<Vec<u8>>, String>;
+}
+
+/// An [`AskPassphrase`] that has no one to ask: a locked identity stays locked.
+struct NoOneToAsk;
+
+impl AskPassphrase for NoOneToAsk {
+    fn ask(&self, _what: &str) -> Result<Zeroizing<Vec<u8>>, String> {
+        Err("it has a passphrase and there is no way to ask for it here".into())
+    }
+}
+
 /// A public-key recipient, of any public-key stanza kind (X25519, ML-KEM-768 + X25519).
 #[derive(Clone)]
 pub struct PublicRecipient(Arc<dyn RecipientKey>);
@@ -147,6 +194,12 @@ impl PublicRecipient {
     pub(crate) fn key<T: 'static>(&self) -> Option<&T> {
         let key: &dyn Any = &*self.0;
         key.downcast_ref()
+    }
+
+    /// Whether its stanza is post-quantum (ML-KEM-768 + X25519): a file that also holds a
+    /// classical public-key stanza (X25519, SSH) opens for whoever breaks that one.
+    pub fn is_post_quantum(&self) -> bool {
+        self.0.post_quantum()
     }
 }
 
@@ -244,8 +297,15 @@ pub(crate) fn parse_identity(
 pub(crate) fn parse_recipient(
     text: &str,
     forms: &[&dyn Bech32Keys],
+    text_forms: &[&dyn TextKeys],
 ) -> Result<PublicRecipient, ContainerError> {
     let bad = |why: String| ContainerError::BadRecipient(why);
+    if let Some(parsed) = text_forms
+        .iter()
+        .find_map(|form| form.recipient(text.trim()))
+    {
+        return parsed.map_err(bad);
+    }
     if starts_like_identity(text) {
         return Err(bad(
             "that is a secret identity (PARAES-SECRET-KEY-1...), not a recipient: give the \
@@ -291,8 +351,27 @@ fn parse_lines<T: FromStr<Err = ContainerError>>(
     Ok(out)
 }
 
-/// The identities of an identity file (at least one).
+/// The identities of an identity file (at least one). A locked identity in it (an SSH key
+/// with a passphrase) cannot be unlocked: see [`parse_identity_file`].
 pub fn parse_identities(text: &str) -> Result<Vec<SecretIdentity>, ContainerError> {
+    parse_identity_file(text, "the identity", Arc::new(NoOneToAsk))
+}
+
+/// The identities of the identity file `name` whose content is `text` (at least one): a whole
+/// file in one of the registry's other text forms (an OpenSSH private key), or Bech32
+/// identities one a line. A locked identity asks `ask` for its passphrase when a stanza may
+/// open with it, and never before.
+pub fn parse_identity_file(
+    text: &str,
+    name: &str,
+    ask: Arc<dyn AskPassphrase>,
+) -> Result<Vec<SecretIdentity>, ContainerError> {
+    if let Some(parsed) = super::stanza::text_forms()
+        .iter()
+        .find_map(|form| form.identities(text, name, &ask))
+    {
+        return parsed.map_err(ContainerError::BadIdentity);
+    }
     let out = parse_lines(text, ContainerError::BadIdentity)?;
     if out.is_empty() {
         return Err(ContainerError::NoIdentity);

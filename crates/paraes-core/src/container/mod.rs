@@ -22,7 +22,10 @@ pub(crate) use body::BodyCheck;
 pub use body::{
     verify, verify_file, BodyAccess, BodyLayout, LayoutError, RangeError, SeekableReader,
 };
-pub use identity::{parse_identities, parse_recipients, PublicRecipient, SecretIdentity};
+pub use identity::{
+    parse_identities, parse_identity_file, parse_recipients, AskPassphrase, PublicRecipient,
+    SecretIdentity,
+};
 pub use keys::{
     random_bytes, Argon2Params, Authenticator, FileSecret, DEFAULT_ARGON2_ITERATIONS,
     DEFAULT_ARGON2_LANES, DEFAULT_ARGON2_MEMORY_KIB, DEFAULT_MAX_KDF_MIB, MAX_ARGON2_ITERATIONS,
@@ -31,7 +34,7 @@ pub use keys::{
 pub use rekey::{HeaderWrite, InPlace, Rekey};
 pub use stanza::{
     HybridIdentity, HybridRecipient, Identity, Recipient, StanzaKind, X25519Identity,
-    X25519Recipient,
+    X25519Recipient, MAX_BCRYPT_ROUNDS, MAX_RSA_BITS, MIN_RSA_BITS,
 };
 pub use v1::V1KeySource;
 
@@ -135,6 +138,15 @@ pub enum ContainerError {
     /// An identity file holds no identity at all.
     #[error("not a paraes identity: no identity in it")]
     NoIdentity,
+    /// A locked identity (an SSH key with a passphrase) whose stanza was found could not be
+    /// unlocked: no way to ask for its passphrase, or a wrong one.
+    #[error("cannot unlock {what}: {why}")]
+    IdentityLocked {
+        /// The identity ("SSH key ~/.ssh/id_ed25519").
+        what: String,
+        /// Why, and what to do.
+        why: String,
+    },
     /// Argon2id failed (e.g. out of memory).
     #[error("passphrase key derivation failed: {0}")]
     Kdf(String),

@@ -9,7 +9,8 @@
 //!
 //! Adding a kind: its file here (a unit type implementing [`Kind`]; a public-key kind also
 //! defines its key types, implementing `identity::RecipientKey` and `identity::IdentityKey`,
-//! and may give them a Bech32 text form, [`Bech32Keys`]) and one line in the registry.
+//! and may give them a Bech32 text form, [`Bech32Keys`], or another, [`TextKeys`], as the SSH
+//! kinds share OpenSSH's in `ssh.rs`) and one line in the registry.
 
 use std::str::FromStr;
 
@@ -19,13 +20,19 @@ use hkdf::Hkdf;
 use sha2::Sha256;
 use zeroize::{Zeroize, Zeroizing};
 
-use super::identity::{self, Bech32Keys, PublicRecipient, SecretIdentity};
+use super::identity::{self, Bech32Keys, PublicRecipient, SecretIdentity, TextKeys};
 use super::keys::{Argon2Params, FileSecret, FILE_KEY_LEN};
 use super::ContainerError;
 use crate::key::Key;
 
 pub use hybrid::{HybridIdentity, HybridRecipient};
+pub use ssh::{MAX_BCRYPT_ROUNDS, MAX_RSA_BITS, MIN_RSA_BITS};
 pub use x25519::{X25519Identity, X25519Recipient};
+
+/// What the SSH kinds share (OpenSSH's text forms, the key tag, locked keys): not a kind.
+mod ssh;
+#[cfg(test)]
+pub(crate) mod ssh_tests;
 
 /// Declares each kind's module (its file) and lists its kind in [`KINDS`]: one entry per kind.
 macro_rules! kinds {
@@ -44,6 +51,8 @@ kinds! {
     passphrase::Passphrase,
     x25519::X25519,
     hybrid::Hybrid,
+    ssh_ed25519::SshEd25519,
+    ssh_rsa::SshRsa,
     #[cfg(test)]
     test_key::TestKey,
 }
@@ -69,9 +78,8 @@ struct Wrap {
 enum BodyLen {
     /// Exactly this many bytes.
     Exact(usize),
-    /// From the first to the second, both included (a variable-length body). No kind a
-    /// release build holds uses it yet (the test kind does; SSH-RSA's stanza will).
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// From the first to the second, both included (a variable-length body: SSH-RSA's, whose
+    /// ciphertext is as long as the modulus).
     Between(usize, usize),
 }
 
@@ -137,6 +145,13 @@ trait Kind: Sync {
 
     /// A public-key kind whose keys are written as Bech32 text: how. The default: none.
     fn bech32(&self) -> Option<&dyn Bech32Keys> {
+        None
+    }
+
+    /// A public-key kind whose keys are written as other text (OpenSSH's public key lines and
+    /// private key files): how, tried before Bech32. Several kinds may return the same form
+    /// (a `&'static`), which is then tried once. The default: none.
+    fn text(&self) -> Option<&'static dyn TextKeys> {
         None
     }
 }
@@ -205,6 +220,8 @@ pub struct StanzaKind {
     /// `None`: a kind this paraes does not know.
     name: Option<&'static str>,
     argon2: Option<Argon2Params>,
+    /// The SSH key tag of an SSH stanza (docs/FORMAT.md): which key it claims to be for.
+    ssh_tag: Option<[u8; 4]>,
 }
 
 impl StanzaKind {
@@ -214,6 +231,7 @@ impl StanzaKind {
             byte,
             name: Some(name),
             argon2: None,
+            ssh_tag: None,
         }
     }
 
@@ -223,6 +241,7 @@ impl StanzaKind {
             byte,
             name: None,
             argon2: None,
+            ssh_tag: None,
         }
     }
 
@@ -230,6 +249,14 @@ impl StanzaKind {
     fn with_argon2(self, params: Argon2Params) -> Self {
         StanzaKind {
             argon2: Some(params),
+            ..self
+        }
+    }
+
+    /// This kind, whose stanza names the SSH key of tag `tag`.
+    fn with_ssh_tag(self, tag: [u8; 4]) -> Self {
+        StanzaKind {
+            ssh_tag: Some(tag),
             ..self
         }
     }
@@ -250,18 +277,30 @@ impl StanzaKind {
     pub fn argon2(&self) -> Option<&Argon2Params> {
         self.argon2.as_ref()
     }
+
+    /// The SSH key tag of an SSH stanza: the first 4 bytes of SHA-256 of the SSH wire encoding
+    /// of the public key it was sealed to (unauthenticated: a claim). It links files sealed to
+    /// one key, as age's SSH stanzas do.
+    pub fn ssh_tag(&self) -> Option<[u8; 4]> {
+        self.ssh_tag
+    }
 }
 
 impl std::fmt::Display for StanzaKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match (self.name, &self.argon2) {
-            (None, _) => write!(f, "unknown stanza kind {}", self.byte),
-            (Some(name), None) => f.write_str(name),
-            (Some(name), Some(p)) => write!(
+        match (self.name, &self.argon2, &self.ssh_tag) {
+            (None, _, _) => write!(f, "unknown stanza kind {}", self.byte),
+            (Some(name), Some(p), _) => write!(
                 f,
                 "{name} (Argon2id m={} KiB t={} p={})",
                 p.memory_kib, p.iterations, p.lanes
             ),
+            (Some(name), None, Some(tag)) => write!(
+                f,
+                "{name} (SSH key tag {:02x}{:02x}{:02x}{:02x})",
+                tag[0], tag[1], tag[2], tag[3]
+            ),
+            (Some(name), None, None) => f.write_str(name),
         }
     }
 }
@@ -343,12 +382,23 @@ fn bech32_forms() -> Vec<&'static dyn Bech32Keys> {
     KINDS.iter().filter_map(|kind| kind.bech32()).collect()
 }
 
+/// The other text forms of the registered kinds, in registry order, each once.
+pub(crate) fn text_forms() -> Vec<&'static dyn TextKeys> {
+    let mut forms: Vec<&'static dyn TextKeys> = Vec::new();
+    for form in KINDS.iter().filter_map(|kind| kind.text()) {
+        if !forms.iter().any(|seen| std::ptr::addr_eq(*seen, form)) {
+            forms.push(form);
+        }
+    }
+    forms
+}
+
 /// Parsed through the registry (here, beside it); the text itself is `identity.rs`'s.
 impl FromStr for PublicRecipient {
     type Err = ContainerError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        identity::parse_recipient(text, &bech32_forms())
+        identity::parse_recipient(text, &bech32_forms(), &text_forms())
     }
 }
 
@@ -468,6 +518,14 @@ mod tests {
                 Recipient::Public(TestRecipient::fixed(20)),
                 Identity::Secret(TestIdentity::of(FIXED_KEY)),
             ),
+            (
+                Recipient::Public(ssh_tests::recipient(ssh_tests::ED25519_PUB)),
+                Identity::Secret(ssh_tests::identity(ssh_tests::ED25519)),
+            ),
+            (
+                Recipient::Public(ssh_tests::recipient(ssh_tests::RSA_PUB)),
+                Identity::Secret(ssh_tests::identity(ssh_tests::RSA)),
+            ),
         ]
     }
 
@@ -538,6 +596,8 @@ mod tests {
                 "X25519 recipient",
                 "ML-KEM-768 + X25519 recipient",
                 "test key",
+                "ssh-ed25519 recipient (SSH key tag f71e6864)",
+                "ssh-rsa recipient (SSH key tag 307b7497)",
             ]
         );
         let wrong = Stanza {

@@ -148,8 +148,8 @@ fn wrap_key(shared: &[u8; 32], share: &[u8; 32], recipient: &[u8; 32]) -> WrapKe
 /// X25519 of `secret` and `public`, or `None` where `public` is a low-order point: the result
 /// is then all zero whatever the secret (RFC 7748 section 6.1), so it would keep nothing
 /// secret. paraes's one check for low-order points: sealing, opening and parsing recipients
-/// (of this kind and the hybrid one) all go through it.
-fn agree(
+/// (of this kind, the hybrid one and SSH Ed25519) all go through it.
+pub(super) fn agree(
     secret: &x25519_dalek::StaticSecret,
     public: &x25519_dalek::PublicKey,
 ) -> Option<x25519_dalek::SharedSecret> {

@@ -1,0 +1,480 @@
+//! What the two SSH stanza kinds (`ssh_ed25519.rs`, `ssh_rsa.rs`) share, as age's `agessh`
+//! shares it: OpenSSH's text forms, read once for both kinds ([`OPENSSH`]) — public key lines
+//! as in `authorized_keys` (for `-r` and `-R`), private key files (OpenSSH's own format, and the
+//! older PEM forms of RSA keys) for `-i` —, the SSH wire encoding and the key tag that lets a
+//! reader skip stanzas that are not its own, and the lock on a private key with a passphrase
+//! ([`Secret`]), opened only when a stanza's tag names that key. Key types paraes cannot
+//! encrypt to (ECDSA, DSA, FIDO security keys, certificates) are refused with the reason,
+//! never skipped.
+
+use std::sync::{Arc, OnceLock};
+
+use sha2::{Digest, Sha256};
+use zeroize::Zeroizing;
+
+use super::{ssh_ed25519, ssh_rsa};
+use crate::container::identity::{AskPassphrase, PublicRecipient, SecretIdentity, TextKeys};
+use crate::container::ContainerError;
+
+/// Bits of the smallest RSA modulus paraes encrypts to or decrypts with.
+pub const MIN_RSA_BITS: usize = 2048;
+/// Bits of the largest RSA modulus paraes encrypts to or decrypts with (each RSA stanza holds
+/// a ciphertext as long as the modulus: 2,048 bytes at most).
+pub const MAX_RSA_BITS: usize = 16384;
+/// The most bcrypt rounds an OpenSSH private key with a passphrase may ask for (`ssh-keygen
+/// -a`; OpenSSH's default is 16, and 1,024 rounds take tens of seconds): a hostile key file
+/// cannot make paraes work for hours.
+pub const MAX_BCRYPT_ROUNDS: u32 = 1024;
+/// Bytes of the SSH key tag at the start of an SSH stanza's body.
+pub(super) const TAG_LEN: usize = 4;
+/// A PEM RSA private key (PKCS#1 or PKCS#8) longer than this is not one of at most
+/// [`MAX_RSA_BITS`] bits (16384-bit keys take about 12.5 KB): refused before it is decoded.
+const MAX_PEM_LEN: usize = 16 * 1024;
+
+/// OpenSSH's text forms, shared by both SSH kinds (each kind's `Kind::text` returns it).
+pub(super) static OPENSSH: OpenSsh = OpenSsh;
+
+/// OpenSSH's public key lines and private key files.
+pub(super) struct OpenSsh;
+
+/// The SSH key tag: the first 4 bytes of SHA-256 of the public key's SSH wire encoding.
+pub(super) fn tag_of(wire: &[u8]) -> [u8; TAG_LEN] {
+    let digest = Sha256::digest(wire);
+    let mut tag = [0u8; TAG_LEN];
+    tag.copy_from_slice(&digest[..TAG_LEN]);
+    tag
+}
+
+/// Appends an SSH wire `string` (RFC 4251 section 5): a 32-bit big-endian length, the bytes.
+pub(super) fn put_string(out: &mut Vec<u8>, bytes: &[u8]) {
+    let len = u32::try_from(bytes.len()).expect("SSH strings here are short");
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(bytes);
+}
+
+/// Appends an SSH wire `mpint` (RFC 4251 section 5) of the non-negative integer whose
+/// big-endian magnitude is `magnitude`: leading zero bytes dropped, one zero byte put back
+/// when the top bit is set (so the number reads as positive), zero as the empty string.
+pub(super) fn put_mpint(out: &mut Vec<u8>, magnitude: &[u8]) {
+    let start = magnitude
+        .iter()
+        .position(|&b| b != 0)
+        .unwrap_or(magnitude.len());
+    let digits = &magnitude[start..];
+    if digits.first().is_some_and(|&b| b & 0x80 != 0) {
+        let mut padded = Vec::with_capacity(digits.len() + 1);
+        padded.push(0);
+        padded.extend_from_slice(digits);
+        put_string(out, &padded);
+    } else {
+        put_string(out, digits);
+    }
+}
+
+/// `ssh-ed25519 AAAA...`: the OpenSSH public key line (no comment) of `wire`, which the kind
+/// built from a key it checked.
+pub(super) fn public_line(wire: &[u8]) -> String {
+    ssh_key::PublicKey::from_bytes(wire)
+        .and_then(|key| key.to_openssh())
+        .expect("a wire encoding paraes built reads back")
+}
+
+/// A private key's secret part (an Ed25519 scalar, an RSA private key), ready, or locked by
+/// a passphrase: unlocked at its first use (the first stanza whose tag names the key), by
+/// asking the caller's [`AskPassphrase`] once; the outcome, key or failure, is kept.
+pub(super) struct Secret<T> {
+    /// What the key is, for prompts and errors ("SSH key /home/me/.ssh/id_ed25519").
+    what: String,
+    unlocked: OnceLock<Result<T, String>>,
+    locked: Option<Locked<T>>,
+}
+
+/// An encrypted OpenSSH private key, how to ask for its passphrase, and how its kind turns the
+/// decrypted key into its secret.
+struct Locked<T> {
+    key: ssh_key::PrivateKey,
+    ask: Arc<dyn AskPassphrase>,
+    open: fn(&ssh_key::PrivateKey) -> Result<T, String>,
+}
+
+impl<T> Secret<T> {
+    /// A secret that needs no passphrase.
+    pub(super) fn ready(what: &str, secret: T) -> Self {
+        let unlocked = OnceLock::new();
+        let _ = unlocked.set(Ok(secret));
+        Secret {
+            what: what.to_owned(),
+            unlocked,
+            locked: None,
+        }
+    }
+
+    /// The secret of the encrypted key `key`: `open` (the kind's) makes it from the decrypted
+    /// key, once `ask` has given the passphrase.
+    pub(super) fn locked(
+        what: &str,
+        key: ssh_key::PrivateKey,
+        ask: &Arc<dyn AskPassphrase>,
+        open: fn(&ssh_key::PrivateKey) -> Result<T, String>,
+    ) -> Self {
+        Secret {
+            what: what.to_owned(),
+            unlocked: OnceLock::new(),
+            locked: Some(Locked {
+                key,
+                ask: Arc::clone(ask),
+                open,
+            }),
+        }
+    }
+
+    /// The secret, unlocking it first if it is locked (this may ask for the passphrase).
+    pub(super) fn get(&self) -> Result<&T, ContainerError> {
+        let outcome = self.unlocked.get_or_init(|| {
+            let locked = self
+                .locked
+                .as_ref()
+                .expect("a secret is either ready or locked");
+            let passphrase = locked.ask.ask(&self.what)?;
+            // A wrong passphrase fails the key's check numbers (or its AEAD tag).
+            let key = locked.key.decrypt(&passphrase[..]).map_err(|_| {
+                "the passphrase is wrong, or the key file is damaged: try again".to_string()
+            })?;
+            (locked.open)(&key)
+        });
+        outcome
+            .as_ref()
+            .map_err(|why| ContainerError::IdentityLocked {
+                what: self.what.clone(),
+                why: why.clone(),
+            })
+    }
+}
+
+/// A key type of a public key line, named in errors only when it looks like one (short, of
+/// the characters key types use): the line may hold anything.
+fn shown_type(key_type: &str) -> String {
+    if key_type.len() <= 64
+        && key_type
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"@.-_".contains(&b))
+    {
+        format!("\"{key_type}\"")
+    } else {
+        "of an unknown type".into()
+    }
+}
+
+/// Whether `word` is an SSH public key type (one paraes takes or one it refuses with a
+/// reason): what makes a line OpenSSH's.
+fn is_key_type(word: &str) -> bool {
+    word.starts_with("ssh-")
+        || word.starts_with("ecdsa-sha2-")
+        || word.starts_with("sk-")
+        || word.ends_with("@openssh.com")
+}
+
+/// The first word of `text` (up to ASCII whitespace) and the rest, trimmed.
+fn first_word(text: &str) -> (&str, &str) {
+    let text = text.trim_start();
+    match text.find(|c: char| c.is_ascii_whitespace()) {
+        Some(end) => (&text[..end], text[end..].trim_start()),
+        None => (text, ""),
+    }
+}
+
+/// The `authorized_keys` options at the start of `line` skipped (as sshd reads them: up to
+/// the first space or tab outside double quotes, a backslash escaping a quote), or `None` if
+/// they are unterminated.
+fn skip_options(line: &str) -> Option<&str> {
+    let mut quoted = false;
+    let mut escaped = false;
+    for (i, c) in line.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            ' ' | '\t' if !quoted => return Some(line[i..].trim_start()),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The key type and base64 data of an OpenSSH public key line (`[options] TYPE DATA
+/// [comment]`), or `None` when the line is not one.
+fn public_key_words(line: &str) -> Option<(&str, &str)> {
+    let (word, rest) = first_word(line);
+    if is_key_type(word) {
+        return Some((word, first_word(rest).0));
+    }
+    // Options first (`from="10.0.0.0/8",no-pty ssh-ed25519 AAAA...`), as in authorized_keys.
+    let after = skip_options(line)?;
+    let (word, rest) = first_word(after);
+    is_key_type(word).then(|| (word, first_word(rest).0))
+}
+
+/// Why paraes cannot encrypt to a key of type `key_type` (not ssh-ed25519 or ssh-rsa).
+fn refused_type(key_type: &str) -> String {
+    if key_type.ends_with("-cert-v01@openssh.com") {
+        "an OpenSSH certificate, not a key: give the key it certifies (the .pub file, without \
+         -cert), as an ssh-ed25519 or ssh-rsa line"
+            .into()
+    } else if key_type.starts_with("sk-") {
+        format!(
+            "a FIDO security key ({}), which cannot decrypt: its private key stays on the token, \
+             which only signs; give an ssh-ed25519 or ssh-rsa key, or a paraes recipient",
+            shown_type(key_type)
+        )
+    } else if key_type.starts_with("ecdsa-sha2-") {
+        format!(
+            "an ECDSA key ({}), which paraes does not encrypt to (as age does not): give an \
+             ssh-ed25519 or ssh-rsa key, or a paraes recipient",
+            shown_type(key_type)
+        )
+    } else if key_type == "ssh-dss" {
+        "a DSA key (ssh-dss), which paraes does not encrypt to: give an ssh-ed25519 or ssh-rsa \
+         key, or a paraes recipient"
+            .into()
+    } else {
+        format!(
+            "an SSH key {}, which paraes does not encrypt to: it takes ssh-ed25519 and ssh-rsa \
+             keys",
+            shown_type(key_type)
+        )
+    }
+}
+
+/// The public key of the line `key_type data`, as ssh-key decodes it (the data's own type must
+/// be `key_type`, and nothing may follow the key in it).
+fn decode_public(key_type: &str, data: &str) -> Result<ssh_key::PublicKey, String> {
+    ssh_key::PublicKey::from_openssh(&format!("{key_type} {data}")).map_err(|_| {
+        format!(
+            "its key data is not a whole {key_type} key (cut short, damaged, or of another \
+             type): copy the line again"
+        )
+    })
+}
+
+impl TextKeys for OpenSsh {
+    fn recipient(&self, line: &str) -> Option<Result<PublicRecipient, String>> {
+        if line.starts_with("-----BEGIN ") {
+            return Some(Err(
+                "that is a private key file, not a public key: give its public key (the .pub \
+                 file, or `ssh-keygen -y -f KEY`)"
+                    .into(),
+            ));
+        }
+        let (key_type, data) = public_key_words(line)?;
+        Some((|| match key_type {
+            "ssh-ed25519" => {
+                let key = decode_public(key_type, data)?;
+                let public = key
+                    .key_data()
+                    .ed25519()
+                    .expect("an ssh-ed25519 line holds an Ed25519 key");
+                ssh_ed25519::recipient(&public.0)
+            }
+            "ssh-rsa" => {
+                let key = decode_public(key_type, data)?;
+                let public = key
+                    .key_data()
+                    .rsa()
+                    .expect("an ssh-rsa line holds an RSA key");
+                ssh_rsa::recipient(magnitude(&public.e), magnitude(&public.n))
+            }
+            other => Err(refused_type(other)),
+        })())
+    }
+
+    fn identities(
+        &self,
+        text: &str,
+        name: &str,
+        ask: &Arc<dyn AskPassphrase>,
+    ) -> Option<Result<Vec<SecretIdentity>, String>> {
+        let first = text.lines().map(str::trim).find(|line| !line.is_empty())?;
+        let what = format!("SSH key {name}");
+        let text = text.trim();
+        let parsed = if first == "-----BEGIN OPENSSH PRIVATE KEY-----" {
+            openssh_private_key(text, &what, ask)
+        } else if first == "-----BEGIN RSA PRIVATE KEY-----" {
+            pem_rsa_key(text, &what, name, false)
+        } else if first == "-----BEGIN PRIVATE KEY-----" {
+            pem_rsa_key(text, &what, name, true)
+        } else if first == "-----BEGIN ENCRYPTED PRIVATE KEY-----" {
+            Err(convert_advice("a PKCS#8 key with a passphrase", name))
+        } else if first == "-----BEGIN EC PRIVATE KEY-----" {
+            Err(
+                "an ECDSA private key, which paraes does not decrypt with (as age does not): \
+                 use an ssh-ed25519 or ssh-rsa key"
+                    .into(),
+            )
+        } else if first == "-----BEGIN DSA PRIVATE KEY-----" {
+            Err(refused_type("ssh-dss"))
+        } else if first.starts_with("-----BEGIN ") && first.contains("PRIVATE KEY") {
+            Err(
+                "a private key in a PEM form paraes does not read: it reads OpenSSH private \
+                 keys (ssh-keygen's) and RSA keys in PEM (PKCS#1 or PKCS#8, without a passphrase)"
+                    .into(),
+            )
+        } else if public_key_words(first).is_some() {
+            Err(
+                "it holds an SSH public key, not a private key: give the private key file \
+                 (id_ed25519, not id_ed25519.pub)"
+                    .into(),
+            )
+        } else {
+            return None;
+        };
+        Some(parsed.map(|identity| vec![identity]))
+    }
+}
+
+/// The big-endian magnitude of a non-negative mpint (zero: empty), or `None` if negative.
+pub(super) fn magnitude(m: &ssh_key::Mpint) -> Option<&[u8]> {
+    if m.as_bytes().is_empty() {
+        Some(&[])
+    } else {
+        m.as_positive_bytes()
+    }
+}
+
+/// The advice for a private key in a form paraes does not read: convert it.
+fn convert_advice(what: &str, name: &str) -> String {
+    format!(
+        "{what}, which paraes does not read: convert the file to OpenSSH's format with \
+         `ssh-keygen -p -f {name}` (it asks for the passphrase, and may keep it)"
+    )
+}
+
+/// The identity of an OpenSSH private key file (`-----BEGIN OPENSSH PRIVATE KEY-----`).
+fn openssh_private_key(
+    text: &str,
+    what: &str,
+    ask: &Arc<dyn AskPassphrase>,
+) -> Result<SecretIdentity, String> {
+    let key = ssh_key::PrivateKey::from_openssh(text).map_err(|_| {
+        "the OpenSSH private key in it does not parse: it is cut short or damaged".to_string()
+    })?;
+    if let ssh_key::Kdf::Bcrypt { rounds, .. } = key.kdf() {
+        if *rounds > MAX_BCRYPT_ROUNDS {
+            return Err(format!(
+                "its passphrase is stretched with {rounds} bcrypt rounds, above paraes's cap of \
+                 {MAX_BCRYPT_ROUNDS}: set the passphrase again with fewer (`ssh-keygen -p -a 100 \
+                 -f FILE`)"
+            ));
+        }
+    }
+    if key.is_encrypted() != key.kdf().is_some() {
+        return Err(
+            "the OpenSSH private key in it is damaged: its cipher and key derivation disagree"
+                .into(),
+        );
+    }
+    match key.public_key().key_data() {
+        ssh_key::public::KeyData::Ed25519(_) => ssh_ed25519::identity(key, what, ask),
+        ssh_key::public::KeyData::Rsa(_) => ssh_rsa::identity(key, what, ask),
+        _ => Err(refused_type(key.algorithm().as_str())),
+    }
+}
+
+/// The identity of an RSA private key in PEM without a passphrase: PKCS#1 (`-----BEGIN RSA
+/// PRIVATE KEY-----`, `ssh-keygen -m PEM`) or, with `pkcs8`, PKCS#8.
+fn pem_rsa_key(text: &str, what: &str, name: &str, pkcs8: bool) -> Result<SecretIdentity, String> {
+    if text.contains("Proc-Type: 4,ENCRYPTED") {
+        return Err(convert_advice(
+            "an RSA key in the old PEM format with a passphrase",
+            name,
+        ));
+    }
+    if text.len() > MAX_PEM_LEN {
+        return Err(format!(
+            "the RSA key in it is larger than one of {MAX_RSA_BITS} bits, paraes's limit"
+        ));
+    }
+    let decoded = if pkcs8 {
+        use rsa::pkcs8::DecodePrivateKey;
+        rsa::PrivateKey::from_pkcs8_pem(text).ok()
+    } else {
+        use rsa::pkcs1::DecodeRsaPrivateKey;
+        rsa::PrivateKey::from_pkcs1_pem(text).ok()
+    };
+    let key = decoded.ok_or_else(|| {
+        if pkcs8 {
+            "the PKCS#8 private key in it does not parse as an RSA key: it is cut short, \
+             damaged, or of another type (paraes reads Ed25519 keys in OpenSSH's format)"
+                .to_string()
+        } else {
+            "the PEM RSA private key in it does not parse: it is cut short or damaged".to_string()
+        }
+    })?;
+    ssh_rsa::identity_from_pem(key, what)
+}
+
+/// Zeroizing copy of a text that holds a secret (a private key file), for
+/// `SecretIdentity::to_secret_text`.
+pub(super) fn secret_text(text: &str) -> Zeroizing<String> {
+    let mut out = Zeroizing::new(String::with_capacity(text.len()));
+    out.push_str(text);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mpints_are_canonical() {
+        let mpint = |magnitude: &[u8]| {
+            let mut out = Vec::new();
+            put_mpint(&mut out, magnitude);
+            out
+        };
+        // RFC 4251 section 5's examples.
+        assert_eq!(mpint(&[]), [0, 0, 0, 0]);
+        assert_eq!(mpint(&[0, 0]), [0, 0, 0, 0]);
+        assert_eq!(mpint(&[0x80]), [0, 0, 0, 2, 0, 0x80]);
+        assert_eq!(mpint(&[0, 0x7f, 1]), [0, 0, 0, 2, 0x7f, 1]);
+    }
+
+    #[test]
+    fn public_key_lines_are_read_as_authorized_keys_reads_them() {
+        let words = |line| public_key_words(line);
+        assert_eq!(
+            words("ssh-ed25519 AAAA me@host"),
+            Some(("ssh-ed25519", "AAAA"))
+        );
+        assert_eq!(words("ssh-rsa\tAAAA"), Some(("ssh-rsa", "AAAA")));
+        assert_eq!(
+            words(r#"from="10.0.0.1,a b",command="echo \"x y\"" ssh-ed25519 AAAA c d"#),
+            Some(("ssh-ed25519", "AAAA"))
+        );
+        assert_eq!(
+            words("no-pty,restrict ecdsa-sha2-nistp256 AAAA"),
+            Some(("ecdsa-sha2-nistp256", "AAAA"))
+        );
+        assert_eq!(words("paraes1qqqq"), None);
+        assert_eq!(words(r#"from="unterminated ssh-ed25519 AAAA"#), None);
+        assert_eq!(words("PARAES-SECRET-KEY-1QQQ"), None);
+    }
+
+    #[test]
+    fn refused_types_say_why() {
+        for (key_type, needle) in [
+            ("ecdsa-sha2-nistp256", "ECDSA"),
+            ("ssh-dss", "DSA"),
+            ("sk-ssh-ed25519@openssh.com", "cannot decrypt"),
+            ("sk-ecdsa-sha2-nistp256@openssh.com", "cannot decrypt"),
+            ("ssh-ed25519-cert-v01@openssh.com", "certificate"),
+            ("ssh-ed448", "\"ssh-ed448\""),
+        ] {
+            let line = format!("{key_type} AAAA comment");
+            let err = OPENSSH.recipient(&line).unwrap().err().unwrap();
+            assert!(err.contains(needle), "{key_type}: {err}");
+        }
+        let long = format!("ssh-{} AAAA", "x\u{7}".repeat(50));
+        let err = OPENSSH.recipient(&long).unwrap().err().unwrap();
+        assert!(err.contains("of an unknown type"), "{err}");
+    }
+}
