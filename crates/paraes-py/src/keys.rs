@@ -3,7 +3,8 @@
 //! an identity is an identity file's text (`PARAES-SECRET-KEY-1...`, bytes or a str that starts
 //! with `PARAES-`) or its path; a recipient is a `paraes1...`/`paraespq1...` str, or the path of
 //! a recipients file (os.PathLike); a passphrase is str (UTF-8) or bytes. The rules and the
-//! error lines follow the CLI's `src/keys.rs`.
+//! error lines follow the CLI's `src/keys.rs`, except that a str taken as a path where no file
+//! is found is never shown in an error: it may be a key's hex or a passphrase in the wrong place.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -38,7 +39,12 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// What a key or identity argument holds: its contents, or where to read them.
 enum Source {
     Contents(Zeroizing<Vec<u8>>),
-    Path(PathBuf),
+    /// A path; `from_str` when it came as a str, which may be key material given by mistake
+    /// (a key's hex, a passphrase): its text is then never shown unless a file is there.
+    Path {
+        path: PathBuf,
+        from_str: bool,
+    },
 }
 
 impl Source {
@@ -50,26 +56,39 @@ impl Source {
             if identity_text && starts_with_ignore_case(text.trim_start(), IDENTITY_PREFIX) {
                 return Ok(Source::Contents(Zeroizing::new(text.as_bytes().to_vec())));
             }
-            return Ok(Source::Path(PathBuf::from(text)));
+            return Ok(Source::Path {
+                path: PathBuf::from(text),
+                from_str: true,
+            });
         }
         if let Ok(exported) = Exported::new(obj, what) {
             return Ok(Source::Contents(Zeroizing::new(exported.bytes().to_vec())));
         }
-        obj.extract::<PathBuf>().map(Source::Path).map_err(|_| {
-            PyTypeError::new_err(format!(
-                "{what} must be bytes (the contents) or a path (str or os.PathLike)"
-            ))
-        })
+        obj.extract::<PathBuf>()
+            .map(|path| Source::Path {
+                path,
+                from_str: false,
+            })
+            .map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "{what} must be bytes (the contents) or a path (str or os.PathLike)"
+                ))
+            })
     }
 
     /// The contents, at most `max` bytes of a file (one more, to tell a file that is larger).
     fn read(self, what: &str, max: u64) -> PyResult<(Zeroizing<Vec<u8>>, String)> {
         match self {
             Source::Contents(bytes) => Ok((bytes, format!("the {what} given as bytes"))),
-            Source::Path(path) => {
+            Source::Path { path, from_str } => {
                 let name = format!("{what} {}", path.display());
-                let meta = std::fs::metadata(&path)
-                    .map_err(|e| errors::os_error(&e, &format!("cannot read {name}")))?;
+                let meta = std::fs::metadata(&path).map_err(|e| {
+                    if from_str {
+                        unshown_path_error(&e, what)
+                    } else {
+                        errors::os_error(&e, &format!("cannot read {name}"))
+                    }
+                })?;
                 if meta.is_dir() {
                     return Err(PyValueError::new_err(errors::one_line(&format!(
                         "{name} is a directory, not a file"
@@ -83,6 +102,29 @@ impl Source {
             }
         }
     }
+}
+
+/// The error for a str taken as a path where no file can be looked at: it may be a key's hex
+/// or a passphrase given in the wrong place, so the text is not shown (the OS's reason is).
+fn unshown_path_error(e: &std::io::Error, what: &str) -> PyErr {
+    let (argument, instead) = match what {
+        "identity file" => (
+            "identities: a str is an identity's text (PARAES-SECRET-KEY-1...) or the path of an identity file,",
+            "pass the identity's text (or its bytes)",
+        ),
+        _ => (
+            "keys: a str is the path of a key file,",
+            "pass the key as bytes (bytes.fromhex(...)) and a passphrase as passphrase=",
+        ),
+    };
+    let message = if e.kind() == std::io::ErrorKind::NotFound {
+        format!(
+            "{argument} and none exists there; {instead} (the str is not shown: it may be secret)"
+        )
+    } else {
+        format!("{argument} and that path cannot be looked at; {instead} (the str is not shown: it may be secret)")
+    };
+    errors::os_error(e, &message)
 }
 
 /// Whether `text` starts with `prefix`, in either case.
@@ -172,7 +214,11 @@ fn read_recipients(obj: &Bound<'_, PyAny>) -> PyResult<Vec<PublicRecipient>> {
             "a recipient is a str (paraes1... or paraespq1...) or the path of a recipients file (os.PathLike)",
         )
     })?;
-    let (contents, name) = Source::Path(path).read("recipients file", MAX_TEXT_FILE)?;
+    let (contents, name) = Source::Path {
+        path,
+        from_str: false,
+    }
+    .read("recipients file", MAX_TEXT_FILE)?;
     let text = std::str::from_utf8(&contents)
         .map_err(|_| PyValueError::new_err(errors::one_line(&format!("{name} is not text"))))?;
     let list = parse_recipients(text)

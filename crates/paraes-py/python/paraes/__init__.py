@@ -82,10 +82,20 @@ class Writer(io.RawIOBase):
     """A binary stream that encrypts what is written to it into a container (format v3).
 
     ``dst`` is a path or a binary file object. A path gets the container only when
-    :meth:`close` succeeds (it is written to a temporary file beside it, mode 0600, and
-    renamed); an existing path is replaced only with ``overwrite=True``. Leaving a ``with``
-    block by an exception, calling :meth:`abort`, or dropping the writer without closing it
-    leaves nothing behind. Keys, recipients and passphrase are as for :func:`encrypt_file`.
+    :meth:`close` succeeds (it is written to an unnamed temporary file in its directory, mode
+    0600, and linked into place, or where the file system cannot, to a hidden
+    ``.NAME.XXXXXXXXXXXX.paraes-tmp`` that is renamed); an existing path is replaced only with
+    ``overwrite=True``, and only if it is a regular file. Leaving a ``with`` block by an
+    exception, calling :meth:`abort`, an error, or dropping the writer without closing it
+    leaves a destination path untouched. A file object keeps what was already written to it
+    (the header and every sealed chunk): that is not a complete container, and it fails to
+    decrypt as truncated; its ``write()`` must return how many bytes it took (``None``, a
+    non-blocking stream's "nothing", is an error).
+
+    One call at a time: a call made while another runs (from another thread, or from the file
+    object's own ``write()``) raises ``RuntimeError``; :meth:`abort` and :attr:`closed` work at
+    any time, from any thread (a call in progress then fails and discards the container).
+    Keys, recipients and passphrase are as for :func:`encrypt_file`.
     """
 
     def __init__(
@@ -119,17 +129,30 @@ class Writer(io.RawIOBase):
             raise ValueError("write to a closed paraes.Writer")
         return self._w.write(b)
 
+    @property
+    def closed(self) -> bool:
+        """Whether the writer was closed or aborted, or discarded its container after an error."""
+        w = getattr(self, "_w", None)  # absent when the constructor failed
+        return w is None or w.closed or super().closed
+
     def close(self) -> None:
         """Seals the last chunk and commits the container (a path gets its name now)."""
-        if not self.closed:
-            try:
-                self._w.close()
-            finally:
+        if super().closed:
+            return
+        w = getattr(self, "_w", None)  # absent when the constructor failed
+        try:
+            if w is not None:
+                w.close()
+        finally:
+            # Still open only when another call was in progress (RuntimeError): nothing done.
+            if w is None or w.closed:
                 super().close()
 
     def abort(self) -> None:
         """Discards the container: a destination path is left as it was."""
-        self._w.abort()
+        w = getattr(self, "_w", None)
+        if w is not None:
+            w.abort()
         super().close()
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -212,5 +235,7 @@ class Reader(io.RawIOBase):
 
     def close(self) -> None:
         if not self.closed:
-            self._r.close()
+            r = getattr(self, "_r", None)  # absent when the constructor failed
+            if r is not None:
+                r.close()
             super().close()
