@@ -31,20 +31,13 @@ pub(super) fn engine_and_runner(
     }
     let settings = settings(args.threads, &args.gpu, &args.sim);
     let entry = match backend {
-        "mpi" => Some(engine_named(args.rank_engine.as_deref().unwrap_or("cpu"))),
+        "mpi" => engine_named(args.rank_engine.as_deref().unwrap_or("cpu")),
         // GPU options ask for the GPU: auto must not drop them silently for the CPU.
-        "auto" if args.gpu.given() => Some(engine_named("gpu")),
-        "auto" => None,
-        name => Some(engine_named(name)),
+        "auto" if args.gpu.given() => engine_named("gpu"),
+        "auto" => engine_named(engines::AUTO),
+        name => engine_named(name),
     };
-    let takes = entry.map_or(
-        Takes {
-            threads: true,
-            gpu: true,
-            sim: false,
-        },
-        |entry| entry.takes,
-    );
+    let takes = entry.takes;
     let refused: [(bool, &str, ReadsGroup); 3] = [
         (
             args.gpu.given() && !takes.gpu,
@@ -68,10 +61,10 @@ pub(super) fn engine_and_runner(
             .filter(|e| reads(&e.takes) && (!mpi || e.on_ranks))
             .map(|e| e.name.to_owned())
             .collect();
-        let chosen = match (mpi, entry) {
-            (true, Some(entry)) => format!("--rank-engine {}", entry.name),
-            (_, Some(entry)) => format!("--backend {}", entry.name),
-            (_, None) => "--backend auto".to_owned(),
+        let chosen = match (mpi, backend) {
+            (true, _) => format!("--rank-engine {}", entry.name),
+            (_, "auto") => format!("--backend auto (the {} engine)", entry.name),
+            _ => format!("--backend {}", entry.name),
         };
         let (verb, pronoun) = if flags.contains(' ') {
             ("apply", "them")
@@ -95,10 +88,7 @@ pub(super) fn engine_and_runner(
             ),
         }
     }
-    let engine = match entry {
-        Some(entry) => EngineChoice::One(entry, settings),
-        None => EngineChoice::Auto(settings),
-    };
+    let engine = EngineChoice { entry, settings };
     let runner = if mpi {
         Runner::Mpi {
             io: args.mpi_io.map(|io| match io {

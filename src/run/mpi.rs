@@ -245,9 +245,7 @@ fn launched_by_hydra() -> bool {
 /// registry says (CPU: the node's cores divided among them unless `--threads`; GPU: the node's
 /// GPUs taken in turn from `--gpu-device` on).
 fn rank_engine(plan: &CryptPlan, mpi: &Mpi) -> Result<Box<dyn Engine>> {
-    let EngineChoice::One(entry, settings) = &plan.engine else {
-        unreachable!("the plan names the engine of MPI ranks")
-    };
+    let EngineChoice { entry, settings } = &plan.engine;
     let mut settings = settings.clone();
     (entry.share_node)(&mut settings, mpi.local_rank(), mpi.local_size());
     Ok((entry.build)(&settings)?.engine)
