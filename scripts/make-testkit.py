@@ -30,6 +30,13 @@ How the files are made:
   decryptor for the body); the script stops if the reader disagrees. paraes is checked by
   `cargo test --test cli testkit::`.
 
+With `--only ssh` (or the default `--only all`) it also writes tests/testkit/ssh/, the SSH
+sub-kit (issue 29): containers with ssh-ed25519 and ssh-rsa stanzas (2048- and 8192-bit keys,
+OpenSSH and PEM PKCS#1 private keys), written by `paraes enc -r/-R` and by this script from
+docs/FORMAT.md, with its own manifest.json of the same shape and the identity type
+{"type": "ssh", "key": PRIVATE KEY FILE TEXT} (`paraes dec -i FILE`). Its keys are fixed:
+Ed25519 seeds and RSA primes derived from labels with SHA-256. `--only main` leaves it alone.
+
 The manifest (tests/testkit/manifest.json) is a JSON list of objects:
   {"file", "kind": "container"|"message", "identities": [...], "context_hex" (messages),
    "expect": "ok", "plaintext_len", "plaintext_sha256", "note"}
@@ -52,6 +59,8 @@ from cryptography.cobblestone import (
     Cobblestone256Decryptor,
     Cobblestone256Encryptor,
 )
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, AESGCMSIV
 from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
@@ -293,8 +302,14 @@ WRAP_INFO = {
     1: b"paraes 2026-11 container v2 key-file stanza wrap key",
     2: b"paraes 2026-11 container v2 passphrase stanza wrap key",
     3: b"paraes 2026-11 container v2 X25519 stanza wrap key",
+    5: b"paraes 2026-11 container v2 ssh-ed25519 stanza wrap key",
+    6: b"paraes 2026-11 container v2 ssh-rsa stanza wrap key",
 }
-STANZA_LEN = {1: 64, 2: 76, 3: 80, 4: 1168}
+SSH_ED25519_TWEAK = b"paraes 2026-11 container v2 ssh-ed25519 stanza tweak"
+SSH_RSA_LABEL = b"paraes 2026-11 container v2 ssh-rsa stanza"
+STANZA_LEN = {1: 64, 2: 76, 3: 80, 4: 1168, 5: 84}
+# Variable-length kinds: (shortest, longest) body.
+STANZA_LEN_RANGE = {6: (4 + 256 + 48, 4 + 2048 + 48)}
 V3_HEADER_KEY = "paraes 2026-11 container v3 header MAC key"
 V3_BODY_KEY = "paraes 2026-11 container v3 body input key"
 
@@ -373,6 +388,9 @@ def parse_slot(raw):
         body = raw[pos + 3:pos + 3 + length]
         if len(body) != length or STANZA_LEN.get(kind, length) != length:
             return None
+        low, high = STANZA_LEN_RANGE.get(kind, (0, length))
+        if not low <= length <= high:
+            return None
         if kind == 2:
             passphrases += 1
             m, t, p = (int.from_bytes(body[i:i + 4], "big") for i in (16, 20, 24))
@@ -405,10 +423,111 @@ def open_stanza(kind, body, identities):
             if shared == bytes(32):
                 continue
             d = unwrap(3, hkdf_sha256(body[:32] + recipient, shared, WRAP_INFO[3]), body[32:])
+        elif kind in (5, 6) and ident["type"] == "ssh":
+            d = open_ssh_stanza(kind, body, ident["key"])
         else:
             continue
         if d is not None:
             return d
+    return None
+
+
+# --- SSH stanzas (docs/FORMAT.md, kinds 5 and 6), as age's agessh with paraes's strings ------
+
+ED25519_P = 2**255 - 19
+
+
+def ssh_string(b):
+    return len(b).to_bytes(4, "big") + b
+
+
+def ssh_mpint(x):
+    b = x.to_bytes((x.bit_length() + 7) // 8, "big") if x else b""
+    if b and b[0] & 0x80:
+        b = b"\0" + b
+    return ssh_string(b)
+
+
+def ed25519_wire(pk):
+    return ssh_string(b"ssh-ed25519") + ssh_string(pk)
+
+
+def rsa_wire(e, n):
+    return ssh_string(b"ssh-rsa") + ssh_mpint(e) + ssh_mpint(n)
+
+
+def ed25519_to_x25519(pk):
+    """The Montgomery u of an Ed25519 public key: (1 + y) / (1 - y) mod p."""
+    y = int.from_bytes(pk, "little") & ((1 << 255) - 1)
+    u = (1 + y) * pow(1 - y, ED25519_P - 2, ED25519_P) % ED25519_P
+    return u.to_bytes(32, "little")
+
+
+def x25519(k, u):
+    """X25519(k, u) of RFC 7748 (pyca clamps k); None for an all-zero result."""
+    try:
+        return X25519PrivateKey.from_private_bytes(k).exchange(X25519PublicKey.from_public_bytes(u))
+    except ValueError:  # pyca refuses an all-zero shared secret
+        return None
+
+
+def stanza_ssh_ed25519(pk, d):
+    wire = ed25519_wire(pk)
+    pk_x = ed25519_to_x25519(pk)
+    tweak = hkdf_sha256(wire, b"", SSH_ED25519_TWEAK)
+    e = X25519PrivateKey.generate()
+    big_e = e.public_key().public_bytes_raw()
+    shared = x25519(tweak, e.exchange(X25519PublicKey.from_public_bytes(pk_x)))
+    w = hkdf_sha256(big_e + pk_x, shared, WRAP_INFO[5])
+    return (5, hashlib.sha256(wire).digest()[:4] + big_e + wrap(5, w, d))
+
+
+def stanza_ssh_rsa(public, d):
+    numbers = public.public_numbers()
+    wire = rsa_wire(numbers.e, numbers.n)
+    secret32 = os.urandom(32)
+    c = public.encrypt(secret32, padding.OAEP(mgf=padding.MGF1(hashes.SHA256()),
+                                              algorithm=hashes.SHA256(), label=SSH_RSA_LABEL))
+    key_hash = hashlib.sha256(wire).digest()
+    return (6, key_hash[:4] + c + wrap(6, hkdf_sha256(key_hash, secret32, WRAP_INFO[6]), d))
+
+
+def load_ssh_key(text):
+    data = text.encode()
+    if data.startswith(b"-----BEGIN OPENSSH"):
+        return serialization.load_ssh_private_key(data, None)
+    return serialization.load_pem_private_key(data, None)
+
+
+def open_ssh_stanza(kind, body, key_text):
+    """The file key an SSH stanza gives with the private key file `key_text`, or None."""
+    key = load_ssh_key(key_text)
+    if kind == 5 and isinstance(key, ed25519.Ed25519PrivateKey):
+        pk = key.public_key().public_bytes_raw()
+        if body[:4] != hashlib.sha256(ed25519_wire(pk)).digest()[:4]:
+            return None
+        scalar = hashlib.sha512(key.private_bytes_raw()).digest()[:32]
+        pk_x = X25519PrivateKey.from_private_bytes(scalar).public_key().public_bytes_raw()
+        assert pk_x == ed25519_to_x25519(pk), "the two ways to X25519 disagree"
+        first = x25519(scalar, body[4:36])
+        if first is None:
+            return None
+        shared = x25519(hkdf_sha256(ed25519_wire(pk), b"", SSH_ED25519_TWEAK), first)
+        return unwrap(5, hkdf_sha256(body[4:36] + pk_x, shared, WRAP_INFO[5]), body[36:])
+    if kind == 6 and isinstance(key, rsa.RSAPrivateKey):
+        numbers = key.public_key().public_numbers()
+        key_hash = hashlib.sha256(rsa_wire(numbers.e, numbers.n)).digest()
+        k = (numbers.n.bit_length() + 7) // 8
+        if body[:4] != key_hash[:4] or len(body) != 4 + k + 48:
+            return None
+        try:
+            secret32 = key.decrypt(body[4:4 + k], padding.OAEP(
+                mgf=padding.MGF1(hashes.SHA256()), algorithm=hashes.SHA256(), label=SSH_RSA_LABEL))
+        except ValueError:
+            return None
+        if len(secret32) != 32:
+            return None
+        return unwrap(6, hkdf_sha256(key_hash, secret32, WRAP_INFO[6]), body[4 + k:])
     return None
 
 
@@ -463,6 +582,16 @@ def container_check(data, identities):
 
 # ---------------------------------------------------------------------------------------------
 # The kit.
+
+def craft_simple(n, bits, makers):
+    """A container of plaintext(n) whose one slot holds the stanzas `makers` make for a fresh
+    file key D, with a pyca-made body."""
+    d = os.urandom(32)
+    stanzas = [make(d) for make in makers]
+    s = slot_len(stanzas)
+    pre = preamble(bits // 8, s)
+    header = pre + slot(pre, s, 1, stanzas, d) + bytes(s)
+    return header + pyca_encrypt(body_key(d, bits // 8), pre[:16], plaintext(n))
 
 def secret(label, n):
     return hashlib.sha256(b"paraes testkit " + label.encode()).digest()[:n]
@@ -542,6 +671,8 @@ class Kit:
         self.entries.append(entry)
 
     def write(self):
+        if not self.entries:
+            return
         os.makedirs(self.out, exist_ok=True)
         for name in os.listdir(self.out):  # the previous kit's files, nothing else
             if name.endswith((".paraes", ".cbl")) or name == "manifest.json":
@@ -904,6 +1035,124 @@ def build(kit):
             "The only ciphertext byte of a 1-byte message changed.", "chunk", ctx)
 
 
+# --- the SSH sub-kit (tests/testkit/ssh/) ---------------------------------------------------
+
+SMALL_PRIMES = [p for p in range(3, 2000) if all(p % q for q in range(2, int(p ** 0.5) + 1))]
+
+
+def is_probable_prime(x, label):
+    if any(x % p == 0 for p in SMALL_PRIMES):
+        return x in SMALL_PRIMES
+    d, r = x - 1, 0
+    while d % 2 == 0:
+        d, r = d // 2, r + 1
+    for i in range(40):
+        a = 2 + int.from_bytes(hashlib.sha256(label + i.to_bytes(4, "big")).digest(), "big") % (x - 3)
+        y = pow(a, d, x)
+        if y in (1, x - 1):
+            continue
+        for _ in range(r - 1):
+            y = pow(y, 2, x)
+            if y == x - 1:
+                break
+        else:
+            return False
+    return True
+
+
+def fixed_prime(label, bits, e):
+    """The first prime p >= a label's SHA-256 stream (top two bits set, odd) with gcd(e, p - 1)
+    = 1: fixed keys, made again identically by every run."""
+    stream = b"".join(hashlib.sha256(f"paraes testkit {label} {i}".encode()).digest()
+                      for i in range(bits // 256 + 1))
+    x = int.from_bytes(stream[:bits // 8], "big") | (3 << (bits - 2)) | 1
+    while not (is_probable_prime(x, label.encode()) and (x - 1) % e):
+        x += 2
+    return x
+
+
+def fixed_rsa_key(label, bits):
+    e = 65537
+    p, q = fixed_prime(label + " p", bits // 2, e), fixed_prime(label + " q", bits // 2, e)
+    n, d = p * q, pow(e, -1, (p - 1) * (q - 1))
+    assert n.bit_length() == bits
+    return rsa.RSAPrivateNumbers(p, q, d, d % (p - 1), d % (q - 1), pow(q, -1, p),
+                                 rsa.RSAPublicNumbers(e, n)).private_key()
+
+
+def ssh_key_files(key, pem=False):
+    """(identity dict, public key line) of a private key: OpenSSH's format, or PEM PKCS#1."""
+    fmt = serialization.PrivateFormat.TraditionalOpenSSL if pem else serialization.PrivateFormat.OpenSSH
+    text = key.private_bytes(serialization.Encoding.PEM, fmt,
+                             serialization.NoEncryption()).decode()
+    line = key.public_key().public_bytes(serialization.Encoding.OpenSSH,
+                                         serialization.PublicFormat.OpenSSH).decode()
+    return {"type": "ssh", "key": text}, line
+
+
+def build_ssh(kit):
+    ed_a = ed25519.Ed25519PrivateKey.from_private_bytes(secret("ssh ed25519 A", 32))
+    ed_b = ed25519.Ed25519PrivateKey.from_private_bytes(secret("ssh ed25519 B", 32))
+    rsa2048, rsa8192 = fixed_rsa_key("ssh rsa 2048", 2048), fixed_rsa_key("ssh rsa 8192", 8192)
+    i_ed_a, ed_a_line = ssh_key_files(ed_a)
+    i_ed_b, _ = ssh_key_files(ed_b)
+    i_rsa2048, rsa2048_line = ssh_key_files(rsa2048)
+    i_rsa8192, rsa8192_line = ssh_key_files(rsa8192, pem=True)
+    ed_a_pk = ed_a.public_key().public_bytes_raw()
+    for ident, line in ((i_ed_a, ed_a_line), (i_rsa2048, rsa2048_line), (i_rsa8192, rsa8192_line)):
+        # paraes reads each private key as the public key the script says
+        name = kit.secret_file("ssh.id", ident["key"].encode())
+        said = kit.run("keygen", "-y", name).stdout.decode().strip()
+        assert said == line, (said, line)
+    keys = kit.secret_file("authorized_keys", (
+        "# authorized_keys: options before the key type, comments after it\n"
+        f'no-pty,from="10.0.0.0/8" {rsa2048_line} alice@example\n').encode())
+    k256 = secret("ssh key 256", 32)
+    f256 = kit.secret_file("k256", (k256.hex() + "\n").encode())
+    c = "container"
+    kit.add("s256-ssh-ed25519-len1000.paraes", kit.enc(1000, ["-r", ed_a_line + " me@host"]), c,
+            [i_ed_a], "paraes enc -r with an OpenSSH public key line: one ssh-ed25519 stanza, "
+            "opened with the OpenSSH private key.", 1000)
+    kit.add("s256-ssh-rsa2048-len16385.paraes", kit.enc(CHUNK + 1, ["-R", keys]), c,
+            [i_rsa2048], "paraes enc -R with an authorized_keys-style file (a comment line, "
+            "options before the key type): one ssh-rsa stanza of a 2048-bit key (308 bytes).",
+            CHUNK + 1)
+    kit.add("s128-ssh-rsa8192-len100.paraes",
+            kit.enc(100, ["-r", rsa8192_line, "--bits", "128"]), c, [i_rsa8192],
+            "An 8192-bit RSA key (a 1,076-byte stanza), opened with its PEM PKCS#1 private key "
+            "(ssh-keygen -m PEM's form); a 128-bit body.", 100)
+    kit.add("s256-ssh-mix-len20000.paraes",
+            kit.enc(20000, ["-k", f256, "-r", ed_a_line, "-r", rsa2048_line]), c,
+            [i_ed_b, i_rsa2048], "A key file, ssh-ed25519 and ssh-rsa stanzas; a stranger's "
+            "Ed25519 key opens nothing (its tag matches no stanza), the RSA key opens the last.",
+            20000)
+    kit.add("s256-py-ssh-ed25519-len3.paraes",
+            craft_simple(3, 256, [lambda d: stanza_ssh_ed25519(ed_a_pk, d)]), c, [i_ed_a],
+            "Made by the script from docs/FORMAT.md: an ssh-ed25519 stanza (the key converted "
+            "to X25519 by (1 + y) / (1 - y), the tweak, the wrap key) with pyca's X25519.", 3)
+    kit.add("s256-py-ssh-rsa-len0.paraes",
+            craft_simple(0, 256, [lambda d: stanza_ssh_rsa(rsa2048.public_key(), d)]), c,
+            [i_rsa2048], "Made by the script: an ssh-rsa stanza with pyca's RSA-OAEP (SHA-256, "
+            "MGF1-SHA-256, paraes's label); an empty plaintext.", 0)
+    kit.add("s256-ssh-nomatch-stranger.paraes", kit.enc(10, ["-r", ed_a_line]), c, [i_ed_b],
+            "A stranger's Ed25519 key against an ssh-ed25519 stanza for key A.", "no_match")
+    data = craft_simple(10, 256, [lambda d: stanza_ssh_ed25519(ed_a_pk, d)])
+    kit.add("s256-ssh-nomatch-damaged-share.paraes", flip(data, 64 + 10 + 3 + 4 + 5), c,
+            [i_ed_a], "A byte of the ephemeral share changed in an ssh-ed25519 stanza whose tag "
+            "still names the key: the wrap's tag fails.", "no_match")
+    data = craft_simple(10, 256, [lambda d: stanza_ssh_rsa(rsa2048.public_key(), d)])
+    kit.add("s256-ssh-nomatch-age-label.paraes",
+            data[:64 + 10 + 3 + 4] + rsa2048.public_key().encrypt(os.urandom(32), padding.OAEP(
+                mgf=padding.MGF1(hashes.SHA256()), algorithm=hashes.SHA256(),
+                label=b"age-encryption.org/v1/ssh-rsa")) + data[64 + 10 + 3 + 4 + 256:], c,
+            [i_rsa2048], "An ssh-rsa stanza whose RSA-OAEP ciphertext carries age's label: "
+            "OAEP refuses it, so no age stanza opens in paraes.", "no_match")
+    short = craft_simple(10, 256, [lambda d: (6, os.urandom(4 + 255 + 48))])
+    kit.add("s256-ssh-header-short-rsa-stanza.paraes", short, c, [i_rsa2048],
+            "An ssh-rsa stanza of 307 bytes, one less than a 2048-bit key's: the slot does not "
+            "parse (docs/FORMAT.md gives 308 to 2,100 bytes).", "header")
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(here)
@@ -913,6 +1162,8 @@ def main():
     parser.add_argument("--out", default=os.path.join(root, "tests/testkit"),
                         help="the kit's folder (its .paraes and .cbl files and manifest.json "
                              "are replaced; README.md is kept)")
+    parser.add_argument("--only", choices=["all", "main", "ssh"], default="all",
+                        help="which kit to write: the main one, the SSH sub-kit (OUT/ssh), both")
     args = parser.parse_args()
     # BLAKE3 against docs/FORMAT.md's test vector (D = 00 01 .. 1f) before anything else.
     d = bytes(range(32))
@@ -921,16 +1172,29 @@ def main():
     assert blake3_derive_key("paraes 2026-11 container v2 body AES key", d).hex() == (
         "081e102d99d9b1742b57e90bb22666953993af2295b8b5656c92808affc9f214")
     paraes = os.path.abspath(args.paraes)
+    kits = []
     with tempfile.TemporaryDirectory(prefix="paraes-testkit.") as work:
-        kit = Kit(paraes, os.path.abspath(args.out), work)
-        build(kit)
-        kit.write()
+        if args.only in ("all", "main"):
+            kit = Kit(paraes, os.path.abspath(args.out), work)
+            build(kit)
+            kit.write()
+            kits.append(kit)
+        if args.only in ("all", "ssh"):
+            kit = Kit(paraes, os.path.join(os.path.abspath(args.out), "ssh"), work)
+            build_ssh(kit)
+            kit.write()
+            kits.append(kit)
+    for kit in kits:
+        report(kit)
+
+
+def report(kit):
     counts = {}
     for e in kit.entries:
         what = (e["kind"], e.get("failure", "ok"))
         counts[what] = counts.get(what, 0) + 1
     total = sum(len(v) for v in kit.files.values())
-    print(f"{len(kit.entries)} files, {total} bytes, in {args.out}:")
+    print(f"{len(kit.entries)} files, {total} bytes, in {kit.out}:")
     for (kind, what), n in sorted(counts.items()):
         print(f"  {kind:9} {what:10} {n}")
 

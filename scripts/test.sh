@@ -25,13 +25,15 @@ cd "$(dirname "$0")/.."
 
 echo "== test tools"
 # Debian package names: openssl (raw streams are checked against `openssl enc`), util-linux
-# (script), coreutils (mkfifo, head), mpich + libmpich-dev + libclang-dev (the MPI backend;
+# (script, setsid), coreutils (mkfifo, head), openssh-client (ssh-keygen makes the SSH keys of
+# tests/cli/ssh.rs), mpich + libmpich-dev + libclang-dev (the MPI backend;
 # rsmpi's bindings are generated with libclang), python3-pip (the PTX toolchain's wheels),
 # g++ (the kernel emulator and the CUDA stand-in compile kernels/aes.cu for the host).
 need=()
 command -v openssl >/dev/null || need+=(openssl)
 command -v script >/dev/null || need+=(util-linux)
 command -v mkfifo >/dev/null || need+=(coreutils)
+command -v ssh-keygen >/dev/null || need+=(openssh-client)
 command -v mpiexec >/dev/null || need+=(mpich)
 compgen -G "/usr/include/*/mpich/mpi.h" >/dev/null || [ -e /usr/include/mpich/mpi.h ] \
   || need+=(libmpich-dev)

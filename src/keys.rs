@@ -1,17 +1,20 @@
 //! Reading the key sources of a plan: key files (regular files, pipes such as `<(...)`,
 //! standard input), `--key-fd`, `--key-env`, `--key`, passphrases (terminal, file, standard
-//! input), recipients and identity files; turned into the container's recipients (enc), the
-//! unlock set (dec, rekey) or the one raw key (--raw). Secrets stay in zeroizing buffers.
+//! input), recipients (paraes's, and OpenSSH public key lines) and identity files (paraes's, and
+//! OpenSSH private keys, whose passphrase is asked on the terminal only when a stanza names the
+//! key); turned into the container's recipients (enc), the unlock set (dec, rekey) or the one
+//! raw key (--raw). Secrets stay in zeroizing buffers.
 
 use std::fs;
 use std::io::Read;
 use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
 use paraes_core::container::{
-    parse_identities, parse_recipients, Argon2Params, Identity, PublicRecipient, Recipient,
+    parse_identity_file, parse_recipients, Argon2Params, Identity, PublicRecipient, Recipient,
     SecretIdentity, Unlock,
 };
 use paraes_core::{Key, KeySize};
@@ -29,8 +32,9 @@ const MAX_TEXT_FILE: u64 = 1 << 20;
 const SHORT_PASSPHRASE: usize = 10;
 /// What every identity's text starts with (either case); see `paraes_core::container`.
 const IDENTITY_PREFIX: &str = "PARAES-";
-/// What the recipients' texts start with (either case), the only texts an error may repeat.
-const RECIPIENT_PREFIXES: [&str; 2] = ["paraes1", "paraespq1"];
+/// What the recipients' texts start with (either case), the only texts an error may repeat:
+/// paraes's, and OpenSSH public key lines (public too).
+const RECIPIENT_PREFIXES: [&str; 5] = ["paraes1", "paraespq1", "ssh-", "ecdsa-", "sk-"];
 
 /// A warning printer (silenced by --quiet).
 pub type Warn<'a> = &'a dyn Fn(&str);
@@ -108,6 +112,7 @@ impl KeyPlan {
             }
             out.extend(list.into_iter().map(Recipient::Public));
         }
+        warn_if_quantum_voided(&out, warn);
         Ok(out)
     }
 
@@ -133,6 +138,20 @@ impl KeyPlan {
             max_kdf_mib: self.max_kdf_mib,
             allow_unverified_slot: self.allow_unverified_slot,
         })
+    }
+}
+
+/// Warns when post-quantum recipients share a file with classical public-key ones (X25519,
+/// SSH): whoever breaks a classical stanza opens the file, so the file is no safer than them.
+fn warn_if_quantum_voided(recipients: &[Recipient], warn: Warn<'_>) {
+    let public = || {
+        recipients.iter().filter_map(|r| match r {
+            Recipient::Public(public) => Some(public),
+            _ => None,
+        })
+    };
+    if public().any(PublicRecipient::is_post_quantum) && public().any(|r| !r.is_post_quantum()) {
+        warn("the post-quantum (paraespq1...) recipients share this file with classical public-key recipients (X25519 or SSH keys), whose stanzas a quantum computer could open: the file is only as safe as those; encrypt to the post-quantum recipients alone to keep their protection");
     }
 }
 
@@ -216,6 +235,9 @@ fn key_from(reader: impl Read, name: &str) -> Result<Key> {
     if is_identity_text(&contents) {
         bail!("{name} holds an identity, not a key: give it with -i");
     }
+    if is_private_key_file(&contents) {
+        bail!("{name} holds a private key (an SSH key?), not a key: give it with -i");
+    }
     if looks_like_text(&contents) {
         return parse_hex_key(&contents, name);
     }
@@ -246,6 +268,14 @@ fn is_identity_text(contents: &[u8]) -> bool {
         identities += 1;
     }
     identities > 0
+}
+
+/// Whether key-file contents are a PEM private key file (an SSH key): text whose first line is
+/// `-----BEGIN ... PRIVATE KEY-----`.
+fn is_private_key_file(contents: &[u8]) -> bool {
+    let start = contents.trim_ascii_start();
+    let first = start.split(|&b| b == b'\n').next().unwrap_or_default();
+    first.starts_with(b"-----BEGIN ") && first.trim_ascii_end().ends_with(b"PRIVATE KEY-----")
 }
 
 /// Whether key bytes are meant as hex text: printable ASCII and whitespace only (32 random
@@ -331,15 +361,20 @@ fn read_text(path: &Path, what: &str) -> Result<Zeroizing<String>> {
     }
 }
 
-/// The identities of an identity file, warning when other users can read it.
+/// The identities of an identity file (paraes's, or an OpenSSH private key, whose passphrase
+/// is asked on the terminal when a stanza names it), warning when other users can read it.
 pub fn read_identity_file(path: &Path, warn: Warn<'_>) -> Result<Vec<SecretIdentity>> {
+    let text = read_text(path, "identity file")?;
+    let name = path.display().to_string();
+    let identities = parse_identity_file(&text, &name, Arc::new(crate::prompt::SshKeyPassphrase))
+        .with_context(|| format!("identity file {name}"))?;
+    // Only a file that holds identities is a secret (a public key given by mistake is not).
     if let Ok(meta) = fs::metadata(path) {
         if meta.is_file() {
             warn_if_readable(&meta, "identity file", path, warn);
         }
     }
-    let text = read_text(path, "identity file")?;
-    parse_identities(&text).with_context(|| format!("identity file {}", path.display()))
+    Ok(identities)
 }
 
 #[cfg(test)]
@@ -392,9 +427,27 @@ mod tests {
         assert_eq!(recipient_context("00112233445566778899aabbccddeeff"), "-r");
         assert_eq!(recipient_context(" paraes1qqq "), "-r paraes1qqq");
         assert_eq!(
+            recipient_context("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI me"),
+            "-r ssh-ed25519 AAAAC3Nz..."
+        );
+        assert_eq!(
             recipient_context("PARAESPQ1QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ"),
             "-r PARAESPQ1QQQQQQQQQQQ..."
         );
+    }
+
+    #[test]
+    fn private_key_files_are_not_keys() {
+        for text in [
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n-----END OPENSSH PRIVATE KEY-----\n",
+            "\n-----BEGIN RSA PRIVATE KEY-----\r\nMII\r\n",
+        ] {
+            assert!(is_private_key_file(text.as_bytes()), "{text}");
+            let err = key_from(text.as_bytes(), "k").unwrap_err().to_string();
+            assert!(err.contains("give it with -i"), "{err}");
+        }
+        assert!(!is_private_key_file(b"-----BEGIN PUBLIC KEY-----\n"));
+        assert!(!is_private_key_file(b"00112233445566778899aabbccddeeff"));
     }
 
     #[test]

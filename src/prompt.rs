@@ -1,12 +1,16 @@
 //! The passphrase prompt on the controlling terminal: echo off while typing, and restored by
 //! whoever ends the process (Enter, an error, or Ctrl-C through `signals.rs`), so that an
-//! interrupted prompt always exits 130 with a working terminal.
+//! interrupted prompt always exits 130 with a working terminal. It asks for the passphrase of
+//! `-p`, and for that of an SSH key given with `-i` ([`SshKeyPassphrase`], which the core calls
+//! only when a stanza's tag names the key). Only the terminal is asked, never standard input:
+//! without one, the error says what to do.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
+use paraes_core::container::AskPassphrase;
 use rustix::termios::{self, LocalModes, OptionalActions, Termios};
 use zeroize::Zeroizing;
 
@@ -38,13 +42,43 @@ pub fn passphrase(confirm: bool) -> Result<Zeroizing<Vec<u8>>> {
     Ok(first)
 }
 
+/// Asks on the terminal for the passphrase of an SSH private key, when the core finds a stanza
+/// for it: once per key, never on standard input.
+pub struct SshKeyPassphrase;
+
+impl AskPassphrase for SshKeyPassphrase {
+    fn ask(&self, what: &str) -> std::result::Result<Zeroizing<Vec<u8>>, String> {
+        let Ok(tty) = open_tty() else {
+            return Err(
+                "it has a passphrase and there is no terminal to ask for it (paraes never reads \
+                 it from standard input): run paraes in a terminal, or give a copy of the key \
+                 without a passphrase (`ssh-keygen -p -N '' -f COPY`)"
+                    .into(),
+            );
+        };
+        let answer =
+            ask_on(tty, &format!("Passphrase for {what}: ")).map_err(|e| format!("{e:#}"))?;
+        if answer.is_empty() {
+            return Err("the passphrase is empty: run again and type it".into());
+        }
+        Ok(answer)
+    }
+}
+
+/// The controlling terminal, for reading and writing.
+fn open_tty() -> std::io::Result<File> {
+    OpenOptions::new().read(true).write(true).open("/dev/tty")
+}
+
 /// One line from the terminal with echo off.
 fn ask(prompt: &str) -> Result<Zeroizing<Vec<u8>>> {
-    let tty = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/tty")
+    let tty = open_tty()
         .context("no terminal to ask for the passphrase: use --passphrase-file PATH (or - for standard input)")?;
+    ask_on(tty, prompt)
+}
+
+/// One line from `tty` (the terminal) with echo off, after `prompt`.
+fn ask_on(tty: File, prompt: &str) -> Result<Zeroizing<Vec<u8>>> {
     let settings = termios::tcgetattr(&tty).context("/dev/tty is not a terminal")?;
     let mut quiet = settings.clone();
     quiet.local_modes.remove(LocalModes::ECHO);

@@ -3,7 +3,8 @@
 //! Nothing it shows is authenticated (that needs a key), so it advises nothing because of a
 //! stanza slot; it reports temporaries an interrupted rekey left beside the file. `--json`
 //! prints the same facts as one JSON object (docs/FORMAT.md, "Reading a v3 body without
-//! paraes").
+//! paraes"): each slot's stanzas as text, and as objects with their kind byte, name and, for
+//! SSH stanzas, the key tag (which SSH key a stanza claims to be for).
 
 use anyhow::{bail, Result};
 use paraes_core::container::{
@@ -118,6 +119,19 @@ fn print_text(info: &HeaderInfo, layout: Option<&Result<BodyLayout, LayoutError>
     println!("authenticity: not checked (that needs the key: paraes dec)");
 }
 
+/// One stanza as a JSON object: its kind byte, its kind's name (null for a kind this paraes
+/// does not know), and the SSH key tag of an SSH stanza, as hex.
+fn stanza_json(kind: &StanzaKind) -> serde_json::Value {
+    let mut object = json!({
+        "kind_byte": kind.byte(),
+        "kind": kind.name(),
+    });
+    if let Some(tag) = kind.ssh_tag() {
+        object["ssh_key_tag"] = json!(hex::encode(tag));
+    }
+    object
+}
+
 /// The facts as one JSON object. Nothing is authenticated without a key: every slot says so.
 fn as_json(
     info: &HeaderInfo,
@@ -152,6 +166,7 @@ fn as_json(
                         "generation": slot.generation,
                         "authenticated": false,
                         "stanzas": slot.stanzas.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                        "stanza_kinds": slot.stanzas.iter().map(stanza_json).collect::<Vec<_>>(),
                     })
                 })
                 .collect(),

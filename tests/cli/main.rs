@@ -17,6 +17,7 @@ mod range;
 mod raw;
 mod roundtrip;
 mod secrets;
+mod ssh;
 mod stanzas;
 mod tamper;
 mod testkit;

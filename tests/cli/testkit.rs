@@ -7,7 +7,9 @@
 //! plaintext; a bad one exits 1 with an error of its class, leaves no file behind, and releases
 //! nothing on standard output, except, from a pipe and for a chunk failure, whole authenticated
 //! chunks of the plaintext (every kit plaintext is a prefix of one known byte stream, so the test
-//! can tell). `paraes verify` runs on every container entry too.
+//! can tell). `paraes verify` runs on every container entry too. The SSH sub-kit
+//! (tests/testkit/ssh/, its own manifest of the same shape) runs the same way, its OpenSSH and
+//! PEM private keys given with `-i`.
 
 #[path = "../../crates/paraes-gpu/tests/support/standin.rs"]
 mod standin;
@@ -23,6 +25,8 @@ use crate::common::{skip, stderr, Scratch};
 
 /// The kit's folder.
 const KIT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/testkit");
+/// The SSH sub-kit's folder (issue 29), inside the kit's.
+const SSH_KIT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/testkit/ssh");
 /// Plaintext bytes per chunk of a v3 body or message.
 const CHUNK: usize = 16384;
 
@@ -113,11 +117,15 @@ enum Identity {
     Passphrase(String),
     /// An X25519 identity file's text.
     X25519(String),
+    /// An SSH private key file's text (OpenSSH's format, or PEM).
+    Ssh(String),
 }
 
 /// One manifest entry.
 #[derive(Clone, Debug)]
 struct Entry {
+    /// The folder of its manifest.
+    dir: &'static str,
     file: String,
     message: bool,
     identities: Vec<Identity>,
@@ -127,7 +135,7 @@ struct Entry {
 
 impl Entry {
     fn path(&self) -> PathBuf {
-        Path::new(KIT).join(&self.file)
+        Path::new(self.dir).join(&self.file)
     }
 }
 
@@ -138,10 +146,17 @@ fn string(value: &serde_json::Value, field: &str, file: &str) -> String {
         .to_owned()
 }
 
-/// The manifest, parsed strictly (an entry this test does not understand fails it).
+/// Both manifests' entries: the kit's, then the SSH sub-kit's.
 fn manifest() -> Vec<Entry> {
-    let text = std::fs::read_to_string(Path::new(KIT).join("manifest.json"))
-        .expect("tests/testkit/manifest.json");
+    let mut entries = manifest_in(KIT);
+    entries.extend(manifest_in(SSH_KIT));
+    entries
+}
+
+/// The manifest in `dir`, parsed strictly (an entry this test does not understand fails it).
+fn manifest_in(dir: &'static str) -> Vec<Entry> {
+    let text = std::fs::read_to_string(Path::new(dir).join("manifest.json"))
+        .unwrap_or_else(|e| panic!("{dir}/manifest.json: {e}"));
     let list: Vec<serde_json::Value> = serde_json::from_str(&text).expect("manifest is JSON");
     list.iter()
         .map(|v| {
@@ -159,6 +174,7 @@ fn manifest() -> Vec<Entry> {
                     "key" => Identity::Key(string(i, "hex", &file)),
                     "passphrase" => Identity::Passphrase(string(i, "text", &file)),
                     "x25519" => Identity::X25519(string(i, "identity", &file)),
+                    "ssh" => Identity::Ssh(string(i, "key", &file)),
                     other => panic!("manifest: {file}: unknown identity type {other:?}"),
                 })
                 .collect::<Vec<_>>();
@@ -188,6 +204,7 @@ fn manifest() -> Vec<Entry> {
                 "manifest: {file}: empty note"
             );
             Entry {
+                dir,
                 file,
                 message,
                 identities,
@@ -246,7 +263,7 @@ impl Bench {
                     let (flag, content) = match identity {
                         Identity::Key(hex) => ("-k", format!("{hex}\n")),
                         Identity::Passphrase(text) => ("--passphrase-file", format!("{text}\n")),
-                        Identity::X25519(text) => ("-i", text.clone()),
+                        Identity::X25519(text) | Identity::Ssh(text) => ("-i", text.clone()),
                     };
                     scratch.secret(&name, content.as_bytes());
                     args.push(flag.to_owned());
@@ -494,11 +511,30 @@ fn manifest_describes_the_kit() {
             Expect::Fail(class) => *counts.entry((e.message, Some(*class))).or_default() += 1,
         }
     }
-    for entry in std::fs::read_dir(KIT).expect("tests/testkit") {
-        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+    for (dir, sub) in [(KIT, "ssh"), (SSH_KIT, "")] {
+        for entry in std::fs::read_dir(dir).expect("tests/testkit") {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            assert!(
+                listed.contains(&name)
+                    || name == "manifest.json"
+                    || name == "README.md"
+                    || name == sub,
+                "{dir}/{name} is not in the manifest"
+            );
+        }
+    }
+    // The SSH sub-kit holds both SSH kinds, opened and refused.
+    let ssh: Vec<&Entry> = entries.iter().filter(|e| e.dir == SSH_KIT).collect();
+    for needle in [
+        "ssh-ed25519",
+        "ssh-rsa2048",
+        "ssh-rsa8192",
+        "py-ssh-rsa",
+        "nomatch",
+    ] {
         assert!(
-            listed.contains(&name) || name == "manifest.json" || name == "README.md",
-            "tests/testkit/{name} is not in the manifest"
+            ssh.iter().any(|e| e.file.contains(needle)),
+            "the SSH kit has no {needle} file"
         );
     }
     for (message, class) in [

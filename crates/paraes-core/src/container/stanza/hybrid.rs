@@ -104,6 +104,10 @@ impl RecipientKey for HybridRecipient {
     fn text(&self) -> String {
         encode(RECIPIENT_HRP, &self.0.to_bytes(), false).to_string()
     }
+
+    fn post_quantum(&self) -> bool {
+        true
+    }
 }
 
 impl IdentityKey for HybridIdentity {

@@ -354,7 +354,7 @@ fn openssh_private_key(
     what: &str,
     ask: &Arc<dyn AskPassphrase>,
 ) -> Result<SecretIdentity, String> {
-    let key = ssh_key::PrivateKey::from_openssh(text).map_err(|_| {
+    let key = ssh_key::PrivateKey::from_openssh(&*rewrapped(text)).map_err(|_| {
         "the OpenSSH private key in it does not parse: it is cut short or damaged".to_string()
     })?;
     if let ssh_key::Kdf::Bcrypt { rounds, .. } = key.kdf() {
@@ -377,6 +377,39 @@ fn openssh_private_key(
         ssh_key::public::KeyData::Rsa(_) => ssh_rsa::identity(key, what, ask),
         _ => Err(refused_type(key.algorithm().as_str())),
     }
+}
+
+/// An OpenSSH private key file's text with its base64 in lines of 70 characters, as OpenSSH
+/// writes them and as `ssh-key` requires them (other writers, pyca for one, use 64): the
+/// first and last lines kept, every other line's whitespace dropped.
+fn rewrapped(text: &str) -> Zeroizing<String> {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mut out = Zeroizing::new(String::with_capacity(text.len() + text.len() / 70 + 8));
+    let (Some(first), Some(last)) = (lines.first(), lines.last()) else {
+        return out;
+    };
+    out.push_str(first);
+    out.push('\n');
+    let inner = lines
+        .get(1..lines.len().saturating_sub(1))
+        .unwrap_or_default();
+    let mut column = 0;
+    for c in inner.iter().flat_map(|line| line.chars()) {
+        if column == 70 {
+            out.push('\n');
+            column = 0;
+        }
+        out.push(c);
+        column += 1;
+    }
+    out.push('\n');
+    out.push_str(last);
+    out.push('\n');
+    out
 }
 
 /// The identity of an RSA private key in PEM without a passphrase: PKCS#1 (`-----BEGIN RSA
