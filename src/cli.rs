@@ -127,12 +127,14 @@ pub struct KeyArgs {
 /// Public-key recipients of `enc`.
 #[derive(Args, Debug, Default)]
 pub struct RecipientArgs {
-    /// Encrypt to this public key (paraes1... or paraespq1...; repeatable). Anyone can
-    /// encrypt to a recipient: a recipient proves nothing about who wrote a file.
+    /// Encrypt to this public key (paraes1..., paraespq1..., or an SSH key line
+    /// "ssh-ed25519 AAAA..." / "ssh-rsa AAAA..."; repeatable). Anyone can encrypt to a
+    /// recipient: a recipient proves nothing about who wrote a file.
     #[arg(short = 'r', long, value_name = "RECIPIENT")]
     pub recipient: Vec<String>,
 
-    /// Encrypt to the recipients listed in FILE, one per line (repeatable).
+    /// Encrypt to the recipients listed in FILE, one per line, SSH key lines as in
+    /// authorized_keys included (repeatable).
     #[arg(short = 'R', long, value_name = "FILE")]
     pub recipients_file: Vec<PathBuf>,
 }
@@ -140,7 +142,8 @@ pub struct RecipientArgs {
 /// Identities and the Argon2id cap, for opening a container (`dec`, `rekey`).
 #[derive(Args, Debug)]
 pub struct UnlockArgs {
-    /// Open with the identities (secret keys) in FILE (repeatable).
+    /// Open with the identities (secret keys) in FILE: paraes's, or an SSH private key
+    /// (~/.ssh/id_ed25519, id_rsa), whose passphrase is asked on the terminal (repeatable).
     #[arg(short = 'i', long, value_name = "FILE")]
     pub identity: Vec<PathBuf>,
 

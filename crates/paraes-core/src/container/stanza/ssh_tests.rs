@@ -634,3 +634,23 @@ fn the_text_form_is_listed_once_and_tried_before_bech32() {
         )
         .is_none());
 }
+
+#[test]
+fn openssh_keys_in_lines_of_any_width_are_read() {
+    // pyca and others write OpenSSH private keys in lines of 64 characters; OpenSSH, 70.
+    let lines: Vec<&str> = ED25519.lines().collect();
+    let base64: String = lines[1..lines.len() - 1].concat();
+    for width in [64, 76, 1000] {
+        let mut text = format!("{}\n", lines[0]);
+        for chunk in base64.as_bytes().chunks(width) {
+            text.push_str(std::str::from_utf8(chunk).unwrap());
+            text.push_str("\r\n");
+        }
+        text.push_str(lines[lines.len() - 1]);
+        assert_eq!(
+            identity(&text).recipient(),
+            recipient(ED25519_PUB),
+            "{width}"
+        );
+    }
+}
