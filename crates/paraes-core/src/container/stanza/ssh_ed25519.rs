@@ -201,8 +201,9 @@ fn scalar_of(key: &ssh_key::PrivateKey) -> Result<Zeroizing<[u8; 32]>, String> {
         "the decrypted key is not an Ed25519 key: the file is damaged".to_string()
     })?;
     let seed = Zeroizing::new(pair.private.to_bytes());
-    let mut digest = Zeroizing::new([0u8; 64]);
-    digest.copy_from_slice(&Sha512::digest(&seed[..]));
+    // Hashed into a buffer that is wiped (Sha512::digest would return an unwiped copy).
+    let mut digest = Zeroizing::new(sha2::digest::Output::<Sha512>::default());
+    Sha512::new_with_prefix(&seed[..]).finalize_into(&mut digest);
     let mut scalar = Zeroizing::new([0u8; 32]);
     scalar.copy_from_slice(&digest[..32]);
     if EdwardsPoint::mul_base_clamped(*scalar).compress().0 != pair.public.0 {
