@@ -275,4 +275,26 @@ mod tests {
             }
         }
     }
+
+    /// No file of the binary grows past 700 lines (ARCHITECTURE.md): a file that does is
+    /// doing more than one thing.
+    #[test]
+    fn no_file_of_the_binary_is_over_700_lines() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut stack = vec![src];
+        let mut seen = 0;
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+                    assert!(lines <= 700, "{} has {lines} lines", path.display());
+                    seen += 1;
+                }
+            }
+        }
+        assert!(seen > 20, "read {seen} files");
+    }
 }

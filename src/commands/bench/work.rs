@@ -1,0 +1,251 @@
+//! The measurements of one `bench` run: every engine on every mode, key size and size, then
+//! the openssl reference, with a progress bar on a terminal.
+
+use super::*;
+
+/// The measurements of one run: which engines measure which mode, sizes, and the baseline.
+pub(super) struct Work<'a> {
+    choices: &'a Choices,
+    present: &'a [(&'a str, &'a str, &'a dyn Engine)],
+    /// Engines that model another machine (no gcm rows: a GCM body's tags run on this host).
+    modelled: Vec<&'a str>,
+    e2e_sizes: Vec<usize>,
+    openssl_version: Option<&'a str>,
+    /// openssl runs as many processes as each CPU engine has threads.
+    openssl_threads: Vec<usize>,
+}
+
+impl<'a> Work<'a> {
+    pub(super) fn new(
+        args: &BenchArgs,
+        choices: &'a Choices,
+        present: &'a [(&'a str, &'a str, &'a dyn Engine)],
+        openssl_version: Option<&'a str>,
+    ) -> Self {
+        // An engine that models another machine (the simulator) times the engine's CTR in that
+        // machine's time, but a GCM body's tags run on this host: no time of one machine covers
+        // a gcm row, so such engines have none.
+        let modelled: Vec<&str> = present
+            .iter()
+            .filter(|(.., engine)| engine.modelled().is_some())
+            .map(|(label, ..)| *label)
+            .collect();
+        if choices.modes.contains(&BenchMode::Gcm) {
+            for label in &modelled {
+                eprintln!(
+                    "paraes: bench: {label}: no gcm rows: it models another machine's AES, while \
+                     a GCM body's tags run on this host"
+                );
+            }
+        }
+        let e2e_sizes: Vec<usize> = if args.e2e {
+            choices
+                .sizes
+                .iter()
+                .copied()
+                .filter(|&s| s >= E2E_MIN)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if args.e2e && e2e_sizes.is_empty() {
+            eprintln!("paraes: bench: --e2e: no size of at least 1 MiB, so no whole-pipeline rows");
+        }
+        let mut openssl_threads: Vec<usize> = present
+            .iter()
+            .filter(|(label, ..)| *label == report::BASELINE_ENGINE)
+            .map(|(.., engine)| engine.workers())
+            .collect();
+        openssl_threads.sort_unstable();
+        openssl_threads.dedup();
+        if openssl_threads.is_empty() {
+            openssl_threads.push(1);
+        }
+        Work {
+            choices,
+            present,
+            modelled,
+            e2e_sizes,
+            openssl_version,
+            openssl_threads,
+        }
+    }
+
+    /// The engines that measure `mode`.
+    pub(super) fn engines_for(&self, mode: BenchMode) -> Vec<(&'a str, &'a str, &'a dyn Engine)> {
+        self.present
+            .iter()
+            .copied()
+            .filter(|(label, ..)| mode != BenchMode::Gcm || !self.modelled.contains(label))
+            .collect()
+    }
+
+    /// The whole-file sizes of `mode` at `bits`: `paraes enc` of a v3 container, whose body is
+    /// AES-CTR with GHASH at 128 or 256 bits, listed under CTR only.
+    pub(super) fn e2e_sizes(&self, mode: BenchMode, bits: u32) -> &[usize] {
+        if mode == BenchMode::Ctr && bits != 192 {
+            &self.e2e_sizes
+        } else {
+            &[]
+        }
+    }
+
+    /// Every row of the run, with a progress bar on a terminal.
+    pub(super) fn measure(&self) -> Result<Vec<Row>> {
+        let choices = self.choices;
+        let openssl_steps = if self.openssl_version.is_some() {
+            choices.sizes.len() * self.openssl_threads.len()
+        } else {
+            0
+        };
+        let steps: usize = choices
+            .modes
+            .iter()
+            .flat_map(|&mode| {
+                mode_bits(mode, &choices.bits)
+                    .into_iter()
+                    .map(move |b| (mode, b))
+            })
+            .map(|(mode, bits)| {
+                self.engines_for(mode).len()
+                    * (choices.sizes.len() + self.e2e_sizes(mode, bits).len())
+                    + openssl_steps
+            })
+            .sum();
+        let bar = progress_bar(steps);
+        let mut rows = Vec::new();
+        for &mode in &choices.modes {
+            for bits in mode_bits(mode, &choices.bits) {
+                self.engine_rows(mode, bits, &bar, &mut rows)?;
+                // The reference, after the engines so that they do not share the CPU with it.
+                if let Some(version) = self.openssl_version {
+                    self.openssl_rows(version, mode, bits, &bar, &mut rows)?;
+                }
+            }
+        }
+        bar.finish_and_clear();
+        fill_speedups(&mut rows);
+        Ok(rows)
+    }
+
+    /// The engines' rows of `mode` at `bits`: every size, then the whole-file sizes.
+    pub(super) fn engine_rows(
+        &self,
+        mode: BenchMode,
+        bits: u32,
+        bar: &ProgressBar,
+        rows: &mut Vec<Row>,
+    ) -> Result<()> {
+        let key = bench_key(bits);
+        let expanded = key.expand();
+        let cipher = mode.cipher(bits);
+        let timing = &self.choices.timing;
+        let runs = self.choices.sizes.iter().map(|&size| (size, false));
+        let e2e_runs = self.e2e_sizes(mode, bits).iter().map(|&size| (size, true));
+        for (size, e2e) in runs.chain(e2e_runs) {
+            for (label, implementation, engine) in self.engines_for(mode) {
+                let label = if e2e {
+                    format!("{label}-e2e")
+                } else {
+                    label.to_string()
+                };
+                bar.set_message(format!(
+                    "{label} {implementation} x{} {cipher} {}",
+                    engine.workers(),
+                    format_size(size as u64)
+                ));
+                let before = engine.modelled();
+                let stats = if e2e {
+                    measure_e2e(engine, &key, size, DEFAULT_CHUNK_SIZE, timing)
+                        .map_err(|e| anyhow!("{label} on {cipher}: {e}"))?
+                } else if let Some(engine_mode) = mode.engine_mode() {
+                    measure_engine(engine, engine_mode, &expanded, size, timing)
+                        .with_context(|| format!("{} on {cipher}", engine.name()))?
+                } else {
+                    // gcm: format v3's body sealed in memory as the pipeline seals it, in
+                    // `paraes enc`'s pipeline chunks, CTR on the engine.
+                    measure_gcm(engine, &key, size, DEFAULT_CHUNK_SIZE, timing)
+                        .map_err(|e| anyhow!("{} on {cipher}: {e}", engine.name()))?
+                };
+                let mut row = Row::new(
+                    &label,
+                    implementation,
+                    mode,
+                    bits,
+                    size as u64,
+                    engine.workers(),
+                    stats,
+                );
+                // A simulator also reports the modelled machine's time for one buffer.
+                if let (Some(before), Some(after)) = (before, engine.modelled()) {
+                    let work = after.since(&before);
+                    if work.bytes > 0 {
+                        row.sim_seconds = Some(work.seconds * size as f64 / work.bytes as f64);
+                        row.sim_gbps = Some(work.gbps());
+                    }
+                }
+                rows.push(row);
+                bar.inc(1);
+            }
+        }
+        Ok(())
+    }
+
+    /// openssl's rows of `mode` at `bits`: every size and process count.
+    pub(super) fn openssl_rows(
+        &self,
+        version: &str,
+        mode: BenchMode,
+        bits: u32,
+        bar: &ProgressBar,
+        rows: &mut Vec<Row>,
+    ) -> Result<()> {
+        let cipher = mode.cipher(bits);
+        for &size in &self.choices.sizes {
+            for &processes in &self.openssl_threads {
+                bar.set_message(format!(
+                    "openssl x{processes} {cipher} {}",
+                    format_size(size as u64)
+                ));
+                match openssl::speed(mode, bits, size, processes, OPENSSL_SECONDS) {
+                    Ok(rate) => {
+                        let seconds = size as f64 / rate;
+                        let stats = Stats {
+                            median: seconds,
+                            min: seconds,
+                            max: seconds,
+                        };
+                        rows.push(Row::new(
+                            report::OPENSSL_ENGINE,
+                            version,
+                            mode,
+                            bits,
+                            size as u64,
+                            processes,
+                            stats,
+                        ));
+                    }
+                    Err(e) if self.choices.baseline == Baseline::Required => {
+                        bail!("--baseline openssl: {e}")
+                    }
+                    Err(e) => bar.suspend(|| eprintln!("paraes: bench: {e}")),
+                }
+                bar.inc(1);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A progress bar of `steps` on a terminal, hidden otherwise.
+pub(super) fn progress_bar(steps: usize) -> ProgressBar {
+    if !std::io::stderr().is_terminal() || steps == 0 {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(steps as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}")
+            .expect("valid template"),
+    );
+    bar
+}
