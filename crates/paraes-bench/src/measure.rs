@@ -3,7 +3,7 @@
 //!
 //! Engines are measured only through the [`Engine`] seam, so every engine that implements it can
 //! be benchmarked by listing it; [`measure_gcm`] times format v3's body sealed in memory (the
-//! engine's CTR and the pipeline's GCM tags), and [`measure_e2e`] the whole container pipeline
+//! engine's GCM chunks sealed whole, or its CTR and the pipeline's GCM tags), and [`measure_e2e`] the whole container pipeline
 //! on files.
 
 use std::error::Error;
@@ -166,10 +166,11 @@ fn gcm_stretch(
 }
 
 impl GcmStretch {
-    /// Seals every chunk as the pipeline does ([`pipeline::seal`]: the engine's CTR over the
-    /// chunk with GCM chunk counters, then each GCM chunk's GHASH tag and E(J0), the data moved
-    /// apart to make room for the tags), each first cut back to its plaintext length (each call
-    /// seals the previous call's output again: the bytes do not change the time).
+    /// Seals every chunk as the pipeline does ([`pipeline::seal`]: the data moved apart to make
+    /// room for the tags, then every GCM chunk sealed whole by the engine where it can, else
+    /// the engine's CTR with GCM chunk counters and each GCM chunk's GHASH tag and E(J0)), each
+    /// first cut back to its plaintext length (each call seals the previous call's output
+    /// again: the bytes do not change the time).
     fn seal(&mut self, spec: &StreamSpec<'_>) -> Result<(), PipelineError> {
         for (len, chunk) in &mut self.chunks {
             chunk.data.truncate(*len);
@@ -183,9 +184,11 @@ impl GcmStretch {
 /// container for `key` (128 or 256 bits: a v3 body has no 192-bit key), cut into pipeline
 /// chunks of `batch` bytes as the pipeline cuts a stream (`paraes enc` uses
 /// [`pipeline::DEFAULT_CHUNK_SIZE`]), each sealed by [`pipeline::seal`], the step the pipeline
-/// runs on every chunk it encrypts: C2SP Cobblestone's 16 KiB AES-GCM chunks, the CTR of all
-/// of a pipeline chunk's in one engine call (counters `nonce_i || be32(2 + j)`), then each
-/// one's tag (GHASH and E(J0)) on the calling thread. Reading and writing are not timed, nor is
+/// runs on every chunk it encrypts: C2SP Cobblestone's 16 KiB AES-GCM chunks, each sealed whole
+/// (CTR and GHASH in one pass) by an engine that can ([`Engine::gcm_records`]: the CPU engine
+/// with the stitched kernel, over its threads), otherwise the CTR of all of a pipeline chunk's
+/// in one engine call (counters `nonce_i || be32(2 + j)`), then each one's tag (GHASH and
+/// E(J0)) on the calling thread. Reading and writing are not timed, nor is
 /// the container's header (key wrapping and derivation, once per file). A size that is not
 /// whole 16 KiB chunks is a stream's end, whose last GCM chunk is short (see [`gcm_stretch`]).
 /// Returns seconds per `bytes`.
@@ -214,7 +217,8 @@ pub fn measure_gcm(
 }
 
 /// Times the whole `paraes enc` path: a format v3 container header, then the chunk pipeline
-/// (reader thread, `engine` running the body's AES-CTR, GHASH tags, writer thread) from a
+/// (reader thread, `engine` sealing the body's GCM chunks, or running their AES-CTR with the
+/// GHASH tags in a stage of their own, writer thread) from a
 /// temporary file of `bytes` bytes to a temporary output file (in the temporary directory,
 /// `$TMPDIR` or /tmp), in pipeline chunks of `chunk_size` bytes. The body's key size is `key`'s
 /// (128 or 256 bits: a container has no 192-bit body). One sample is one whole file; there is

@@ -13,21 +13,24 @@ pub enum BenchMode {
     Ctr,
     /// AES-ECB through the engine seam.
     Ecb,
-    /// Format v3's body: 16 KiB AES-GCM chunks, each chunk's CTR on the engine (counters
-    /// `nonce_i || be32(2 + j)`) and its GHASH tag, as `paraes_core::pipeline::seal` does it
-    /// (see [`crate::measure::measure_gcm`]). 128 and 256-bit keys only.
+    /// Format v3's body: 16 KiB AES-GCM chunks sealed as `paraes_core::pipeline::seal` seals
+    /// them: whole by the engine where it can (the CPU engine's stitched kernel), elsewhere each
+    /// chunk's CTR on the engine (counters `nonce_i || be32(2 + j)`) and its GHASH tag (see
+    /// [`crate::measure::measure_gcm`]). 128 and 256-bit keys only.
     Gcm,
 }
 
 /// What the `gcm` rows measure, in one paragraph (for the table's header and the summary).
 pub const GCM_NOTE: &str = "gcm rows: format v3's body (C2SP Cobblestone: 16 KiB AES-GCM \
     chunks) sealed in memory as the pipeline seals it: the buffer in `paraes enc`'s 1 MiB \
-    pipeline chunks, each through the pipeline's seal step (the CTR of its GCM chunks in one \
+    pipeline chunks, each through the pipeline's seal step (the data moved apart to make room \
+    for the tags, then every GCM chunk sealed whole, CTR and GHASH in one pass, by the CPU \
+    engine's stitched VAES-512 + VPCLMULQDQ kernel over the engine's threads; on other engines, \
+    other AES implementations or CPUs without the kernel: the CTR of the GCM chunks in one \
     engine call, counters nonce_i || be32(2+j), then each GCM chunk's GHASH tag and E(J0) on \
-    one thread, the data moved apart to make room for the tags); a size that is not whole 16 \
-    KiB chunks is a stream's end, whose last GCM chunk is short. openssl gcm rows: `openssl \
-    speed -evp aes-BITS-gcm`, one GCM context streamed over every buffer (CTR and GHASH, no \
-    tag per buffer).";
+    one thread); a size that is not whole 16 KiB chunks is a stream's end, whose last GCM \
+    chunk is short. openssl gcm rows: `openssl speed -evp aes-BITS-gcm`, one GCM context \
+    streamed over every buffer (CTR and GHASH, no tag per buffer).";
 
 impl BenchMode {
     /// Every mode, in the order `--mode` lists them.

@@ -23,7 +23,7 @@ use zeroize::Zeroizing;
 
 use crate::aes::{AesImpl, StitchedGcm};
 use crate::chunk_tag::constant_time_eq;
-use crate::engine::{Counters, Direction, Job, Mode};
+use crate::engine::{Counters, Direction, EngineError, Job, Mode, RecordsError};
 use crate::ghash::Ghash;
 use crate::key::{ExpandedKey, Key, KeySize};
 
@@ -230,6 +230,37 @@ impl ChunkCipher {
         self.stitched().is_some()
     }
 
+    /// Whether [`ChunkCipher::seal`] and [`ChunkCipher::open`] run the stitched kernel here and
+    /// it is `aes`'s: its rounds are VAES-512's, so an engine that runs another implementation
+    /// (a forced portable or AES-NI one) must not take it.
+    pub(crate) fn stitched_for(&self, aes: AesImpl) -> bool {
+        StitchedGcm::detect(aes).is_some() && self.stitched().is_some()
+    }
+
+    /// Seals or opens, on this thread, the GCM chunk records `records` laid out as in a message
+    /// from chunk `first_index` on, with [`ChunkCipher::seal`] or [`ChunkCipher::open`] (the
+    /// contract of [`crate::engine::Engine::gcm_records`]); stops at the first record whose tag
+    /// does not verify, which keeps its ciphertext.
+    pub(crate) fn crypt_records(
+        &self,
+        direction: Direction,
+        first_index: u64,
+        records: &mut [u8],
+    ) -> Result<(), RecordsError> {
+        check_records(records.len())?;
+        for (k, record) in records.chunks_mut(RECORD_LEN).enumerate() {
+            let index = first_index + k as u64;
+            let (data, tag) = record.split_at_mut(record.len() - TAG_LEN);
+            match direction {
+                Direction::Encrypt => tag.copy_from_slice(&self.seal(index, data)),
+                Direction::Decrypt => self
+                    .open(index, data, tag)
+                    .map_err(|_| RecordsError::Tampered(index))?,
+            }
+        }
+        Ok(())
+    }
+
     /// The expanded AES key (for an engine's CTR job over many chunks).
     pub fn key(&self) -> &ExpandedKey {
         &self.expanded
@@ -319,6 +350,18 @@ impl ChunkCipher {
         }
         Ok(())
     }
+}
+
+/// Checks that `len` bytes are GCM chunk records as a message lays them out: whole records and
+/// at most one shorter last one that still holds its tag.
+pub(crate) fn check_records(len: usize) -> Result<(), EngineError> {
+    let tail = len % RECORD_LEN;
+    if tail != 0 && tail < TAG_LEN {
+        return Err(EngineError::Unsupported(format!(
+            "{len} bytes are not GCM chunk records: the last one has no room for its tag"
+        )));
+    }
+    Ok(())
 }
 
 /// The length of the message that seals `plaintext_len` bytes.

@@ -10,7 +10,12 @@
 //! counter for the whole stream (SP 800-38A; raw streams and v2 bodies), or GCM's counters per
 //! 16 KiB chunk (C2SP chunked encryption; v3 bodies), where each byte's counter is still a
 //! function of its position alone, so the same splitting and seeking rules hold.
+//!
+//! For GCM chunks an engine may also seal and open whole chunk records itself
+//! ([`Engine::gcm_records`]: CTR and tag together, as the CPU engine's stitched kernel does);
+//! an engine that does not (the default) is given the CTR job, and the caller computes the tags.
 
+use crate::cobblestone::ChunkCipher;
 use crate::key::ExpandedKey;
 
 /// Block cipher mode of operation.
@@ -138,6 +143,17 @@ pub enum EngineError {
     Unsupported(String),
 }
 
+/// Why an engine could not seal or open GCM chunk records ([`Engine::gcm_records`]).
+#[derive(Debug, thiserror::Error)]
+pub enum RecordsError {
+    /// The tag of GCM chunk `.0` does not verify (the lowest such index of the records).
+    #[error("GCM chunk {0} failed authentication")]
+    Tampered(u64),
+    /// The engine failed, or the records are not laid out as a message's.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
 /// An AES engine: transforms buffers in place. Implementations must give the same bytes as
 /// [`crate::modes::apply`] (and so as every other engine) for every job and buffer.
 pub trait Engine: Send + Sync {
@@ -150,6 +166,34 @@ pub trait Engine: Send + Sync {
 
     /// Applies `job` to `buf` in place.
     fn process(&self, job: &Job<'_>, buf: &mut [u8]) -> Result<(), EngineError>;
+
+    /// Seals ([`Direction::Encrypt`]) or opens ([`Direction::Decrypt`]) whole GCM chunks of
+    /// `cipher`'s message in place, or returns `None` (the default), touching nothing, where
+    /// the engine has no such path for this cipher: the caller then runs [`Engine::process`]
+    /// with [`Counters::GcmChunks`] and computes the tags itself. An engine gives the same
+    /// answer for every call with the same cipher, `records` or not, so a caller may ask with
+    /// an empty `records` before it lays a buffer out.
+    ///
+    /// `records` is laid out as in a message: record `k` (GCM chunk `first_index + k`) starts at
+    /// byte `k * (GCM_CHUNK_LEN + 16)` and holds the chunk's data (every record but the last a
+    /// whole [`GCM_CHUNK_LEN`] bytes) and then 16 bytes for its tag; the last record may be
+    /// shorter but holds at least the tag (an empty `records` is no chunk). Sealing encrypts each
+    /// record's data and writes its tag after it. Opening checks each record's tag and decrypts
+    /// its data (the tags stay as they are); a record whose tag does not verify keeps its
+    /// ciphertext, and the answer is [`RecordsError::Tampered`] with the lowest such index (other
+    /// records may have been decrypted: the caller releases none of the buffer then).
+    ///
+    /// It must give the same bytes as [`Engine::process`] and [`ChunkCipher::tag`] would.
+    fn gcm_records(
+        &self,
+        cipher: &ChunkCipher,
+        direction: Direction,
+        first_index: u64,
+        records: &mut [u8],
+    ) -> Option<Result<(), RecordsError>> {
+        let _ = (cipher, direction, first_index, records);
+        None
+    }
 
     /// For engines that model another machine (the Sunway simulator): the modelled machine's
     /// time for every buffer processed so far. `None` (the default) for engines whose time is
