@@ -293,7 +293,11 @@ impl TextKeys for OpenSsh {
         name: &str,
         ask: &Arc<dyn AskPassphrase>,
     ) -> Option<Result<Vec<SecretIdentity>, String>> {
-        let first = text.lines().map(str::trim).find(|line| !line.is_empty())?;
+        // Comment lines (a paraes identity file may start with some) say nothing of the form.
+        let first = text
+            .lines()
+            .map(str::trim)
+            .find(|line| !line.is_empty() && !line.starts_with('#'))?;
         let what = format!("SSH key {name}");
         let text = text.trim();
         let parsed = if first == "-----BEGIN OPENSSH PRIVATE KEY-----" {

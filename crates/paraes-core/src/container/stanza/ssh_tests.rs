@@ -654,3 +654,20 @@ fn openssh_keys_in_lines_of_any_width_are_read() {
         );
     }
 }
+
+/// A paraes identity file whose first line is a comment that happens to name an SSH key type
+/// or look like an authorized_keys line is still a paraes identity file (a review found such
+/// files refused as "an SSH public key").
+#[test]
+fn a_comment_naming_an_ssh_key_type_does_not_make_a_file_an_ssh_key() {
+    let x = SecretIdentity::generate_x25519().unwrap();
+    for comment in [
+        "# ssh-ed25519 keys are in ~/.ssh",
+        "# alice@openssh.com",
+        "#ssh-rsa AAAA",
+    ] {
+        let text = format!("{comment}\n{}\n", x.to_secret_text().as_str());
+        let found = identity_with(&text, &Asker::new(None)).unwrap();
+        assert_eq!(found.recipient(), x.recipient(), "{comment}");
+    }
+}
