@@ -79,6 +79,9 @@ pub enum ContainerError {
     /// The header ends early.
     #[error("the container is truncated inside its header")]
     TruncatedHeader,
+    /// A stanza slot names one key (by kind and public tag) more than twice.
+    #[error("a stanza slot names the same key more than twice, which paraes never writes: it was not tried (a planted header must not make one key work hundreds of times)")]
+    KeyNamedTooOften,
     /// A stanza opened but the header tag does not verify: the header was changed.
     #[error("the container header was changed (its tag does not verify)")]
     DamagedHeader,
@@ -541,6 +544,12 @@ impl UnverifiedHeader {
         let mut refused = None;
         // Slots are tried newest first only to save work: the checks below decide.
         for slot in &header.slots {
+            // A slot that names one key too often is not tried at all (paraes never writes
+            // one): a planted header cannot make a key work hundreds of times.
+            if stanza::names_a_key_too_often(&slot.stanzas) {
+                refused.get_or_insert(ContainerError::KeyNamedTooOften);
+                continue;
+            }
             for stanza in &slot.stanzas {
                 for identity in &unlock.identities {
                     if too_costly && stanza.argon2().is_some() {
@@ -1115,10 +1124,18 @@ fn make_stanzas(
             "at most one passphrase per container".into(),
         ));
     }
-    recipients
+    let stanzas = recipients
         .iter()
-        .map(|r| Stanza::wrap(r, file_key))
-        .collect()
+        .map(|recipient| Stanza::wrap(recipient, file_key))
+        .collect::<Result<Vec<_>, _>>()?;
+    // What a reader refuses, no writer makes.
+    if stanza::names_a_key_too_often(&stanzas) {
+        return Err(ContainerError::BadRecipients(format!(
+            "the same SSH key is given more than {} times: give it once",
+            stanza::MAX_SAME_TAG
+        )));
+    }
+    Ok(stanzas)
 }
 
 /// A whole v2 or v3 header (the preamble says which) with `stanzas` in slot 0 and an empty

@@ -1059,3 +1059,36 @@ fn upgrade_refuses_a_file_whose_rekey_did_not_finish() {
         );
     }
 }
+
+/// A reader does not try a slot that names one SSH key more than twice (a planted header could
+/// otherwise make the victim's key do a private-key operation per stanza); with two, it opens.
+#[test]
+fn a_slot_naming_one_ssh_key_three_times_is_not_tried() {
+    use super::stanza::ssh_tests;
+    let to = Recipient::Public(ssh_tests::recipient(ssh_tests::ED25519_PUB));
+    let unlock = Unlock::new(vec![Identity::Secret(ssh_tests::identity(
+        ssh_tests::ED25519,
+    ))]);
+    for (copies, opens) in [(2, true), (3, false)] {
+        let d = FileSecret::random().unwrap();
+        let stanza = Stanza::wrap(&to, &d).unwrap();
+        let stanzas = vec![stanza; copies];
+        let slot_len = Preamble::slot_len_for(v2::slot_bytes_needed(&stanzas));
+        let (header, _) = seal_message(
+            &stanzas,
+            d,
+            Variant::Cobblestone256,
+            slot_len,
+            FIRST_GENERATION,
+        )
+        .unwrap();
+        let opened = UnverifiedHeader::read(&mut &header[..])
+            .unwrap()
+            .open(&unlock, BodyAccess::Stream { first: &[] });
+        match (opens, opened) {
+            (true, Ok(_)) => {}
+            (false, Err(ContainerError::KeyNamedTooOften)) => {}
+            (_, other) => panic!("{copies} copies: {other:?}"),
+        }
+    }
+}

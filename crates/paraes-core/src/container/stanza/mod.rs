@@ -143,6 +143,14 @@ trait Kind: Sync {
         max_kdf_mib: u64,
     ) -> Result<Option<WrapKey>, ContainerError>;
 
+    /// The public tag at the start of a stanza's args that names its recipient's key (the SSH
+    /// kinds), so that a reader tries only its own stanzas; none for kinds without one (the
+    /// default). A slot may name one key at most [`MAX_SAME_TAG`] times.
+    fn recipient_tag<'a>(&self, args: &'a [u8]) -> Option<&'a [u8]> {
+        let _ = args;
+        None
+    }
+
     /// A public-key kind whose keys are written as Bech32 text: how. The default: none.
     fn bech32(&self) -> Option<&dyn Bech32Keys> {
         None
@@ -375,6 +383,39 @@ impl Stanza {
         let wrapped = &self.body[self.body.len() - WRAPPED_LEN..];
         Ok(open_file_key(&key, self.kind, wrapped))
     }
+}
+
+/// Most stanzas of one slot that may name the same key by kind and public tag: two (a 4-byte
+/// tag may collide between two honest recipients). Every such stanza costs the named key a
+/// private-key operation (RSA: milliseconds to a tenth of a second each), so a planted header
+/// with hundreds of them would make one key work hundreds of times; paraes never writes more.
+pub(crate) const MAX_SAME_TAG: usize = 2;
+
+/// Whether `stanzas` (one slot's) name one key by the same kind and tag more than
+/// [`MAX_SAME_TAG`] times.
+pub(crate) fn names_a_key_too_often(stanzas: &[Stanza]) -> bool {
+    let mut seen: Vec<(u8, &[u8], usize)> = Vec::new();
+    for stanza in stanzas {
+        let Ok(Some((kind, _))) = stanza.known() else {
+            continue;
+        };
+        let Some(tag) = kind.recipient_tag(stanza.args()) else {
+            continue;
+        };
+        match seen
+            .iter_mut()
+            .find(|(byte, seen_tag, _)| *byte == stanza.kind && *seen_tag == tag)
+        {
+            Some((.., count)) => {
+                *count += 1;
+                if *count > MAX_SAME_TAG {
+                    return true;
+                }
+            }
+            None => seen.push((stanza.kind, tag, 1)),
+        }
+    }
+    false
 }
 
 /// The Bech32 text forms of the registered kinds, in registry order.

@@ -116,6 +116,10 @@ impl Kind for SshEd25519 {
         Ok(Some(wrap_key(&id.recipient, first.as_bytes(), &share)))
     }
 
+    fn recipient_tag<'a>(&self, args: &'a [u8]) -> Option<&'a [u8]> {
+        Some(&args[..TAG_LEN])
+    }
+
     fn text(&self) -> Option<&'static dyn TextKeys> {
         Some(&OPENSSH)
     }

@@ -148,6 +148,10 @@ impl Kind for SshRsa {
         Ok(Some(hkdf(Some(&id.recipient.key_hash), &secret, WRAP_INFO)))
     }
 
+    fn recipient_tag<'a>(&self, args: &'a [u8]) -> Option<&'a [u8]> {
+        Some(&args[..TAG_LEN])
+    }
+
     fn text(&self) -> Option<&'static dyn TextKeys> {
         Some(&OPENSSH)
     }

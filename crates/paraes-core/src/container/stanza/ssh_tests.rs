@@ -671,3 +671,36 @@ fn a_comment_naming_an_ssh_key_type_does_not_make_a_file_an_ssh_key() {
         assert_eq!(found.recipient(), x.recipient(), "{comment}");
     }
 }
+
+/// A slot may name one key (kind and public tag) at most twice: a reader does not try a slot
+/// that names it more often (a planted header of 255 stanzas with a victim's public RSA tag
+/// made the victim's key do 255 private-key operations: 24 s for an 8192-bit key), and no
+/// writer makes one. Other keys' stanzas neither count nor reset the count.
+#[test]
+fn a_slot_naming_one_key_more_than_twice_is_refused_and_never_written() {
+    let d = FileSecret::random().unwrap();
+    let other = seal(&recipient(&stranger_line()), &d);
+    for public in [ED25519_PUB, RSA_PUB] {
+        let to = recipient(public);
+        let one = seal(&to, &d);
+        assert!(!super::names_a_key_too_often(&[one.clone(), one.clone()]));
+        assert!(super::names_a_key_too_often(&[
+            one.clone(),
+            other.clone(),
+            one.clone(),
+            other.clone(),
+            one.clone()
+        ]));
+        assert!(!super::names_a_key_too_often(&[
+            one.clone(),
+            other.clone(),
+            other.clone(),
+            one.clone()
+        ]));
+        let r = Recipient::Public(to);
+        let refused =
+            crate::container::seal(crate::key::KeySize::Aes256, &[r.clone(), r.clone(), r])
+                .unwrap_err();
+        assert!(refused.to_string().contains("give it once"), "{refused}");
+    }
+}
