@@ -161,8 +161,25 @@ fn blocked(s: &Scratch, args: &[&str]) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("paraes runs");
-    // Give it time to set up its output and block on the empty pipe.
-    std::thread::sleep(Duration::from_millis(300));
+    // Wait until it has set up its output (an open file in the scratch directory, unnamed or
+    // hidden) and blocks on the empty pipe: a signal before that finds no output to clean up,
+    // and a fixed sleep was not always long enough on a loaded machine.
+    let dir = s.path("");
+    let fds = format!("/proc/{}/fd", child.id());
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(10) {
+        let has_output = std::fs::read_dir(&fds).into_iter().flatten().any(|fd| {
+            fd.ok()
+                .and_then(|fd| std::fs::read_link(fd.path()).ok())
+                .is_some_and(|target| target.starts_with(&dir))
+        });
+        if has_output {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Then a moment more, so that it sits in the read.
+    std::thread::sleep(Duration::from_millis(100));
     child
 }
 
