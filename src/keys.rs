@@ -30,8 +30,6 @@ const MAX_PASSPHRASE_FILE: u64 = 64 * 1024;
 const MAX_TEXT_FILE: u64 = 1 << 20;
 /// Passphrases shorter than this get a warning when a file is encrypted with one.
 const SHORT_PASSPHRASE: usize = 10;
-/// What every identity's text starts with (either case); see `paraes_core::container`.
-const IDENTITY_PREFIX: &str = "PARAES-";
 /// What the recipients' texts start with (either case), the only texts an error may repeat:
 /// paraes's, and OpenSSH public key lines (public too).
 const RECIPIENT_PREFIXES: [&str; 5] = ["paraes1", "paraespq1", "ssh-", "ecdsa-", "sk-"];
@@ -232,7 +230,7 @@ fn key_from(reader: impl Read, name: &str) -> Result<Key> {
     if contents.len() as u64 > MAX_KEY_FILE {
         return Err(not_a_key(name));
     }
-    if is_identity_text(&contents) {
+    if paraes_core::container::is_identity_text(&contents) {
         bail!("{name} holds an identity, not a key: give it with -i");
     }
     if is_private_key_file(&contents) {
@@ -242,32 +240,6 @@ fn key_from(reader: impl Read, name: &str) -> Result<Key> {
         return parse_hex_key(&contents, name);
     }
     Key::parse(&contents).map_err(|_| not_a_key(name))
-}
-
-/// Whether key-file contents are an identity file, judged by the whole content (a raw key may
-/// start with `#` or `P`): text whose lines are blank, `#` comments, or start like an identity
-/// (`PARAES-`, either case), with at least one of those. Random raw bytes are not text.
-fn is_identity_text(contents: &[u8]) -> bool {
-    let Ok(text) = std::str::from_utf8(contents) else {
-        return false;
-    };
-    if text
-        .chars()
-        .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
-    {
-        return false;
-    }
-    let mut identities = 0;
-    for line in text.lines().map(str::trim) {
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        if !starts_with_ignore_case(line, IDENTITY_PREFIX) {
-            return false;
-        }
-        identities += 1;
-    }
-    identities > 0
 }
 
 /// Whether key-file contents are a PEM private key file (an SSH key): text whose first line is
@@ -400,16 +372,19 @@ mod tests {
     fn identity_files_are_told_by_their_whole_content() {
         let mut raw: Vec<u8> = (0u8..32).collect();
         raw[0] = b'#';
-        assert!(!is_identity_text(&raw));
+        assert!(!paraes_core::container::is_identity_text(&raw));
         assert!(key_from(&raw[..], "k").is_ok());
         raw[..7].copy_from_slice(b"PARAES-");
-        assert!(!is_identity_text(&raw));
+        assert!(!paraes_core::container::is_identity_text(&raw));
         assert!(key_from(&raw[..], "k").is_ok());
         for text in [
             "# me\nPARAES-SECRET-KEY-1QQQ\n",
             "  paraes-pq-secret-key-1qqq\r\n\n# two\nPARAES-SECRET-KEY-1QQQ",
         ] {
-            assert!(is_identity_text(text.as_bytes()), "{text}");
+            assert!(
+                paraes_core::container::is_identity_text(text.as_bytes()),
+                "{text}"
+            );
         }
         for text in [
             "# only a comment\n",
@@ -417,7 +392,10 @@ mod tests {
             "PARAES-X\u{7}\n",
             "",
         ] {
-            assert!(!is_identity_text(text.as_bytes()), "{text}");
+            assert!(
+                !paraes_core::container::is_identity_text(text.as_bytes()),
+                "{text}"
+            );
         }
     }
 

@@ -134,31 +134,6 @@ fn starts_with_ignore_case(text: &str, prefix: &str) -> bool {
         .is_some_and(|start| start.eq_ignore_ascii_case(prefix.as_bytes()))
 }
 
-/// Whether key-file contents are an identity file: text whose lines are blank, `#` comments or
-/// start like an identity, with at least one identity (the CLI's rule).
-fn is_identity_text(contents: &[u8]) -> bool {
-    let Ok(text) = std::str::from_utf8(contents) else {
-        return false;
-    };
-    if text
-        .chars()
-        .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
-    {
-        return false;
-    }
-    let mut identities = 0;
-    for line in text.lines().map(str::trim) {
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        if !starts_with_ignore_case(line, IDENTITY_PREFIX) {
-            return false;
-        }
-        identities += 1;
-    }
-    identities > 0
-}
-
 /// The error for contents that are not a key; it says nothing about what was given.
 fn not_a_key(name: &str) -> PyErr {
     PyValueError::new_err(errors::one_line(&format!(
@@ -173,7 +148,7 @@ fn read_key(obj: &Bound<'_, PyAny>) -> PyResult<Key> {
     if contents.len() as u64 > MAX_KEY_FILE {
         return Err(not_a_key(&name));
     }
-    if is_identity_text(&contents) {
+    if paraes_core::container::is_identity_text(&contents) {
         return Err(PyValueError::new_err(errors::one_line(&format!(
             "{name} holds an identity, not a key: give it in identities="
         ))));

@@ -351,6 +351,38 @@ fn parse_lines<T: FromStr<Err = ContainerError>>(
     Ok(out)
 }
 
+/// Whether key-file contents are an identity file rather than a raw or hex key, judged by the
+/// whole content (a raw key may start with `#` or `P`): text whose lines are blank, `#`
+/// comments, or start like an identity (`PARAES-`, either case), with at least one of those.
+/// Random raw bytes are not text. The CLI and the Python package both go by this rule.
+pub fn is_identity_text(contents: &[u8]) -> bool {
+    const PREFIX: &[u8] = b"PARAES-";
+    let Ok(text) = std::str::from_utf8(contents) else {
+        return false;
+    };
+    if text
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+    {
+        return false;
+    }
+    let mut identities = 0;
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let starts = line
+            .as_bytes()
+            .get(..PREFIX.len())
+            .is_some_and(|start| start.eq_ignore_ascii_case(PREFIX));
+        if !starts {
+            return false;
+        }
+        identities += 1;
+    }
+    identities > 0
+}
+
 /// The identities of an identity file (at least one). A locked identity in it (an SSH key
 /// with a passphrase) cannot be unlocked: see [`parse_identity_file`].
 pub fn parse_identities(text: &str) -> Result<Vec<SecretIdentity>, ContainerError> {

@@ -23,8 +23,8 @@ pub use body::{
     verify, verify_file, BodyAccess, BodyLayout, LayoutError, RangeError, SeekableReader,
 };
 pub use identity::{
-    parse_identities, parse_identity_file, parse_recipients, AskPassphrase, PublicRecipient,
-    SecretIdentity,
+    is_identity_text, parse_identities, parse_identity_file, parse_recipients, AskPassphrase,
+    PublicRecipient, SecretIdentity,
 };
 pub use keys::{
     random_bytes, Argon2Params, Authenticator, FileSecret, DEFAULT_ARGON2_ITERATIONS,
