@@ -10,6 +10,10 @@
 //! ```ignore
 //! paraes_core::testing::check_engine(&my_engine, 0x5eed, Budget::quick());
 //! ```
+//!
+//! Beyond the kit, every engine runs the C2SP chunked-encryption vectors in raw mode:
+//! Wycheproof's ([`wycheproof::check_engine_vectors`]) and chunks at sparse high indices
+//! ([`sparse::check_engine_sparse`]).
 
 use aes::cipher::{
     generic_array::GenericArray, BlockDecrypt, BlockEncrypt, KeyInit, KeyIvInit, StreamCipher,
@@ -21,6 +25,11 @@ use crate::engine::{Counters, Direction, Engine, Job, Mode, GCM_CHUNK_LEN};
 use crate::key::{ExpandedKey, Key, KeySize};
 use crate::modes;
 use crate::seeded::SplitMix64;
+
+#[cfg(unix)]
+pub mod sparse;
+#[cfg(unix)]
+pub mod wycheproof;
 
 /// How much work [`check_engine`] may do: the longest buffer it hands the engine and how many
 /// random jobs it adds to the fixed sweep.

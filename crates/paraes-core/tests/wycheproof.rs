@@ -1,0 +1,72 @@
+//! Wycheproof's C2SP chunked-encryption vectors (tests/vectors/c2sp/, 70) and the chunks at
+//! sparse high indices (tests/vectors/c2sp-sparse.json) on the core: the one-shot reader, and
+//! the CPU engine with every AES implementation this CPU has (each forced with
+//! `CpuEngine::with_aes_impl`), on one thread and split over two, through raw mode and the
+//! message API (`paraes_core::testing::{wycheproof, sparse}`); then once more with
+//! PARAES_FORCE_PORTABLE=1, so the chunk tags too run on the portable AES and POLYVAL.
+//! An implementation this CPU lacks is named on stderr; the portable one always runs.
+
+use paraes_core::aes::FORCE_PORTABLE_ENV;
+use paraes_core::testing::{sparse, wycheproof};
+use paraes_core::{AesImpl, CpuEngine, Engine};
+
+#[test]
+fn every_vector_opens_or_fails_in_the_one_shot_reader() {
+    let vectors = wycheproof::vectors();
+    assert_eq!(vectors.len(), 2 * wycheproof::PER_FILE);
+    assert_eq!(wycheproof::check_one_shot(&vectors), 70);
+}
+
+/// The engines of one AES implementation: one thread, and two threads splitting buffers from
+/// 16 KiB on into 4 KiB slices (so even the vectors' short bodies are shared out).
+fn engines(imp: AesImpl) -> [CpuEngine; 2] {
+    [
+        CpuEngine::with_aes_impl(imp, Some(1)).expect("an available implementation"),
+        CpuEngine::with_aes_impl(imp, Some(2))
+            .expect("an available implementation")
+            .with_split(16 << 10, 4096),
+    ]
+}
+
+fn run_all(engine: &dyn Engine, vectors: &[wycheproof::Vector], sparse: &[sparse::SparseVector]) {
+    let covered = wycheproof::check_engine_vectors(engine, vectors);
+    assert_eq!(
+        (covered.vectors, covered.raw),
+        (70, 50),
+        "{}",
+        engine.name()
+    );
+    let chunks = sparse::check_engine_sparse(engine, sparse);
+    eprintln!(
+        "{}: {covered:?}, {chunks} sparse chunks at indices past 2^32",
+        engine.name()
+    );
+}
+
+#[test]
+fn every_vector_on_the_cpu_engine_with_each_aes_implementation() {
+    let vectors = wycheproof::vectors();
+    let sparse = sparse::sparse_vectors();
+    let mut ran = Vec::new();
+    for imp in AesImpl::ALL {
+        if !imp.is_available() {
+            eprintln!(
+                "*** {imp}: not on this CPU (missing {:?}), not run here ***",
+                imp.missing_features()
+            );
+            continue;
+        }
+        for engine in engines(imp) {
+            run_all(&engine, &vectors, &sparse);
+        }
+        ran.push(imp);
+    }
+    assert!(ran.contains(&AesImpl::Portable) && ran.contains(&AesImpl::fastest()));
+    // The chunk cipher's own AES and GHASH (tags, H) follow AesImpl::detect: forced portable.
+    std::env::set_var(FORCE_PORTABLE_ENV, "1");
+    assert_eq!(AesImpl::detect(), AesImpl::Portable);
+    for engine in engines(AesImpl::Portable) {
+        run_all(&engine, &vectors, &sparse);
+    }
+    std::env::remove_var(FORCE_PORTABLE_ENV);
+}
