@@ -30,6 +30,16 @@ How the files are made:
   decryptor for the body); the script stops if the reader disagrees. paraes is checked by
   `cargo test --test cli testkit::`.
 
+The main kit holds X-Wing (kind 4) entries (issue 35), written by `paraes enc -r paraespq1...`
+and by this script from docs/FORMAT.md with pyca's ML-KEM-768, with the identity type
+{"type": "xwing", "identity": IDENTITY FILE TEXT} (as `paraes keygen --pq` writes it; fixed
+seeds). This script's own reader does not read X-Wing stanzas: the second reader
+(scripts/second-reader, written from docs/FORMAT.md alone) checks those entries, and the one
+whose expectation follows format v3's step 5 as FORMAT.md now gives it (a second slot the file
+key does not verify is ignored). `--only xwing` writes the X-Wing entries alone, adding them to
+the kit in --out (replacing earlier X-Wing entries of the same names) and leaving its other
+files as they are.
+
 With `--only ssh` (or the default `--only all`) it also writes tests/testkit/ssh/, the SSH
 sub-kit (issue 29): containers with ssh-ed25519 and ssh-rsa stanzas (2048- and 8192-bit keys,
 OpenSSH and PEM PKCS#1 private keys), written by `paraes enc -r/-R` and by this script from
@@ -42,7 +52,8 @@ The manifest (tests/testkit/manifest.json) is a JSON list of objects:
    "expect": "ok", "plaintext_len", "plaintext_sha256", "note"}
   or "expect": "fail" with "failure": "no_match"|"commitment"|"chunk"|"header".
   Identities: {"type": "key", "hex"} (a key file's content; a message's key),
-  {"type": "passphrase", "text"}, {"type": "x25519", "identity"} (an identity file's text).
+  {"type": "passphrase", "text"}, {"type": "x25519", "identity"} (an identity file's text),
+  {"type": "xwing", "identity"} (an X-Wing identity file's text).
 """
 import argparse
 import hashlib
@@ -609,8 +620,11 @@ WRONG_PASSPHRASE = "correct horse battery staple, testkat"
 
 
 class Kit:
-    def __init__(self, paraes, out, work):
-        self.paraes, self.out, self.work = paraes, out, work
+    def __init__(self, paraes, out, work, append=False):
+        """append=True (`--only xwing`): write only this run's files, and put its entries into
+        the manifest already in `out` (replacing entries of the same names), leaving every
+        other file as it is."""
+        self.paraes, self.out, self.work, self.append = paraes, out, work, append
         self.entries = []
         self.files = {}
 
@@ -648,9 +662,11 @@ class Kit:
         with open(os.path.join(self.work, "out"), "rb") as f:
             return f.read()
 
-    def add(self, name, data, kind, identities, note, expect, context=None):
+    def add(self, name, data, kind, identities, note, expect, context=None, check=None):
         """Records a file and its expectation: `expect` is a plaintext length (the plaintext is
-        plaintext(n)) or a failure class. The independent reader must agree."""
+        plaintext(n)) or a failure class. The independent reader must agree: this script's
+        (`container_check`), or the one `check` names (`second_reader_check` for the X-Wing
+        entries and for format v3's step 5 as FORMAT.md now gives it)."""
         assert name not in self.files, name
         self.files[name] = data
         entry = {"file": name, "kind": kind, "identities": identities}
@@ -658,7 +674,7 @@ class Kit:
             entry["context_hex"] = context.hex()
             got = message_check(bytes.fromhex(identities[0]["hex"]), context, data)
         else:
-            got = container_check(data, identities)
+            got = (check or container_check)(data, identities)
         if isinstance(expect, int):
             plain = plaintext(expect)
             entry.update(expect="ok", plaintext_len=expect,
@@ -672,6 +688,17 @@ class Kit:
 
     def write(self):
         if not self.entries:
+            return
+        if self.append:
+            path = os.path.join(self.out, "manifest.json")
+            with open(path) as f:
+                kept = [e for e in json.load(f) if e["file"] not in self.files]
+            for name, data in self.files.items():
+                with open(os.path.join(self.out, name), "wb") as f:
+                    f.write(data)
+            with open(path, "w") as f:
+                json.dump(kept + self.entries, f, indent=1)
+                f.write("\n")
             return
         os.makedirs(self.out, exist_ok=True)
         for name in os.listdir(self.out):  # the previous kit's files, nothing else
@@ -886,11 +913,17 @@ def build(kit):
     kit.add("c256-header-no-slot-parses.paraes", data[:64] + bytes(8) + data[72:], c, [i256],
             "Slot 0's generation set to 0 (being published or wiped: it does not parse) and "
             "slot 1 empty: no slot to open.", "header")
+    # Step 5 of "Opening a file" as docs/FORMAT.md gives it since issue 35: in format v3 a
+    # second parsed slot that does not verify under the file key is ignored (the key
+    # commitment decides), so this file opens; only v2 refuses. (The file keeps its name,
+    # from when v3 refused it too.) Checked by the second reader, which follows the new step 5.
     kit.add("c256-header-unverified-second-slot.paraes",
             craft(100, 256, (1, [key(k256)]), (2, [key(k256b)], os.urandom(32))), c, [i256],
             "Made by the script: slot 0 opens with key A and its body is whole, but slot 1 "
-            "(for key B, another file key) does not verify under that file key: refused "
-            "without --allow-unverified-slot.", "header")
+            "(generation 2, for key B and another file key) does not verify under that file "
+            "key: format v3 ignores that slot (the body's key commitment confirms the file "
+            "key) and the file opens, saying which slot it ignored (step 5; v2 would refuse).",
+            100, check=second_reader_check)
 
     # --- chunk ------------------------------------------------------------------------------
     data = good[(256, 3 * CHUNK + 5)]
@@ -1034,6 +1067,127 @@ def build(kit):
     kit.add("m128-chunk-flipped-only-ciphertext.cbl", flip(data, PREFIX), m, [key_ident(mkey)],
             "The only ciphertext byte of a 1-byte message changed.", "chunk", ctx)
 
+    build_xwing(kit)
+
+
+# --- X-Wing (kind 4) entries of the main kit (issue 35) ----------------------------------------
+# Written by `paraes enc -r paraespq1...` and, from docs/FORMAT.md ("The X-Wing stanza (kind
+# 4)"), by this script with pyca's ML-KEM-768 and X25519. This script's own reader does not read
+# X-Wing stanzas: these entries are checked by the second reader (scripts/second-reader, also
+# written from docs/FORMAT.md alone). `--only xwing` writes them alone, into the existing kit.
+
+XWING_INFO = b"paraes 2026-11 container v2 X-Wing stanza wrap key"
+XWING_LABEL = b"\\.//^\\"
+XWING_ID_OFFSET = 64 + 10 + 3  # a new file's first stanza body: preamble, g and n, kind and L
+
+
+def second_reader_check(data, identities):
+    """("ok", plaintext) or ("fail", class) from scripts/second-reader/paraes_reader.py."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    "second-reader"))
+    import paraes_reader as pr
+    try:
+        return "ok", pr.read_container(data, pr.identities_from_manifest(identities))
+    except pr.ReaderError as e:
+        return "fail", e.cls
+
+
+def xwing_identity(kit, label):
+    """(identity dict, recipient text, 1,216-byte recipient) of a fixed X-Wing seed, written
+    as `paraes keygen --pq` writes an identity; paraes gives its recipient (`keygen -y`)."""
+    seed = secret("xwing " + label, 32)
+    line = bech32_encode("paraes-pq-secret-key-", seed).upper()
+    name = kit.secret_file(f"xwing-{label}.id", (line + "\n").encode())
+    recipient = kit.run("keygen", "-y", name).stdout.decode().strip()
+    text = (f"# paraes identity (ML-KEM-768 + X25519); keep this file secret\n"
+            f"# recipient: {recipient}\n{line}\n")
+    name = kit.secret_file(f"xwing-{label}.id", text.encode())
+    said = kit.run("keygen", "-y", name).stdout.decode().strip()
+    assert said == recipient, (said, recipient)
+    hrp, payload = bech32_decode(recipient)
+    assert hrp == "paraespq" and len(payload) == 1216, (hrp, len(payload))
+    return {"type": "xwing", "identity": text}, recipient, payload
+
+
+def stanza_xwing(recipient, d, zero_share=False):
+    """An X-Wing stanza wrapping D for a 1,216-byte recipient, by docs/FORMAT.md: ML-KEM-768
+    encapsulation (pyca's), X25519 share, the SHA3-256 combiner, HKDF, AES-256-GCM-SIV.
+    zero_share: ct_X is the all-zero u-coordinate (a low-order point), so ss_X is all zero,
+    which the X-Wing stanza, unlike kind 3, does not refuse."""
+    from cryptography.hazmat.primitives.asymmetric.mlkem import MLKEM768PublicKey
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+    ek_m, pk_x = recipient[:1184], recipient[1184:]
+    ss_m, ct_m = MLKEM768PublicKey.from_public_bytes(ek_m).encapsulate()
+    if zero_share:
+        ct_x = ss_x = bytes(32)
+    else:
+        e = X25519PrivateKey.generate()
+        ct_x = e.public_key().public_bytes_raw()
+        ss_x = e.exchange(X25519PublicKey.from_public_bytes(pk_x))
+    ss = hashlib.sha3_256(ss_m + ss_x + ct_x + pk_x + XWING_LABEL).digest()
+    w = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=XWING_INFO).derive(ss)
+    wrapped = AESGCMSIV(w).encrypt(bytes(12), d, WRAP_AAD + bytes([4]))
+    assert len(ct_m) == 1088 and len(wrapped) == 48
+    return 4, ct_m + ct_x + wrapped
+
+
+def build_xwing(kit):
+    assert len(XWING_LABEL) == 6 and XWING_LABEL.hex() == "5c2e2f2f5e5c"
+    k256, k256b = secret("key 256 A", 32), secret("key 256 B", 32)
+    f256b = kit.secret_file("k256b", (k256b.hex() + "\n").encode())
+    x2, x2_recipient, _ = kit.x25519("2")
+    xa, xa_recipient, xa_pub = xwing_identity(kit, "A")
+    xb, xb_recipient, _ = xwing_identity(kit, "B")
+    c, chk = "container", second_reader_check
+
+    good = {}
+    for bits, n in ((256, 0), (256, 1), (256, CHUNK + 1), (128, CHUNK)):
+        name = f"c{bits}-xwing-len{n}.paraes"
+        good[(bits, n)] = data = kit.enc(n, ["-r", xa_recipient, "--bits", str(bits)])
+        kit.add(name, data, c, [xa], f"paraes enc -r paraespq1...: one X-Wing (ML-KEM-768 + "
+                f"X25519) stanza, opened with the identity file's text as `paraes keygen --pq` "
+                f"writes it; a {bits}-bit body of {n} bytes.", n, check=chk)
+    kit.add("c256-xwing-mix-len20000.paraes",
+            kit.enc(20000, ["-k", f256b, "-r", x2_recipient, "-r", xb_recipient, "-r",
+                            xa_recipient]), c, [xa],
+            "A mix (key file B, X25519 for identity 2, X-Wing for identity B, X-Wing for "
+            "identity A), opened by the last stanza: identity A's decapsulation of B's stanza "
+            "gives ML-KEM's implicit-rejection secret, and that stanza's wrap fails.", 20000,
+            check=chk)
+    kit.add("c256-xwing-mix-several-secrets-len3.paraes",
+            kit.enc(3, ["-r", xa_recipient, "-r", x2_recipient]), c,
+            [key_ident(k256), xb, x2, xa], "Several secrets given (a key file, X-Wing identity B, X25519 identity 2, "
+            "X-Wing identity A) for X-Wing A and X25519 2 stanzas: the first stanza opens with "
+            "identity A.", 3, check=chk)
+    kit.add("c256-py-xwing-len3.paraes", craft_simple(3, 256, [lambda d: stanza_xwing(
+        xa_pub, d)]), c, [xa], "Made by the script from docs/FORMAT.md: an X-Wing stanza "
+            "(pyca's ML-KEM-768 encapsulation, an X25519 share, the SHA3-256 combiner with its "
+            "label, HKDF, AES-256-GCM-SIV), a 256-bit body by pyca.", 3, check=chk)
+    kit.add("c256-py-xwing-zero-share-len5.paraes", craft_simple(5, 256, [
+        lambda d: stanza_xwing(xa_pub, d, zero_share=True)]), c, [xa],
+            "Made by the script: an X-Wing stanza whose X25519 share ct_X is 32 zero bytes (a "
+            "low-order point), so ss_X is all zero; docs/FORMAT.md: unlike kind 3, it is not "
+            "refused, it enters the combiner, and the wrap's tag decides (here it verifies).",
+            5, check=chk)
+
+    # no_match
+    data = good[(256, CHUNK + 1)]
+    kit.add("c256-xwing-nomatch-ct-m-byte.paraes", flip(data, XWING_ID_OFFSET + 500), c, [xa],
+            "One bit of the ML-KEM-768 ciphertext ct_M changed: decapsulation gives the "
+            "implicit-rejection secret (no error), so the wrap's tag fails.", "no_match",
+            check=chk)
+    kit.add("c256-xwing-nomatch-ct-x-byte.paraes", flip(data, XWING_ID_OFFSET + 1088 + 5), c,
+            [xa], "One bit of the X25519 share ct_X changed: ss_X and the combiner's input "
+            "change, so the wrap's tag fails.", "no_match", check=chk)
+    kit.add("c256-xwing-nomatch-wrong-identity.paraes", good[(256, 1)], c, [xb],
+            "An X-Wing identity (B) the file was not encrypted to.", "no_match", check=chk)
+
+    # header
+    kit.add("c256-py-xwing-header-short-stanza.paraes", craft_simple(10, 256, [
+        lambda d: (4, stanza_xwing(xa_pub, d)[1][:1167])]), c, [xa],
+            "Made by the script: the only slot holds an X-Wing stanza of 1,167 bytes, one less "
+            "than 1,168: the slot does not parse, so no slot does.", "header", check=chk)
+
 
 # --- the SSH sub-kit (tests/testkit/ssh/) ---------------------------------------------------
 
@@ -1162,8 +1316,10 @@ def main():
     parser.add_argument("--out", default=os.path.join(root, "tests/testkit"),
                         help="the kit's folder (its .paraes and .cbl files and manifest.json "
                              "are replaced; README.md is kept)")
-    parser.add_argument("--only", choices=["all", "main", "ssh"], default="all",
-                        help="which kit to write: the main one, the SSH sub-kit (OUT/ssh), both")
+    parser.add_argument("--only", choices=["all", "main", "ssh", "xwing"], default="all",
+                        help="which kit to write: the main one, the SSH sub-kit (OUT/ssh), both; "
+                             "xwing: only the main kit's X-Wing entries, added to the kit "
+                             "in OUT (its other files stay)")
     args = parser.parse_args()
     # BLAKE3 against docs/FORMAT.md's test vector (D = 00 01 .. 1f) before anything else.
     d = bytes(range(32))
@@ -1177,6 +1333,11 @@ def main():
         if args.only in ("all", "main"):
             kit = Kit(paraes, os.path.abspath(args.out), work)
             build(kit)
+            kit.write()
+            kits.append(kit)
+        if args.only == "xwing":
+            kit = Kit(paraes, os.path.abspath(args.out), work, append=True)
+            build_xwing(kit)
             kit.write()
             kits.append(kit)
         if args.only in ("all", "ssh"):

@@ -10,7 +10,9 @@
 #                                                 built by the tests with g++; under a minute)
 #   2. scripts/second-reader/run_testkit.py      an independent Python reader of format v3,
 #                                                 written from docs/FORMAT.md alone, agrees
-#                                                 with tests/testkit/manifest.json
+#                                                 with tests/testkit/manifest.json and
+#                                                 tests/testkit/ssh/manifest.json (every
+#                                                 stanza kind, X-Wing and SSH included)
 #   3. cargo test --release --features mpi ...    the MPI backend under mpiexec -n 1, 2, 3
 #   4. kernels/check-ptx.sh                       committed PTX is current; ptxas sm_80/sm_90,
 #                                                 no spills (NVRTC/ptxas wheels from PyPI)

@@ -1,34 +1,42 @@
 #!/usr/bin/env python3
 """A second, independent reader of the paraes container format v3 and of bare
 Cobblestone messages, written from docs/FORMAT.md alone (no paraes source, no
-paraes tests).
+paraes tests). It reads every stanza kind FORMAT.md defines: key file (1),
+passphrase (2), X25519 (3), X-Wing (4), ssh-ed25519 (5) and ssh-rsa (6).
 
 Library:
-    read_container(data: bytes, identities, *, max_kdf_mib=3072,
-                   allow_unverified_slot=False) -> bytes
+    read_container(data: bytes, identities, *, max_kdf_mib=3072) -> bytes
+    open_container(...) -> Opened (file key, input key, context, ignored slots)
     read_message(data: bytes, key: bytes, context: bytes) -> bytes
-Both raise ReaderError(cls, message), cls one of
+    parse_identity_file(text) -> identities (Bech32 X25519 / X-Wing, or one SSH private key)
+Both readers raise ReaderError(cls, message), cls one of
     "no_match"        no identity opens a stanza
+    "refused"         nothing opened, and a refusal was met: a slot that names one SSH key
+                      more than twice (step 3), or an SSH key that could not be unlocked
     "commitment"      a slot opens but the body's key commitment does not match
     "chunk"           a chunk fails authentication, or the message framing is wrong
     "header"          malformed header, or the slot tag fails
-    "unverified_slot" the other parsed slot does not verify under the file key
     "unsupported"     a well-formed header of a format this reader does not read (v1, v2)
+A second parsed slot that does not verify under the file key is ignored (step 5, format
+v3) and listed in Opened.ignored_slots; it is no error.
 
 CLI:
     paraes_reader.py container FILE [-k KEYFILE]... [--key HEX]... [-i IDFILE]...
-                     [--passphrase-file F] [--max-kdf-mib N] [--allow-unverified-slot]
+                     [--passphrase-file F] [--ssh-passphrase-file F] [--max-kdf-mib N]
                      [--length-after-keys] [-o OUT] [--show-data-key]
     paraes_reader.py message FILE (--key HEX | -k KEYFILE) [--context TEXT | --context-hex HEX]
                      [-o OUT]
 
-Dependencies: pyca/cryptography >= 50 (AES-GCM, AES-GCM-SIV, HKDF, X25519, Argon2id);
-the `blake3` package if importable, else the pure-Python BLAKE3 next to this file.
+Dependencies: pyca/cryptography >= 50 (AES-GCM, AES-GCM-SIV, HKDF, X25519, Argon2id,
+ML-KEM-768, RSA-OAEP, OpenSSH and PEM private keys); hashlib's SHAKE256, SHA3-256,
+SHA-256 and SHA-512; the `blake3` package if importable, else the pure-Python BLAKE3
+next to this file.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import hashlib
 import hmac
 import os
@@ -57,7 +65,9 @@ def _prefer_pyca_50() -> None:
 _prefer_pyca_50()
 
 from cryptography.exceptions import InvalidTag  # noqa: E402
-from cryptography.hazmat.primitives import hashes  # noqa: E402
+from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
+from cryptography.hazmat.primitives.asymmetric import ed25519, padding, rsa  # noqa: E402
+from cryptography.hazmat.primitives.asymmetric.mlkem import MLKEM768PrivateKey  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey  # noqa: E402
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM, AESGCMSIV  # noqa: E402
 from cryptography.hazmat.primitives.kdf.argon2 import Argon2id  # noqa: E402
@@ -85,7 +95,7 @@ except ImportError:  # pragma: no cover - exercised when blake3 is absent
 
 # --------------------------------------------------------------------------- errors
 
-ERROR_CLASSES = ("no_match", "commitment", "chunk", "header", "unverified_slot", "unsupported")
+ERROR_CLASSES = ("no_match", "refused", "commitment", "chunk", "header", "unsupported")
 
 
 class ReaderError(Exception):
@@ -104,12 +114,24 @@ MAX_SLOT_LEN = 1 << 20  # "S <= 1 MiB"
 GEN_INVALID_HIGH = (1 << 64) - 1
 
 KIND_KEY_FILE, KIND_PASSPHRASE, KIND_X25519, KIND_HYBRID = 1, 2, 3, 4
-KNOWN_BODY_LEN = {KIND_KEY_FILE: 64, KIND_PASSPHRASE: 76, KIND_X25519: 80, KIND_HYBRID: 1168}
+KIND_SSH_ED25519, KIND_SSH_RSA = 5, 6
+KNOWN_BODY_LEN = {KIND_KEY_FILE: 64, KIND_PASSPHRASE: 76, KIND_X25519: 80, KIND_HYBRID: 1168,
+                  KIND_SSH_ED25519: 84}
+# kind 6: 4 (tag) + k (256 ..= 2,048) + 48
+BODY_LEN_RANGE = {KIND_SSH_RSA: (4 + 256 + 48, 4 + 2048 + 48)}
+SSH_KINDS = (KIND_SSH_ED25519, KIND_SSH_RSA)
 
 WRAP_AAD_PREFIX = b"paraes 2026-11 container v2 wrapped file key"  # 44 bytes
 INFO_KEY_FILE = b"paraes 2026-11 container v2 key-file stanza wrap key"
 INFO_PASSPHRASE = b"paraes 2026-11 container v2 passphrase stanza wrap key"
 INFO_X25519 = b"paraes 2026-11 container v2 X25519 stanza wrap key"
+INFO_XWING = b"paraes 2026-11 container v2 X-Wing stanza wrap key"
+INFO_SSH_ED25519 = b"paraes 2026-11 container v2 ssh-ed25519 stanza wrap key"
+INFO_SSH_ED25519_TWEAK = b"paraes 2026-11 container v2 ssh-ed25519 stanza tweak"
+INFO_SSH_RSA = b"paraes 2026-11 container v2 ssh-rsa stanza wrap key"
+SSH_RSA_OAEP_LABEL = b"paraes 2026-11 container v2 ssh-rsa stanza"
+XWING_LABEL = bytes.fromhex("5c2e2f2f5e5c")  # the 6 ASCII bytes \.//^\
+MIN_RSA_BITS, MAX_RSA_BITS = 2048, 16384
 
 CTX_V3_HEADER = "paraes 2026-11 container v3 header MAC key"
 CTX_V3_BODY = "paraes 2026-11 container v3 body input key"
@@ -128,7 +150,7 @@ CS_MAX_CHUNKS = 1 << 38
 
 V3_CHUNK_SIZE = 16384
 
-assert len(WRAP_AAD_PREFIX) == 44 and len(MAGIC) == 8
+assert len(WRAP_AAD_PREFIX) == 44 and len(MAGIC) == 8 and XWING_LABEL == b"\\.//^\\"
 
 
 # --------------------------------------------------------------------------- identities
@@ -149,7 +171,259 @@ class X25519Identity:
     secret: bytes  # 32-byte scalar, clamped when used (pyca clamps)
 
 
-Identity = KeyIdentity | PassphraseIdentity | X25519Identity
+# --- X25519 (RFC 7748) ---------------------------------------------------------------------
+# pyca computes X25519 but refuses an all-zero result. The X-Wing stanza needs that result
+# ("an all-zero ss_X is not refused here: it enters the combiner"), so when pyca refuses, the
+# RFC 7748 ladder below gives it.
+
+_P25519 = 2 ** 255 - 19
+
+
+def _x25519_ladder(k: bytes, u: bytes) -> bytes:
+    """X25519(k, u) exactly as RFC 7748 section 5 (scalar clamped, u's top bit masked)."""
+    kb = bytearray(k)
+    kb[0] &= 248
+    kb[31] &= 127
+    kb[31] |= 64
+    scalar = int.from_bytes(kb, "little")
+    x1 = (int.from_bytes(u, "little") & ((1 << 255) - 1)) % _P25519
+    x2, z2, x3, z3, swap = 1, 0, x1, 1, 0
+    p = _P25519
+    for t in reversed(range(255)):
+        bit = (scalar >> t) & 1
+        if swap ^ bit:
+            x2, x3, z2, z3 = x3, x2, z3, z2
+        swap = bit
+        a, b = (x2 + z2) % p, (x2 - z2) % p
+        aa, bb = a * a % p, b * b % p
+        e = (aa - bb) % p
+        c, d = (x3 + z3) % p, (x3 - z3) % p
+        da, cb = d * a % p, c * b % p
+        x3 = (da + cb) ** 2 % p
+        z3 = x1 * (da - cb) ** 2 % p
+        x2 = aa * bb % p
+        z2 = e * (aa + 121665 * e) % p
+    if swap:
+        x2, z2 = x3, z3
+    return (x2 * pow(z2, p - 2, p) % p).to_bytes(32, "little")
+
+
+def x25519(k: bytes, u: bytes) -> bytes:
+    """X25519(k, u), 32 bytes; all zero when u is a low-order point (pyca would refuse)."""
+    try:
+        return X25519PrivateKey.from_private_bytes(k).exchange(
+            X25519PublicKey.from_public_bytes(u))
+    except ValueError:
+        out = _x25519_ladder(k, u)
+        assert not any(out), "pyca refused a non-zero X25519 result"
+        return out
+
+
+X25519_BASE = (9).to_bytes(32, "little")
+
+
+# --- X-Wing (kind 4): "The X-Wing stanza (kind 4)" ------------------------------------------
+
+@dataclass
+class XWingIdentity:
+    """A `PARAES-PQ-SECRET-KEY-1...` identity: the 32-byte X-Wing seed sk, expanded on first
+    use as FORMAT.md says (SHAKE256(sk) -> d, z, sk_X)."""
+    seed: bytes
+    _expanded: tuple | None = field(default=None, repr=False, compare=False)
+
+    def expand(self):
+        """(ML-KEM-768 decapsulation key, sk_X, pk_X, ek_M)."""
+        if self._expanded is None:
+            x = hashlib.shake_256(self.seed).digest(96)
+            # ML-KEM-768.KeyGen_internal(d = x[0..32], z = x[32..64]); pyca takes FIPS 203's
+            # 64-byte seed form, d || z.
+            dk_m = MLKEM768PrivateKey.from_seed_bytes(x[0:64])
+            sk_x = x[64:96]
+            pk_x = x25519(sk_x, X25519_BASE)
+            self._expanded = (dk_m, sk_x, pk_x, dk_m.public_key().public_bytes_raw())
+        return self._expanded
+
+    def recipient_bytes(self) -> bytes:
+        """ek_M (1,184) || pk_X (32): the `paraespq1...` payload."""
+        _, _, pk_x, ek_m = self.expand()
+        return ek_m + pk_x
+
+    def decapsulate(self, ct_m: bytes, ct_x: bytes) -> bytes:
+        """The X-Wing shared secret ss (32 bytes) for the ciphertext ct_M || ct_X."""
+        dk_m, sk_x, pk_x, _ = self.expand()
+        ss_m = dk_m.decapsulate(ct_m)  # implicit rejection: never an error
+        ss_x = x25519(sk_x, ct_x)      # an all-zero ss_X is used as it is
+        return hashlib.sha3_256(ss_m + ss_x + ct_x + pk_x + XWING_LABEL).digest()
+
+
+# --- SSH identities (kinds 5 and 6): "SSH stanzas", and "OpenSSH's text" ---------------------
+
+def _ssh_string(b: bytes) -> bytes:
+    return len(b).to_bytes(4, "big") + b
+
+
+def _ssh_mpint(x: int) -> bytes:
+    """RFC 4251 section 5's mpint of a non-negative x, minimal."""
+    if x == 0:
+        return _ssh_string(b"")
+    b = x.to_bytes((x.bit_length() + 7) // 8, "big")
+    if b[0] & 0x80:
+        b = b"\x00" + b
+    return _ssh_string(b)
+
+
+def _ssh_read_string(buf: bytes, pos: int) -> tuple[bytes, int]:
+    if pos + 4 > len(buf):
+        raise ValueError("SSH key data ends inside a length")
+    n = int.from_bytes(buf[pos:pos + 4], "big")
+    if pos + 4 + n > len(buf):
+        raise ValueError("SSH key data ends inside a string")
+    return buf[pos + 4:pos + 4 + n], pos + 4 + n
+
+
+def ssh_ed25519_wire(a: bytes) -> bytes:
+    return _ssh_string(b"ssh-ed25519") + _ssh_string(a)
+
+
+def ssh_rsa_wire(e: int, n: int) -> bytes:
+    return _ssh_string(b"ssh-rsa") + _ssh_mpint(e) + _ssh_mpint(n)
+
+
+def _check_rsa_public(e: int, n: int) -> None:
+    bits = n.bit_length()
+    if not MIN_RSA_BITS <= bits <= MAX_RSA_BITS:
+        raise ValueError(f"an RSA key of {bits} bits (2,048 to 16,384 are read)")
+    if n % 2 == 0:
+        raise ValueError("an RSA modulus that is even")
+    if e % 2 == 0 or not 3 <= e <= (1 << 33) - 1:
+        raise ValueError(f"an RSA exponent outside the odd 3 ..= 2^33 - 1 ({e})")
+
+
+class SshLocked(Exception):
+    """An SSH key with a passphrase that this run cannot unlock."""
+
+
+@dataclass
+class SshIdentity:
+    """An SSH private key file (OpenSSH's format, or PEM PKCS#1 / PKCS#8 RSA). Its public key
+    (the wire key, hence the 4-byte SSH key tag) is known without unlocking it; the private
+    key is loaded only for a stanza whose tag is this key's."""
+    kind: int          # KIND_SSH_ED25519 or KIND_SSH_RSA
+    wire: bytes        # the public key's SSH wire encoding
+    text: bytes        # the private key file
+    encrypted: bool
+    passphrase: bytes | None = None
+    _private: object = field(default=None, repr=False, compare=False)
+
+    @property
+    def tag(self) -> bytes:
+        return hashlib.sha256(self.wire).digest()[:4]
+
+    def private(self):
+        if self._private is None:
+            if self.text.lstrip().startswith(b"-----BEGIN OPENSSH PRIVATE KEY-----"):
+                if self.encrypted and self.passphrase is None:
+                    raise SshLocked("an SSH key with a passphrase, and no passphrase to "
+                                    "unlock it")
+                try:
+                    key = serialization.load_ssh_private_key(
+                        self.text, self.passphrase if self.encrypted else None)
+                except Exception as e:  # noqa: BLE001 - wrong passphrase, no bcrypt module
+                    raise SshLocked(f"the SSH key could not be unlocked: {e}") from None
+            else:
+                key = serialization.load_pem_private_key(self.text, None)
+            _check_ssh_private(self, key)
+            self._private = key
+        return self._private
+
+
+def _check_ssh_private(ident: SshIdentity, key) -> None:
+    """The private key must be the public key's: an Ed25519 seed must give its public key A,
+    an RSA key's numbers must agree (pyca checks them when it loads the key)."""
+    if ident.kind == KIND_SSH_ED25519:
+        if not isinstance(key, ed25519.Ed25519PrivateKey):
+            raise ValueError("an ssh-ed25519 key whose private part is not Ed25519")
+        if ssh_ed25519_wire(key.public_key().public_bytes_raw()) != ident.wire:
+            raise ValueError("an Ed25519 private key whose seed does not give its public key")
+    else:
+        if not isinstance(key, rsa.RSAPrivateKey):
+            raise ValueError("an ssh-rsa key whose private part is not RSA")
+        pub = key.public_key().public_numbers()
+        if ssh_rsa_wire(pub.e, pub.n) != ident.wire:
+            raise ValueError("an RSA private key whose numbers disagree with its public key")
+
+
+def parse_ssh_private_key(text: bytes, passphrase: bytes | None = None) -> SshIdentity:
+    """An identity file that is an SSH private key ("OpenSSH's text")."""
+    lines = text.split(b"\n")
+    first = next((ln.strip() for ln in lines if ln.strip()), b"")
+    if first == b"-----BEGIN OPENSSH PRIVATE KEY-----":
+        # The header (magic, cipher, KDF, KDF options, key count, public key) is not
+        # encrypted: the wire key, and so the SSH key tag, is known without the passphrase.
+        b64 = []
+        inside = False
+        for ln in lines:
+            t = ln.strip()
+            if t == b"-----BEGIN OPENSSH PRIVATE KEY-----":
+                inside = True
+            elif t == b"-----END OPENSSH PRIVATE KEY-----":
+                break
+            elif inside:
+                b64.append(t)
+        try:
+            blob = base64.b64decode(b"".join(b64), validate=True)
+        except ValueError:
+            raise ValueError("an OpenSSH private key whose base64 does not decode") from None
+        magic = b"openssh-key-v1\x00"
+        if not blob.startswith(magic):
+            raise ValueError("not an OpenSSH private key (no openssh-key-v1 magic)")
+        pos = len(magic)
+        cipher, pos = _ssh_read_string(blob, pos)
+        kdf, pos = _ssh_read_string(blob, pos)
+        _, pos = _ssh_read_string(blob, pos)  # KDF options
+        if pos + 4 > len(blob) or int.from_bytes(blob[pos:pos + 4], "big") != 1:
+            raise ValueError("an OpenSSH private key file holding other than one key")
+        wire, pos = _ssh_read_string(blob, pos + 4)
+        key_type, q = _ssh_read_string(wire, 0)
+        if key_type == b"ssh-ed25519":
+            a, q = _ssh_read_string(wire, q)
+            if len(a) != 32 or q != len(wire):
+                raise ValueError("a malformed ssh-ed25519 public key")
+            kind = KIND_SSH_ED25519
+        elif key_type == b"ssh-rsa":
+            e_raw, q = _ssh_read_string(wire, q)
+            n_raw, q = _ssh_read_string(wire, q)
+            if q != len(wire):
+                raise ValueError("a malformed ssh-rsa public key")
+            e, n = int.from_bytes(e_raw, "big"), int.from_bytes(n_raw, "big")
+            _check_rsa_public(e, n)
+            wire = ssh_rsa_wire(e, n)  # minimal mpints, as FORMAT.md defines the wire key
+            kind = KIND_SSH_RSA
+        else:
+            raise ValueError(f"an SSH key of type {key_type.decode(errors='replace')!r} "
+                             "(ssh-ed25519 and ssh-rsa are read)")
+        encrypted = cipher != b"none" or kdf != b"none"
+        ident = SshIdentity(kind, wire, bytes(text), encrypted, passphrase)
+        if not encrypted:
+            ident.private()  # checked now, as when the file is read
+        return ident
+    if first in (b"-----BEGIN RSA PRIVATE KEY-----", b"-----BEGIN PRIVATE KEY-----"):
+        if b"ENCRYPTED" in text.split(b"-----END", 1)[0]:
+            raise ValueError("a PEM private key with a passphrase (convert it with "
+                             "ssh-keygen -p -f FILE)")
+        key = serialization.load_pem_private_key(bytes(text), None)
+        if not isinstance(key, rsa.RSAPrivateKey):
+            raise ValueError("a PEM private key that is not RSA")
+        pub = key.public_key().public_numbers()
+        _check_rsa_public(pub.e, pub.n)
+        ident = SshIdentity(KIND_SSH_RSA, ssh_rsa_wire(pub.e, pub.n), bytes(text), False)
+        ident._private = key
+        return ident
+    raise ValueError("not a private key form paraes reads (OpenSSH's, PEM PKCS#1 or PKCS#8 "
+                     "RSA)")
+
+
+Identity = KeyIdentity | PassphraseIdentity | X25519Identity | XWingIdentity | SshIdentity
 
 
 # Bech32 (BIP 173), decoding as "Recipients and identities as text" says.
@@ -199,8 +473,8 @@ def bech32_decode(text: str) -> tuple[str, bytes]:
     return hrp, bytes(out)
 
 
-def parse_identity_line(text: str) -> Identity | None:
-    """One identity string. Returns None for a post-quantum identity (not implemented)."""
+def parse_identity_line(text: str) -> Identity:
+    """One Bech32 identity string ("Recipients and identities as text")."""
     hrp, payload = bech32_decode(text)
     if hrp == "paraes-secret-key-":
         if len(payload) != 32:
@@ -209,22 +483,25 @@ def parse_identity_line(text: str) -> Identity | None:
     if hrp == "paraes-pq-secret-key-":
         if len(payload) != 32:
             raise ValueError("X-Wing identity payload is not 32 bytes")
-        return None  # X-Wing stanzas are not implemented by this reader
+        return XWingIdentity(payload)
     raise ValueError(f"not an identity (HRP {hrp!r})")
 
 
-def parse_identity_file(text: str) -> list[Identity]:
+def parse_identity_file(text: str | bytes, ssh_passphrase: bytes | None = None) -> list[Identity]:
+    """An identity file (-i): an SSH private key when its first non-blank line is a private
+    key's BEGIN line, else Bech32 identities, one a line (trimmed; blank lines and # comments
+    skipped; at least one)."""
+    raw = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+    first = next((ln.strip() for ln in raw.split(b"\n") if ln.strip()), b"")
+    if first.startswith(b"-----BEGIN "):
+        return [parse_ssh_private_key(raw, ssh_passphrase)]
     ids: list[Identity] = []
-    seen_any = False
-    for line in text.splitlines():
+    for line in raw.decode("utf-8").split("\n"):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        ident = parse_identity_line(line)
-        seen_any = True
-        if ident is not None:
-            ids.append(ident)
-    if not seen_any:
+        ids.append(parse_identity_line(line))
+    if not ids:
         raise ValueError("identity file holds no identity")
     return ids
 
@@ -233,14 +510,16 @@ _HEX = set(b"0123456789abcdefABCDEF")
 
 
 def _is_identity_file(content: bytes) -> bool:
+    """Step 2 of reading a key file: valid UTF-8, no control character (Cc) but LF, CR and
+    tab, lines (split at LF, a CR before the LF dropped) all blank, # comments or PARAES-..."""
     try:
         text = content.decode("utf-8")
     except UnicodeDecodeError:
         return False
-    if any((ord(c) < 0x20 and c not in "\n\r\t") or ord(c) == 0x7F for c in text):
+    if any((ord(c) <= 0x1F and c not in "\n\r\t") or 0x7F <= ord(c) <= 0x9F for c in text):
         return False
     found = False
-    for line in text.splitlines():
+    for line in text.split("\n"):
         t = line.strip()
         if not t or t.startswith("#"):
             continue
@@ -251,12 +530,21 @@ def _is_identity_file(content: bytes) -> bool:
     return found
 
 
+def _is_private_key_file(content: bytes) -> bool:
+    """Step 2 too: a first line that starts with -----BEGIN and ends with PRIVATE KEY-----."""
+    first = content.split(b"\n", 1)[0].lstrip(b" \t\n\x0b\x0c\r")
+    return (first.startswith(b"-----BEGIN ")
+            and first.rstrip(b" \t\n\x0b\x0c\r").endswith(b"PRIVATE KEY-----"))
+
+
 def read_key_file(content: bytes) -> bytes:
     """K from a key file's bytes ("The user's secrets", steps 1-4)."""
     if len(content) > 1024:
         raise ValueError("key file larger than 1,024 bytes")
     if _is_identity_file(content):
         raise ValueError("this is an identity file (give it with -i)")
+    if _is_private_key_file(content):
+        raise ValueError("this holds a private key (an SSH key?), not a key")
     t = content.strip(b" \t\n\x0c\r")
     if t and all(0x21 <= b <= 0x7E for b in t):
         if len(t) in (32, 48, 64) and all(b in _HEX for b in t):
@@ -463,6 +751,10 @@ def _parse_slot(index: int, raw: bytes) -> Slot | str | None:
         body = raw[pos + 3:pos + 3 + length]
         if kind in KNOWN_BODY_LEN and length != KNOWN_BODY_LEN[kind]:
             return f"stanza of kind {kind} has body length {length}"
+        if kind in BODY_LEN_RANGE and not (BODY_LEN_RANGE[kind][0] <= length
+                                           <= BODY_LEN_RANGE[kind][1]):
+            return (f"stanza of kind {kind} has body length {length} (not "
+                    f"{BODY_LEN_RANGE[kind][0]} ..= {BODY_LEN_RANGE[kind][1]})")
         if kind == KIND_PASSPHRASE:
             passphrases += 1
             _, m, t, p = _passphrase_params(body)
@@ -567,7 +859,51 @@ def _try_stanza(st: Stanza, ident: Identity, passphrases_allowed: bool,
             return None
         w = _hkdf_sha256(e + r, shared, INFO_X25519)
         return _unwrap(w, st.kind, wrapped)
-    return None  # unknown kind, a hybrid stanza (not implemented), or a secret that does not fit
+    if st.kind == KIND_HYBRID and isinstance(ident, XWingIdentity):
+        ct_m, ct_x, wrapped = st.body[0:1088], st.body[1088:1120], st.body[1120:1168]
+        ss = ident.decapsulate(ct_m, ct_x)
+        w = _hkdf_sha256(None, ss, INFO_XWING)
+        return _unwrap(w, st.kind, wrapped)
+    if st.kind in SSH_KINDS and isinstance(ident, SshIdentity):
+        # Only the SSH identity whose key tag the stanza names tries it (a key with a
+        # passphrase is unlocked only then); the tag proves nothing, the wrap's tag decides.
+        if st.kind != ident.kind or st.body[0:4] != ident.tag:
+            return None
+        key = ident.private()  # SshLocked: a refusal, recorded by the caller
+        if st.kind == KIND_SSH_ED25519:
+            return _open_ssh_ed25519(st.body, ident, key)
+        return _open_ssh_rsa(st.body, ident, key)
+    return None  # an unknown kind, or a secret that does not fit the stanza's kind
+
+
+def _open_ssh_ed25519(body: bytes, ident: SshIdentity, key) -> bytes | None:
+    e, wrapped = body[4:36], body[36:84]
+    seed = key.private_bytes_raw()
+    r = hashlib.sha512(seed).digest()[0:32]  # clamped by X25519
+    pk_x = x25519(r, X25519_BASE)
+    inner = x25519(r, e)
+    if not any(inner):  # an all-zero X25519(r, E) opens nothing
+        return None
+    tweak = _hkdf_sha256(ident.wire, b"", INFO_SSH_ED25519_TWEAK)
+    shared = x25519(tweak, inner)
+    w = _hkdf_sha256(e + pk_x, shared, INFO_SSH_ED25519)
+    return _unwrap(w, KIND_SSH_ED25519, wrapped)
+
+
+def _open_ssh_rsa(body: bytes, ident: SshIdentity, key) -> bytes | None:
+    c, wrapped = body[4:len(body) - 48], body[len(body) - 48:]
+    k = (key.key_size + 7) // 8
+    if len(c) != k:  # a stanza for a key of another size
+        return None
+    try:
+        s = key.decrypt(c, padding.OAEP(mgf=padding.MGF1(algorithm=hashes.SHA256()),
+                                        algorithm=hashes.SHA256(), label=SSH_RSA_OAEP_LABEL))
+    except ValueError:  # OAEP refuses: the same "this stanza does not open"
+        return None
+    if len(s) != 32:
+        return None
+    w = _hkdf_sha256(hashlib.sha256(ident.wire).digest(), s, INFO_SSH_RSA)
+    return _unwrap(w, KIND_SSH_RSA, wrapped)
 
 
 @dataclass
@@ -578,9 +914,28 @@ class Opened:
     context: bytes
     keys: _MessageKeys
     header: Header
+    # Step 5, format v3: the other parsed slots that do not authenticate under the file key
+    # (ignored: the body's key commitment decided), one line each.
+    ignored_slots: list[str] = field(default_factory=list)
 
 
-_STAGE_RANK = {"no_match": 0, "header": 1, "commitment": 2, "chunk": 3}
+# Which failure wins when nothing opens ("Which error", and "Opening a v3 file"): the first
+# body failure met (commitment or chunk, whichever came first), else "the header was changed"
+# (a stanza opened, its slot tag failed), else the first refusal met (a slot naming one key
+# more than twice, an SSH key that could not be unlocked), else no_match.
+_STAGE_RANK = {"no_match": 0, "refused": 1, "header": 2, "commitment": 3, "chunk": 3}
+
+
+def _names_a_key_too_often(slot: Slot) -> bytes | None:
+    """Step 3: the (kind, SSH key tag) that three or more stanzas of the slot name, if any."""
+    counts: dict[tuple[int, bytes], int] = {}
+    for st in slot.stanzas:
+        if st.kind in SSH_KINDS:
+            k = (st.kind, bytes(st.body[0:4]))
+            counts[k] = counts.get(k, 0) + 1
+            if counts[k] >= 3:
+                return k
+    return None
 
 
 def open_container(data: bytes, identities, *, max_kdf_mib: int = DEFAULT_MAX_KDF_MIB,
@@ -592,14 +947,20 @@ def open_container(data: bytes, identities, *, max_kdf_mib: int = DEFAULT_MAX_KD
     length no writer makes is refused before any key is tried (class "chunk").
     framing_first=False checks the length per candidate after the key commitment, as an
     earlier revision of the text read (a wrong key on a cut body then gives no_match).
+
+    allow_unverified_slot has no effect: it is v2's override of step 5, and in format v3 a
+    parsed slot that does not verify under the file key is ignored anyway (listed in
+    Opened.ignored_slots). It is kept so that callers written for v2's rule still run.
     """
+    del allow_unverified_slot
     data = memoryview(bytes(data)) if not isinstance(data, memoryview) else data
     header = parse_header(data)
     identities = list(identities)
     if framing_first:
         _message_layout(len(data) - header.body_offset)
 
-    # Step 2: the Argon2id cost of every passphrase stanza of every parsed slot.
+    # Step 2: the Argon2id cost of every passphrase stanza of every parsed slot (a slot that
+    # step 3 skips included).
     total_cost = sum(_kdf_cost(*_passphrase_params(st.body)[1:3])
                      for sl in header.slots for st in sl.stanzas if st.kind == KIND_PASSPHRASE)
     passphrases_allowed = total_cost <= max_kdf_mib
@@ -619,13 +980,24 @@ def open_container(data: bytes, identities, *, max_kdf_mib: int = DEFAULT_MAX_KD
 
     def fail(cls: str, msg: str):
         nonlocal best
-        if _STAGE_RANK[cls] >= _STAGE_RANK[best[0]]:
+        # the first failure of the highest rank met
+        if _STAGE_RANK[cls] > _STAGE_RANK[best[0]]:
             best = (cls, msg)
 
     for slot in order:
+        too_often = _names_a_key_too_often(slot)
+        if too_often is not None:
+            fail("refused", f"stanza slot {slot.index} names the same key (kind "
+                            f"{too_often[0]}, SSH key tag {too_often[1].hex()}) more than "
+                            "twice, which paraes never writes: it was not tried")
+            continue
         for st in slot.stanzas:
             for ident in identities:
-                d = _try_stanza(st, ident, passphrases_allowed, argon_cache)
+                try:
+                    d = _try_stanza(st, ident, passphrases_allowed, argon_cache)
+                except SshLocked as e:
+                    fail("refused", str(e))
+                    continue
                 if d is None:
                     continue
                 if (slot.index, d) in tried:
@@ -650,20 +1022,19 @@ def open_container(data: bytes, identities, *, max_kdf_mib: int = DEFAULT_MAX_KD
                 except ReaderError as e:
                     fail(e.cls, e.message)
                     continue
-                # Step 5: every other parsed slot must verify under the same D.
+                # Step 5, format v3: every other parsed slot should verify under the same D.
+                # One that does not is ignored (the key commitment decided that D is the
+                # body's one file key); the file opens and the reader says which slot.
+                ignored = []
                 for other in header.slots:
                     if other is slot:
                         continue
                     if not _slot_tag_ok(header, other, m_key):
-                        if allow_unverified_slot:
-                            continue
-                        raise ReaderError(
-                            "unverified_slot",
-                            f"slot {other.index} parses but does not verify under the file "
-                            f"key that opened slot {slot.index} (tampering, an interrupted "
-                            "rekey of an older paraes, or a file made to show different "
-                            "content to different recipients)")
-                return Opened(d, slot, ik, context, keys, header)
+                        ignored.append(
+                            f"stanza slot {other.index} (generation {other.generation}) is "
+                            "ignored: it does not authenticate under the file key that the "
+                            "body's key commitment confirms")
+                return Opened(d, slot, ik, context, keys, header, ignored)
     raise ReaderError(*best)
 
 
@@ -686,9 +1057,18 @@ def identities_from_manifest(entries) -> list[Identity]:
             out.append(KeyIdentity(bytes.fromhex(e["hex"])))
         elif t == "passphrase":
             out.append(PassphraseIdentity(e["text"].encode("utf-8")))
-        elif t == "x25519":
+        elif t in ("x25519", "xwing"):
             # one identity string, or the text of a whole identity file (comments included)
-            out.extend(parse_identity_file(e["identity"]))
+            ids = parse_identity_file(e["identity"])
+            want = X25519Identity if t == "x25519" else XWingIdentity
+            if not all(isinstance(i, want) for i in ids):
+                raise ValueError(f"a {t!r} identity entry holding another kind of identity")
+            out.extend(ids)
+        elif t == "ssh":
+            # an SSH private key file's whole text (OpenSSH's format, or PEM)
+            pw = e.get("passphrase")
+            out.extend(parse_identity_file(e["key"].encode("utf-8"),
+                                           pw.encode("utf-8") if pw is not None else None))
         else:
             raise ValueError(f"unknown identity type {t!r}")
     return out
@@ -706,7 +1086,11 @@ def _main(argv=None) -> int:
     c.add_argument("-i", "--identity", action="append", default=[])
     c.add_argument("--passphrase-file", action="append", default=[])
     c.add_argument("--max-kdf-mib", type=int, default=DEFAULT_MAX_KDF_MIB)
-    c.add_argument("--allow-unverified-slot", action="store_true")
+    c.add_argument("--allow-unverified-slot", action="store_true",
+                   help="accepted and ignored: v2's override; in v3 an unverified second slot "
+                        "is ignored anyway (said on standard error)")
+    c.add_argument("--ssh-passphrase-file", default=None,
+                   help="the passphrase of SSH private keys given with -i (first line)")
     c.add_argument("--length-after-keys", dest="framing_first", action="store_false",
                    help="check the body length per candidate, after the key commitment (an "
                         "earlier revision of FORMAT.md); default: before any key is tried")
@@ -735,18 +1119,23 @@ def _main(argv=None) -> int:
             for p in a.passphrase_file:
                 with open(p, "rb") as f:
                     ids.append(PassphraseIdentity(read_passphrase_file(f.read(65536))))
+            ssh_pw = None
+            if a.ssh_passphrase_file is not None:
+                with open(a.ssh_passphrase_file, "rb") as f:
+                    ssh_pw = read_passphrase_file(f.read(65536))
             for p in a.identity:
-                with open(p, "r", encoding="utf-8") as f:
-                    ids.extend(parse_identity_file(f.read(1 << 20)))
+                with open(p, "rb") as f:
+                    ids.extend(parse_identity_file(f.read(1 << 20), ssh_pw))
+            op = open_container(data, ids, max_kdf_mib=a.max_kdf_mib,
+                                framing_first=a.framing_first)
+            for line in op.ignored_slots:
+                print(f"paraes_reader: {line}", file=sys.stderr)
             if a.show_data_key:
-                op = open_container(data, ids, max_kdf_mib=a.max_kdf_mib,
-                                    allow_unverified_slot=a.allow_unverified_slot,
-                                    framing_first=a.framing_first)
                 print(f"data key: {op.input_key.hex()}\ncontext: {op.context.hex()}\n"
                       f"body_offset: {op.header.body_offset}", file=sys.stderr)
-            out = read_container(data, ids, max_kdf_mib=a.max_kdf_mib,
-                                 allow_unverified_slot=a.allow_unverified_slot,
-                                 framing_first=a.framing_first)
+            out = _decrypt_message(op.input_key, op.context,
+                                   memoryview(data)[op.header.body_offset:], op.keys,
+                                   check_last_first=False)
         else:
             if a.key is not None:
                 key = read_key_file(a.key.encode())

@@ -117,6 +117,8 @@ enum Identity {
     Passphrase(String),
     /// An X25519 identity file's text.
     X25519(String),
+    /// An X-Wing (ML-KEM-768 + X25519) identity file's text.
+    XWing(String),
     /// An SSH private key file's text (OpenSSH's format, or PEM).
     Ssh(String),
 }
@@ -174,6 +176,7 @@ fn manifest_in(dir: &'static str) -> Vec<Entry> {
                     "key" => Identity::Key(string(i, "hex", &file)),
                     "passphrase" => Identity::Passphrase(string(i, "text", &file)),
                     "x25519" => Identity::X25519(string(i, "identity", &file)),
+                    "xwing" => Identity::XWing(string(i, "identity", &file)),
                     "ssh" => Identity::Ssh(string(i, "key", &file)),
                     other => panic!("manifest: {file}: unknown identity type {other:?}"),
                 })
@@ -263,7 +266,9 @@ impl Bench {
                     let (flag, content) = match identity {
                         Identity::Key(hex) => ("-k", format!("{hex}\n")),
                         Identity::Passphrase(text) => ("--passphrase-file", format!("{text}\n")),
-                        Identity::X25519(text) | Identity::Ssh(text) => ("-i", text.clone()),
+                        Identity::X25519(text) | Identity::XWing(text) | Identity::Ssh(text) => {
+                            ("-i", text.clone())
+                        }
                     };
                     scratch.secret(&name, content.as_bytes());
                     args.push(flag.to_owned());
