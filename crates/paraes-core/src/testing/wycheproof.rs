@@ -2,7 +2,7 @@
 //! Cobblestone-128 and -256) applied as their doc/c2sp_chunked_encryption.md says: each
 //! vector's plaintext from an oracle independent of paraes (RustCrypto `aes-gcm`, chunk by chunk
 //! under the vector's `aeadKey` and `baseNonce`, checked against `msgLength` and `msgSha512`),
-//! then [`check_engine_vectors`] on one engine: raw mode (every chunk opened at its own index,
+//! then [`check_engine_vectors`] on one engine (at a [`Depth`]): raw mode (every chunk opened at its own index,
 //! the body streamed through the pipeline, valid chunks re-encrypted at their index to the
 //! vector's bytes) and the core's message API (`Stream::read_message` through the pipeline, and
 //! its seekable reader: the whole message, and the length check of the final chunk with the
@@ -296,12 +296,46 @@ fn parse(variant: Variant, test: &serde_json::Value) -> Vector {
 /// What [`check_engine_vectors`] ran, for the test's log.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Covered {
-    /// Vectors run (all of them, through the message API).
+    /// Vectors run.
     pub vectors: usize,
-    /// Of them, vectors run in raw mode too.
+    /// Of them, vectors run in raw mode (all but the `HeaderFailure` ones).
     pub raw: usize,
+    /// Of them, vectors run through the message API.
+    pub message_api: usize,
     /// Chunks opened or sealed one at a time at their index.
     pub chunks: usize,
+}
+
+/// How much of each vector [`check_engine_vectors`] runs on an engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Depth {
+    /// Every path: the body streamed in batches of 1 and 4 chunks, threaded and in turn, both
+    /// ways; the message API in both batch sizes.
+    Full,
+    /// For slow engines (a simulator, a stand-in): every chunk still opened and sealed again
+    /// at its own index, and the other paths once (batches of 4 chunks, threaded) for the
+    /// vectors under [`QUICK_WHOLE`]; larger ones (the two `CounterRollover` vectors of 4 MiB)
+    /// run one chunk at a time only.
+    Quick,
+}
+
+/// Under [`Depth::Quick`], the largest message run through every path.
+pub const QUICK_WHOLE: usize = 1 << 20;
+
+impl Depth {
+    /// The pipeline batches and stages of the streamed paths for `v`.
+    fn streams(self, v: &Vector) -> (&'static [usize], &'static [Stages]) {
+        match self {
+            Depth::Full => (
+                &[CHUNK_LEN, 4 * CHUNK_LEN],
+                &[Stages::Threaded, Stages::InTurn],
+            ),
+            Depth::Quick if v.message.len() < QUICK_WHOLE => {
+                (&[4 * CHUNK_LEN], &[Stages::Threaded])
+            }
+            Depth::Quick => (&[], &[]),
+        }
+    }
 }
 
 /// Every vector through `cobblestone::open` (the one-shot reader, on the calling thread):
@@ -319,41 +353,48 @@ pub fn check_one_shot(vectors: &[Vector]) -> usize {
     vectors.len()
 }
 
-/// Every vector on `engine`: raw mode where it applies ([`check_raw`]) and the core's message
-/// API ([`check_message_api`]). Panics with the vector and the path that went wrong.
-pub fn check_engine_vectors(engine: &dyn Engine, vectors: &[Vector]) -> Covered {
+/// Every vector on `engine` at `depth`: raw mode where it applies ([`check_raw`]) and the
+/// core's message API ([`check_message_api`]). Panics with the vector and the path that went
+/// wrong.
+pub fn check_engine_vectors(engine: &dyn Engine, vectors: &[Vector], depth: Depth) -> Covered {
     let mut covered = Covered::default();
     for v in vectors {
         let oracle = v.oracle();
         if v.raw.is_some() {
-            covered.chunks += check_raw(engine, v, &oracle);
+            covered.chunks += check_raw(engine, v, &oracle, depth);
             covered.raw += 1;
         }
-        check_message_api(engine, v, &oracle);
+        let (batches, _) = depth.streams(v);
+        if !batches.is_empty() {
+            check_message_api(engine, v, &oracle, batches);
+            covered.message_api += 1;
+        }
         covered.vectors += 1;
     }
     covered
 }
 
 /// Raw mode of one vector on `engine` (the chunk cipher from `aeadKey` and `baseNonce`):
-/// each record opened at its own index as the oracle opens it; the body streamed through the
-/// pipeline (batches of 1 and 4 chunks, threaded and in turn): a valid body gives its
-/// plaintext, an invalid one fails having released at most the valid prefix; for a valid
-/// vector each chunk sealed again at its index, and the whole plaintext streamed, give the
-/// vector's bytes. Returns the chunks run one at a time.
-pub fn check_raw(engine: &dyn Engine, v: &Vector, oracle: &Oracle) -> usize {
+/// each record opened at its own index as the oracle opens it, and for a valid vector each
+/// chunk sealed again at its index to the vector's bytes; then (as `depth` says) the body
+/// streamed through the pipeline: a valid body gives its plaintext, an invalid one fails
+/// having released at most the valid prefix, and a valid plaintext streamed the other way
+/// gives the vector's body. Returns the chunks run one at a time.
+pub fn check_raw(engine: &dyn Engine, v: &Vector, oracle: &Oracle, depth: Depth) -> usize {
     let cipher = v.raw_cipher().expect("raw mode applies");
     let what = |path: &str| format!("{} on {}: raw mode, {path}", v.name(), engine.name());
     let records = v.records();
-    let one = StreamSpec::message(engine, Direction::Decrypt, &cipher, CHUNK_LEN);
+    let open = StreamSpec::message(engine, Direction::Decrypt, &cipher, CHUNK_LEN);
+    let seal = StreamSpec::message(engine, Direction::Encrypt, &cipher, CHUNK_LEN);
+    let mut chunks = 0;
     for (index, (record, expected)) in records.iter().zip(&oracle.chunks).enumerate() {
+        let last = index + 1 == records.len();
         let mut chunk = Chunk {
             index: index as u64,
-            last: index + 1 == records.len(),
+            last,
             data: record.to_vec(),
         };
-        let opened = pipeline::open(&one, &mut chunk);
-        match (opened, expected) {
+        match (pipeline::open(&open, &mut chunk), expected) {
             (Ok(()), Some(plain)) => assert!(
                 chunk.data == *plain,
                 "{}",
@@ -363,9 +404,26 @@ pub fn check_raw(engine: &dyn Engine, v: &Vector, oracle: &Oracle) -> usize {
             (Err(e), Some(_)) => panic!("{}", what(&format!("chunk {index}: {e}"))),
             (Err(_), None) => {}
         }
+        chunks += 1;
+        if v.valid {
+            let mut chunk = Chunk {
+                index: index as u64,
+                last,
+                data: expected.clone().expect("a valid chunk"),
+            };
+            pipeline::seal(&seal, &mut chunk)
+                .unwrap_or_else(|e| panic!("{}", what(&format!("sealing chunk {index}: {e}"))));
+            assert!(
+                chunk.data == *record,
+                "{}",
+                what(&format!("chunk {index} sealed again is not the vector's"))
+            );
+            chunks += 1;
+        }
     }
-    for batch in [CHUNK_LEN, 4 * CHUNK_LEN] {
-        for stages in [Stages::Threaded, Stages::InTurn] {
+    let (batches, stages) = depth.streams(v);
+    for &batch in batches {
+        for &stages in stages {
             let spec = StreamSpec::message(engine, Direction::Decrypt, &cipher, batch);
             let mut out = Vec::new();
             let run = pipeline::run_segment(
@@ -383,47 +441,34 @@ pub fn check_raw(engine: &dyn Engine, v: &Vector, oracle: &Oracle) -> usize {
                 Err(e) if v.valid => panic!("{}", what(&format!("{path}: {e}"))),
                 Err(_) => v.assert_within_prefix(oracle, &out, &what(&path)),
             }
+            if !v.valid {
+                continue;
+            }
+            let spec = StreamSpec::message(engine, Direction::Encrypt, &cipher, batch);
+            let mut out = Vec::new();
+            let path = format!("the plaintext encrypted in {batch}-byte batches, {stages:?}");
+            pipeline::run_segment(
+                &spec,
+                Segment::WHOLE,
+                stages,
+                &mut &oracle.prefix[..],
+                &mut out,
+                &|_| {},
+            )
+            .unwrap_or_else(|e| panic!("{}", what(&format!("{path}: {e}"))));
+            assert!(out == v.body(), "{}", what(&path));
         }
     }
-    if !v.valid {
-        return records.len();
-    }
-    let seal = StreamSpec::message(engine, Direction::Encrypt, &cipher, CHUNK_LEN);
-    for (index, (record, plain)) in records.iter().zip(&oracle.chunks).enumerate() {
-        let mut chunk = Chunk {
-            index: index as u64,
-            last: index + 1 == records.len(),
-            data: plain.clone().expect("a valid chunk"),
-        };
-        pipeline::seal(&seal, &mut chunk)
-            .unwrap_or_else(|e| panic!("{}", what(&format!("sealing chunk {index}: {e}"))));
-        assert!(
-            chunk.data == *record,
-            "{}",
-            what(&format!("chunk {index} sealed again is not the vector's"))
-        );
-    }
-    for batch in [CHUNK_LEN, 4 * CHUNK_LEN] {
-        let spec = StreamSpec::message(engine, Direction::Encrypt, &cipher, batch);
-        let mut out = Vec::new();
-        pipeline::run(&spec, &mut &oracle.prefix[..], &mut out, &|_| {})
-            .unwrap_or_else(|e| panic!("{}", what(&format!("encrypting: {e}"))));
-        assert!(
-            out == v.body(),
-            "{}",
-            what(&format!("the plaintext encrypted in {batch}-byte batches"))
-        );
-    }
-    2 * records.len()
+    chunks
 }
 
 /// One vector through the core's message API on `engine`: the key (refused if it is not 16
 /// or 32 bytes), `Stream::read_message` (which checks the commitment), the rest streamed
-/// through the pipeline; then the seekable reader, whose making authenticates the final chunk
+/// through the pipeline in each of `batches`; then the seekable reader, whose making authenticates the final chunk
 /// (it must fail for invalid vectors except `ValidFinalChunk` ones, where paraes, reading only
 /// that chunk, succeeds as the spec allows) and whose whole read must fail for every invalid
 /// vector, having released at most the valid prefix, and keep failing when read again.
-pub fn check_message_api(engine: &dyn Engine, v: &Vector, oracle: &Oracle) {
+pub fn check_message_api(engine: &dyn Engine, v: &Vector, oracle: &Oracle, batches: &[usize]) {
     let what = |path: &str| format!("{} on {}: {path}", v.name(), engine.name());
     let key = match Key::new(&v.key) {
         Ok(key) => key,
@@ -432,7 +477,7 @@ pub fn check_message_api(engine: &dyn Engine, v: &Vector, oracle: &Oracle) {
             return;
         }
     };
-    for batch in [CHUNK_LEN, 4 * CHUNK_LEN] {
+    for &batch in batches {
         let mut input = &v.message[..];
         let stream = match Stream::read_message(key.clone(), &v.context, &mut input, batch) {
             Ok(stream) => stream,
