@@ -31,7 +31,7 @@ pub use keys::{
     DEFAULT_ARGON2_LANES, DEFAULT_ARGON2_MEMORY_KIB, DEFAULT_MAX_KDF_MIB, MAX_ARGON2_ITERATIONS,
     MAX_ARGON2_LANES, MAX_ARGON2_MEMORY_KIB, TAG_LEN,
 };
-pub use rekey::{HeaderWrite, InPlace, Rekey};
+pub use rekey::{HeaderWrite, InPlace, Rekey, RekeyWay};
 pub use stanza::{
     HybridIdentity, HybridRecipient, Identity, Recipient, StanzaKind, X25519Identity,
     X25519Recipient, MAX_BCRYPT_ROUNDS, MAX_RSA_BITS, MIN_RSA_BITS,
@@ -90,9 +90,11 @@ pub enum ContainerError {
         "none of the given keys, passphrases or identities opens this file (it opens with: {0})"
     )]
     NoMatchingStanza(String),
-    /// Another stanza slot parses but is not authenticated by the file key that opened the
-    /// file: two slots that disagree (docs/FORMAT.md, "Opening a file").
-    #[error("the header holds a second stanza slot that the key which opened the file does not authenticate: the header was tampered with, a rekey by an older paraes was interrupted, or the file was made to show different content to different recipients")]
+    /// Format v2: another stanza slot parses but is not authenticated by the file key that
+    /// opened the file: two slots that disagree (docs/FORMAT.md, "Opening a file"). A v3
+    /// file opens instead, its body's key commitment deciding the file key, and the slot is
+    /// reported as ignored ([`Opened::ignored_slot`]).
+    #[error("this format v2 header holds a second stanza slot that the key which opened the file does not authenticate: the header was tampered with, a rekey by an older paraes was interrupted, or the file was made to show different content to different recipients (format v2 cannot tell which; format v3 can)")]
     UnverifiedSlot,
     /// A stanza opened and its slot verified, but a chunk tag the body check reads does not
     /// verify under that file key (nor under any other slot's).
@@ -302,6 +304,66 @@ pub struct SlotInfo {
     pub stanzas: Vec<StanzaKind>,
 }
 
+/// A stanza slot that parses but that the file key which opened the file does not
+/// authenticate, and that was ignored: in format v3 always (the body's key commitment decides
+/// the one file key, so such a slot was planted by someone who could write the file, or left
+/// by damage), in format v2 only with [`Unlock::allow_unverified_slot`] (a v2 file with such
+/// a slot may show another recipient different content). It never lends its generation, and
+/// a rekey in place overwrites it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IgnoredSlot {
+    /// Its position in the header (0 or 1).
+    pub position: usize,
+    /// The generation it claims.
+    pub generation: u64,
+    /// The format version of the file (2 or 3).
+    pub version: u8,
+    /// What its stanzas claim (kinds, with counts): the recipients an upgrade drops.
+    pub lists: String,
+}
+
+impl IgnoredSlot {
+    /// One line for the user: which slot was ignored and what that means for this format.
+    pub fn warning(&self) -> String {
+        let IgnoredSlot {
+            position,
+            generation,
+            ..
+        } = self;
+        if self.version >= v3::VERSION {
+            format!(
+                "stanza slot {position} (generation {generation}) is ignored: it does not \
+                 authenticate under the file key that the body's key commitment confirms \
+                 (someone who could write the file added it, or it is damaged); every \
+                 recipient sees this same content, and a rekey overwrites that slot"
+            )
+        } else {
+            format!(
+                "stanza slot {position} (generation {generation}) is ignored as asked: it does \
+                 not authenticate under the file key that opened this format v2 file, so the \
+                 recipients it lists ({}) may see different content in this same file; \
+                 upgrading it to format v3 (paraes upgrade) ends that",
+                self.lists
+            )
+        }
+    }
+
+    /// A few words for a per-file report line (`verify`).
+    pub fn short(&self) -> String {
+        if self.version >= v3::VERSION {
+            format!(
+                "stanza slot {} ignored: not authenticated by the body's key commitment",
+                self.position
+            )
+        } else {
+            format!(
+                "stanza slot {} ignored as asked: format v2, its recipients may see different content",
+                self.position
+            )
+        }
+    }
+}
+
 /// How to try to open a container: identities to try, the most Argon2id work to accept, and
 /// whether a second slot that the file key does not authenticate may be ignored.
 #[derive(Clone)]
@@ -312,8 +374,9 @@ pub struct Unlock {
     /// in all (both slots together).
     pub max_kdf_mib: u64,
     /// Open a v2 file even when its other slot parses but does not verify under the file key
-    /// that opened it ([`ContainerError::UnverifiedSlot`] otherwise): that slot is ignored,
-    /// and a rekey may overwrite it.
+    /// that opened it ([`ContainerError::UnverifiedSlot`] otherwise): that slot is ignored
+    /// ([`Opened::ignored_slot`]), and a rekey may overwrite it. A v3 file opens so without
+    /// it: its body's key commitment decides the file key.
     pub allow_unverified_slot: bool,
 }
 
@@ -579,11 +642,17 @@ impl UnverifiedHeader {
                         }
                         Ok(checked) => opened.body_checked = checked,
                     }
-                    // The opened facts list only the slots this key authenticates.
-                    let others_verify = matches!(&opened.info.access,
-                        Access::Slots { slots, .. } if slots.len() == header.slots.len());
-                    if !others_verify && !unlock.allow_unverified_slot {
-                        return Err(ContainerError::UnverifiedSlot);
+                    // The opened facts list only the slots this key authenticates. Another
+                    // slot that parses but does not verify: in v3 the key commitment already
+                    // decided that this D is the body's, so that slot is ignored (and said
+                    // so); in v2 nothing decides between the two, so it is refused unless
+                    // the caller asked to ignore it.
+                    let unverified = self.unverified_slot(&opened);
+                    if let Some(ignored) = unverified {
+                        if ignored.version < v3::VERSION && !unlock.allow_unverified_slot {
+                            return Err(ContainerError::UnverifiedSlot);
+                        }
+                        opened.ignored = Some(ignored);
                     }
                     return Ok(opened);
                 }
@@ -597,6 +666,28 @@ impl UnverifiedHeader {
             refused
         } else {
             ContainerError::NoMatchingStanza(describe(&self.info.access))
+        })
+    }
+
+    /// The slot that parses but that `opened`'s file key does not authenticate, if any.
+    fn unverified_slot(&self, opened: &Opened) -> Option<IgnoredSlot> {
+        let (
+            Access::Slots { slots: all, .. },
+            Access::Slots {
+                slots: authentic, ..
+            },
+        ) = (&self.info.access, &opened.info.access)
+        else {
+            return None;
+        };
+        let slot = all
+            .iter()
+            .find(|slot| !authentic.iter().any(|a| a.position == slot.position))?;
+        Some(IgnoredSlot {
+            position: slot.position,
+            generation: slot.generation,
+            version: self.info.version,
+            lists: count_kinds(&slot.stanzas),
         })
     }
 
@@ -736,6 +827,7 @@ impl UnverifiedHeader {
             stanzas,
             body_checked: false,
             batch: DEFAULT_CHUNK_SIZE,
+            ignored: None,
         }
     }
 }
@@ -823,6 +915,8 @@ pub struct Opened {
     /// Plaintext bytes per pipeline chunk of a v3 body (a whole number of 16 KiB message
     /// chunks); v1 and v2 bodies go through the pipeline one format chunk at a time.
     batch: usize,
+    /// A slot that parses but that the file key does not authenticate, ignored.
+    ignored: Option<IgnoredSlot>,
 }
 
 impl std::fmt::Debug for Opened {
@@ -841,6 +935,13 @@ impl Opened {
     /// salt and commitment (what [`seal`] wrote, or what [`UnverifiedHeader::read`] read).
     pub fn header_bytes(&self) -> &[u8] {
         &self.header
+    }
+
+    /// A stanza slot that parses but that this file key does not authenticate, which opening
+    /// ignored (v3 always; v2 only with [`Unlock::allow_unverified_slot`]): every front end
+    /// tells the user ([`IgnoredSlot::warning`]).
+    pub fn ignored_slot(&self) -> Option<&IgnoredSlot> {
+        self.ignored.as_ref()
     }
 
     /// Sets how many plaintext bytes of a v3 body go through the pipeline as one chunk:
@@ -1038,6 +1139,7 @@ fn seal_message(
         stanzas: stanzas.to_vec(),
         body_checked: false,
         batch: DEFAULT_CHUNK_SIZE,
+        ignored: None,
     };
     Ok((header, opened))
 }
@@ -1094,8 +1196,76 @@ pub fn seal_v2(
         stanzas,
         body_checked: false,
         batch: DEFAULT_CHUNK_SIZE,
+        ignored: None,
     };
     Ok((header, opened))
+}
+
+/// New stanzas for recipients, prepared before the file key they will wrap is known: the
+/// checks every writer makes (at least one recipient, at most [`MAX_STANZAS`], at most one
+/// passphrase), and each recipient's costly part done (Argon2id, key agreement,
+/// encapsulation). A rekey prepares them before it opens the file ([`Opened::rekey_with`]).
+pub struct NewStanzas {
+    prepared: Vec<stanza::PreparedStanza>,
+}
+
+impl std::fmt::Debug for NewStanzas {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "NewStanzas({} stanzas, wrap keys redacted)",
+            self.prepared.len()
+        )
+    }
+}
+
+impl NewStanzas {
+    /// One prepared stanza per recipient.
+    pub fn prepare(recipients: &[Recipient]) -> Result<Self, ContainerError> {
+        if recipients.is_empty() {
+            return Err(ContainerError::BadRecipients(
+                "no recipients: a container needs at least one way to open it".into(),
+            ));
+        }
+        if recipients.len() > MAX_STANZAS {
+            return Err(ContainerError::BadRecipients(format!(
+                "{} recipients: a container holds at most {MAX_STANZAS}",
+                recipients.len()
+            )));
+        }
+        if recipients
+            .iter()
+            .filter(|r| matches!(r, Recipient::Passphrase(..)))
+            .count()
+            > 1
+        {
+            return Err(ContainerError::BadRecipients(
+                "at most one passphrase per container".into(),
+            ));
+        }
+        let prepared = recipients
+            .iter()
+            .map(stanza::PreparedStanza::new)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(NewStanzas { prepared })
+    }
+
+    /// The stanzas, each wrapping `file_key`.
+    fn seal(&self, file_key: &FileSecret) -> Result<Vec<Stanza>, ContainerError> {
+        let stanzas = self
+            .prepared
+            .iter()
+            .map(|prepared| prepared.seal(file_key))
+            .collect::<Result<Vec<_>, _>>()?;
+        // What a reader refuses, no writer makes.
+        if stanza::names_a_key_too_often(&stanzas) {
+            return Err(ContainerError::BadRecipients(format!(
+                "the same SSH key is given more than {} times: give it once",
+                stanza::MAX_SAME_TAG
+            )));
+        }
+        Ok(stanzas)
+    }
 }
 
 /// One stanza per recipient; at most one passphrase, at least one recipient.
@@ -1103,39 +1273,7 @@ fn make_stanzas(
     recipients: &[Recipient],
     file_key: &FileSecret,
 ) -> Result<Vec<Stanza>, ContainerError> {
-    if recipients.is_empty() {
-        return Err(ContainerError::BadRecipients(
-            "no recipients: a container needs at least one way to open it".into(),
-        ));
-    }
-    if recipients.len() > MAX_STANZAS {
-        return Err(ContainerError::BadRecipients(format!(
-            "{} recipients: a container holds at most {MAX_STANZAS}",
-            recipients.len()
-        )));
-    }
-    if recipients
-        .iter()
-        .filter(|r| matches!(r, Recipient::Passphrase(..)))
-        .count()
-        > 1
-    {
-        return Err(ContainerError::BadRecipients(
-            "at most one passphrase per container".into(),
-        ));
-    }
-    let stanzas = recipients
-        .iter()
-        .map(|recipient| Stanza::wrap(recipient, file_key))
-        .collect::<Result<Vec<_>, _>>()?;
-    // What a reader refuses, no writer makes.
-    if stanza::names_a_key_too_often(&stanzas) {
-        return Err(ContainerError::BadRecipients(format!(
-            "the same SSH key is given more than {} times: give it once",
-            stanza::MAX_SAME_TAG
-        )));
-    }
-    Ok(stanzas)
+    NewStanzas::prepare(recipients)?.seal(file_key)
 }
 
 /// A whole v2 or v3 header (the preamble says which) with `stanzas` in slot 0 and an empty

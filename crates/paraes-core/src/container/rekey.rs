@@ -9,7 +9,7 @@
 use super::body::BodyAccess;
 use super::stanza::Stanza;
 use super::v2::{self, HeaderKeys, Preamble, GENERATION_LEN, MAX_GENERATION};
-use super::{make_stanzas, slotted_header, ContainerError, Opened, Parsed, Recipient};
+use super::{slotted_header, ContainerError, NewStanzas, Opened, Parsed, Recipient};
 
 /// One write of an in-place rekey: `bytes` at byte `offset` of the container.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,6 +37,50 @@ impl InPlace {
     pub fn writes(&self) -> impl Iterator<Item = &HeaderWrite> {
         self.publish.iter().chain(&self.wipe)
     }
+
+    /// The bytes of the file that `publish` overwrites: `offset` and length.
+    pub fn overwritten(&self) -> (u64, usize) {
+        (self.publish[1].offset, self.publish[1].bytes.len())
+    }
+
+    /// The writes that put back what `publish` overwrote, by the same protocol (generation
+    /// zeroed first, the slot with a zero generation, then its generation, each durable before
+    /// the next), so that an undo cut short leaves no torn slot that parses. `before` holds
+    /// the bytes at [`InPlace::overwritten`] as they were right before the first write (the
+    /// undo record); `None` if it is not that long.
+    pub fn undo(&self, before: &[u8]) -> Option<[HeaderWrite; 3]> {
+        let (offset, len) = self.overwritten();
+        if before.len() != len || len < GENERATION_LEN {
+            return None;
+        }
+        let mut slot = before.to_vec();
+        let generation = slot[..GENERATION_LEN].to_vec();
+        slot[..GENERATION_LEN].fill(0);
+        Some([
+            HeaderWrite {
+                offset,
+                bytes: vec![0; GENERATION_LEN],
+            },
+            HeaderWrite {
+                offset,
+                bytes: slot,
+            },
+            HeaderWrite {
+                offset,
+                bytes: generation,
+            },
+        ])
+    }
+}
+
+/// Where a rekey writes its new stanzas.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RekeyWay {
+    /// Into the header's idle slot when they fit, else into a rewritten copy.
+    InPlaceWhereTheyFit,
+    /// Always into a rewritten copy renamed over the file (`rekey --rewrite`: for file
+    /// systems where the file cannot be guarded against other writers while it is written).
+    Rewrite,
 }
 
 /// How to carry out a rekey.
@@ -93,6 +137,15 @@ impl Opened {
     /// D is the body's key); the new generation is one more than the newest the file key
     /// authenticates. Format v1 files cannot be rekeyed (their body key is the user's key).
     pub fn rekey(&self, recipients: &[Recipient]) -> Result<Rekey, ContainerError> {
+        self.rekey_with(
+            &NewStanzas::prepare(recipients)?,
+            RekeyWay::InPlaceWhereTheyFit,
+        )
+    }
+
+    /// [`Opened::rekey`] with stanzas prepared beforehand (before the file was opened: the
+    /// costly part of each, such as Argon2id, is done), written the way `way` says.
+    pub fn rekey_with(&self, new: &NewStanzas, way: RekeyWay) -> Result<Rekey, ContainerError> {
         let Some(state) = self.rekey else {
             return Err(ContainerError::BadRecipients(
                 "a format v1 file cannot be rekeyed (its body is encrypted with the user's key \
@@ -113,7 +166,7 @@ impl Opened {
             .checked_add(1)
             .filter(|g| *g <= MAX_GENERATION)
             .ok_or(ContainerError::GenerationExhausted)?;
-        let stanzas: Vec<Stanza> = make_stanzas(recipients, &self.secret)?;
+        let stanzas: Vec<Stanza> = new.seal(&self.secret)?;
         let slot = v2::encode_slot(
             &state.preamble_bytes,
             state.preamble.slot_len,
@@ -121,7 +174,7 @@ impl Opened {
             &stanzas,
             &HeaderKeys::new(&self.secret, state.preamble.version),
         );
-        match slot {
+        match slot.filter(|_| way == RekeyWay::InPlaceWhereTheyFit) {
             Some(mut slot) => {
                 let idle = state.preamble.slot_offset(1 - state.opened_slot) as u64;
                 let old = state.preamble.slot_offset(state.opened_slot) as u64;
@@ -156,8 +209,11 @@ impl Opened {
                 }))
             }
             None => {
+                // A rewrite keeps the slot size where the stanzas fit it (so a later rekey can
+                // go in place again), and grows it where they do not.
                 let preamble = Preamble {
-                    slot_len: Preamble::slot_len_for(v2::slot_bytes_needed(&stanzas)),
+                    slot_len: Preamble::slot_len_for(v2::slot_bytes_needed(&stanzas))
+                        .max(state.preamble.slot_len),
                     ..state.preamble
                 };
                 let (header, _) = slotted_header(preamble, &stanzas, &self.secret, generation);

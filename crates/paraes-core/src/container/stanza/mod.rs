@@ -313,27 +313,52 @@ impl std::fmt::Display for StanzaKind {
     }
 }
 
-impl Stanza {
-    /// The stanza for `recipient` wrapping `file_key`, of the kind that takes the recipient.
-    pub(crate) fn wrap(
-        recipient: &Recipient,
-        file_key: &FileSecret,
-    ) -> Result<Self, ContainerError> {
+/// A stanza whose costly part is done (Argon2id, a key agreement, an encapsulation, RSA-OAEP)
+/// and which waits only for the file key it will wrap: a rekey prepares its new stanzas so
+/// before it opens the file, so that the time between reading the file and writing it is the
+/// write itself.
+pub(crate) struct PreparedStanza {
+    kind: u8,
+    wrap: Wrap,
+}
+
+impl PreparedStanza {
+    /// The stanza for `recipient`, of the kind that takes the recipient, with a fresh wrap key.
+    pub(crate) fn new(recipient: &Recipient) -> Result<Self, ContainerError> {
         let (kind, wrap) = KINDS
             .iter()
             .find_map(|kind| Some((*kind, kind.wrap(recipient)?)))
             .ok_or_else(|| {
                 ContainerError::BadRecipient("no stanza kind of this paraes takes it".into())
             })?;
-        let Wrap { mut args, key } = wrap?;
-        args.extend_from_slice(&seal_file_key(&key, kind.byte(), file_key));
-        let stanza = Stanza {
+        Ok(PreparedStanza {
             kind: kind.byte(),
-            body: args,
+            wrap: wrap?,
+        })
+    }
+
+    /// The stanza, wrapping `file_key`.
+    pub(crate) fn seal(&self, file_key: &FileSecret) -> Result<Stanza, ContainerError> {
+        let mut body = self.wrap.args.clone();
+        body.extend_from_slice(&seal_file_key(&self.wrap.key, self.kind, file_key));
+        let stanza = Stanza {
+            kind: self.kind,
+            body,
         };
         // What is written must read back: its length and args as its kind accepts them.
         stanza.kind()?;
         Ok(stanza)
+    }
+}
+
+impl Stanza {
+    /// The stanza for `recipient` wrapping `file_key`, of the kind that takes the recipient.
+    #[cfg(test)]
+    pub(crate) fn wrap(
+        recipient: &Recipient,
+        file_key: &FileSecret,
+    ) -> Result<Self, ContainerError> {
+        PreparedStanza::new(recipient)?.seal(file_key)
     }
 
     /// What the stanza is; a stanza of a known kind with a length or args its kind refuses is
