@@ -25,3 +25,4 @@ mod trust;
 mod v1_compat;
 mod v2_compat;
 mod verify;
+mod wycheproof;
