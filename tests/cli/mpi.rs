@@ -28,7 +28,7 @@ fn without_the_feature_mpi_says_how_to_build_it() {
 }
 
 #[cfg(feature = "mpi")]
-mod with_mpi {
+pub(crate) mod with_mpi {
     use std::io::Write;
     use std::process::{Command, Output, Stdio};
     use std::time::{Duration, Instant};
@@ -41,8 +41,8 @@ mod with_mpi {
         MESSAGE_PREFIX_LEN, TAG_LEN,
     };
 
-    const RANKS: [usize; 3] = [1, 2, 3];
-    const STRATEGIES: [&str; 2] = ["direct", "scatter"];
+    pub(crate) const RANKS: [usize; 3] = [1, 2, 3];
+    pub(crate) const STRATEGIES: [&str; 2] = ["direct", "scatter"];
     /// Empty, one byte and one block (fewer chunks than ranks), around one chunk (exactly one
     /// chunk ends in an empty final chunk of its own), and four chunks plus a few bytes (five
     /// chunks: uneven shares of 2 + 3 on two ranks, 1 + 2 + 2 on three; segments that start
@@ -87,7 +87,7 @@ mod with_mpi {
     }
 
     /// `mpiexec -n RANKS paraes ARGS` in the scratch directory.
-    fn run_mpi(scratch: &Scratch, ranks: usize, args: &[&str]) -> Output {
+    pub(crate) fn run_mpi(scratch: &Scratch, ranks: usize, args: &[&str]) -> Output {
         Command::new(mpiexec())
             .arg("-n")
             .arg(ranks.to_string())

@@ -244,3 +244,66 @@ fn the_sparse_vectors_are_what_the_script_makes_with_pyca() {
         "tests/vectors/c2sp-sparse.json differs from what scripts/sparse-vectors.py makes now"
     );
 }
+
+/// Under `--backend mpi` (`mpiexec -n 1, 2, 3`, direct and scatter I/O): the vectors that span
+/// several of dec's 1 MiB batches, so that the ranks share them (tcId 7 and 8 of both files:
+/// 257 and 258 chunks, the CounterRollover ones), decrypt to their plaintext; copies of them
+/// with a damaged tag deep in the body, or cut at a chunk boundary, are refused with one line
+/// and no output. The smaller vectors fit one batch (one rank): the tests above run them.
+#[cfg(feature = "mpi")]
+mod mpi {
+    use super::{vectors, Case, CHUNK};
+    use crate::common::Scratch;
+    use crate::mpi::with_mpi::{run_mpi, RANKS, STRATEGIES};
+
+    /// The pipeline batch of `dec`, which the ranks share a body by.
+    const DEC_BATCH: usize = paraes_core::pipeline::DEFAULT_CHUNK_SIZE;
+
+    #[test]
+    fn vectors_that_span_batches_decrypt_on_every_rank_count_and_strategy() {
+        let s = Scratch::new();
+        let all = vectors();
+        let big: Vec<_> = all
+            .iter()
+            .filter(|v| v.message.len() > 2 * DEC_BATCH)
+            .collect();
+        assert_eq!(big.len(), 4, "the vectors of several batches");
+        for v in big {
+            assert!(v.valid && v.raw.is_some(), "{}", v.name());
+            let case = Case::new(&s, v);
+            for ranks in RANKS {
+                for strategy in STRATEGIES {
+                    let args = case.dec(&["--backend", "mpi", "--mpi-io", strategy]);
+                    let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+                    args.extend(["m", "-o", "out"]);
+                    let out = run_mpi(&s, ranks, &args);
+                    case.check(&s, &out, &format!("{ranks} ranks, {strategy}"), None, true);
+                }
+            }
+            // Damaged copies: chunk 200's tag (in the fourth batch), and the body cut after
+            // chunk 199 (a full chunk cannot end a message).
+            let record = |index: usize| 56 + index * (CHUNK + 16);
+            let mut tampered = v.message.clone();
+            tampered[record(201) - 3] ^= 1;
+            let cut = v.message[..record(200)].to_vec();
+            for (what, bytes, says) in [
+                ("chunk 200's tag changed", tampered, "chunk 200"),
+                ("cut after chunk 199", cut, "truncated"),
+            ] {
+                s.write("m", &bytes);
+                for ranks in [2, 3] {
+                    for strategy in STRATEGIES {
+                        let what = format!("{}: {what}, {ranks} ranks, {strategy}", v.name());
+                        let args = case.dec(&["--backend", "mpi", "--mpi-io", strategy]);
+                        let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+                        args.extend(["m", "-o", "out"]);
+                        let out = run_mpi(&s, ranks, &args);
+                        let message = s.assert_refused(&out, &case.before, &what);
+                        assert!(message.contains(says), "{what}: {message}");
+                        assert!(out.stdout.is_empty(), "{what}: stdout");
+                    }
+                }
+            }
+        }
+    }
+}
