@@ -26,7 +26,7 @@ pub fn advice(error: &anyhow::Error) -> Option<String> {
                 }
                 ContainerError::UnverifiedSlot => {
                     return Some(
-                        "if you trust this file, open it with --allow-unverified-slot (rekey with it overwrites that slot)"
+                        "`paraes upgrade --allow-unverified-slot` with your key makes it format v3 under the file key that opened it (one content for everyone; it names the other slot's recipients it drops), or if you trust it as it is, open it with --allow-unverified-slot"
                             .to_owned(),
                     )
                 }

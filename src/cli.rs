@@ -147,14 +147,12 @@ pub struct UnlockArgs {
     #[arg(short = 'i', long, value_name = "FILE")]
     pub identity: Vec<PathBuf>,
 
-    /// The most Argon2id work (memory in MiB x passes) a passphrase header may ask for
-    /// [default: 3072].
+    /// The most Argon2id work (MiB x passes) a file's passphrase stanzas may ask [default: 3072]
     #[arg(long, value_name = "MIB")]
     pub max_kdf_mib: Option<u64>,
 
-    /// Open a file whose second stanza slot the opening key does not authenticate (left by
-    /// tampering, by a rekey an older paraes did not finish, or made to show different
-    /// recipients different content): that slot is ignored, and rekey overwrites it.
+    /// Open a format v2 file whose second stanza slot the opening key does not authenticate
+    /// (another recipient may see other content): it is ignored, and said so on every run.
     #[arg(long)]
     pub allow_unverified_slot: bool,
 }
@@ -309,8 +307,8 @@ pub struct DecArgs {
     #[command(flatten)]
     pub unlock: UnlockArgs,
 
-    /// Print the body's AES key and counter block on stderr, so standard tools (openssl enc)
-    /// can decrypt the body. Anyone with that key can read this file.
+    /// Also print the body's data key on stderr (v3: key and context for pyca; v1/v2: AES key
+    /// and counter block for openssl enc). Anyone with it can read this file.
     #[arg(long)]
     pub show_data_key: bool,
 
@@ -513,8 +511,7 @@ pub struct UpgradeArgs {
         .args(["new_key_file", "new_recipient", "new_recipients_file", "new_passphrase_file"])
 ))]
 pub struct RekeyArgs {
-    /// The container to rekey (changed in place when the new stanzas fit its header, else
-    /// rewritten beside it and renamed over it; the body bytes never change).
+    /// The container (changed in place when the new stanzas fit, else a renamed copy).
     pub file: PathBuf,
 
     /// How to open it now.
@@ -540,9 +537,17 @@ pub struct RekeyArgs {
     #[arg(long, value_name = "PATH")]
     pub new_passphrase_file: Option<PathBuf>,
 
+    /// Write a copy and rename it over the file, never in place (NFS, FUSE: no write lease).
+    #[arg(long)]
+    pub rewrite: bool,
+
     /// No warnings.
-    #[arg(short, long)]
+    #[arg(short, long, conflicts_with = "verbose")]
     pub quiet: bool,
+
+    /// Say how the file was guarded against other writers.
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 /// The options of `keygen`.

@@ -11,6 +11,7 @@ mod commands;
 mod engines;
 mod files;
 mod keys;
+mod lease;
 mod output;
 mod plan;
 mod progress;

@@ -2,6 +2,7 @@
 //! arguments) into work on the library crates and a report.
 
 pub mod bench;
+pub mod guard;
 pub mod info;
 pub mod keygen;
 pub mod rekey;

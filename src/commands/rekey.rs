@@ -1,17 +1,23 @@
 //! `rekey`: new stanzas for the same file key, written in place when they fit the header
 //! (published, read back and confirmed before the old slot is wiped, each write durable before
 //! the next) or into a rewritten copy that is confirmed and then renamed over the file; the
-//! body bytes never change. docs/FORMAT.md, "Rekey without re-encrypting".
+//! body bytes never change. Everything slow (reading the new keys, prompts, Argon2id, key
+//! agreement) happens before the file is opened; the file is guarded by a lock, a write lease
+//! where the kernel grants one, and a re-read of its header right before the first write.
+//! docs/FORMAT.md, "Rekey without re-encrypting"; docs/RELIABILITY.md.
 
 use std::fs::{self, File};
 use std::io::{BufReader, Write};
-use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
-use std::path::Path;
+use std::os::unix::fs::{FileExt, MetadataExt};
 
-use anyhow::{bail, Context, Result};
-use paraes_core::container::{BodyAccess, HeaderWrite, InPlace, Opened, Rekey, UnverifiedHeader};
+use anyhow::{anyhow, bail, Context, Result};
+use paraes_core::container::{
+    BodyAccess, HeaderWrite, InPlace, NewStanzas, Opened, Rekey, RekeyWay, UnverifiedHeader,
+};
 use paraes_core::positioned::ReadAt;
 
+use crate::commands::guard::{self, Snapshot};
+use crate::lease::Lease;
 use crate::output::{Output, Reach};
 use crate::plan::RekeyPlan;
 
@@ -20,6 +26,11 @@ use crate::plan::RekeyPlan;
 pub fn run(args: &RekeyPlan) -> Result<()> {
     let warn = crate::run::prepare::warner(args.quiet);
     let shown = args.file.display();
+    // Every key source is read and every new stanza's costly part done before the file is
+    // opened (a prompt or a FIFO may take any time): from the read of the header to the
+    // writes, nothing waits on the user.
+    let unlock = args.open.unlock(&warn)?;
+    let new = NewStanzas::prepare(&args.new.recipients(&warn)?)?;
     // Through a link, the container rekeyed is the link's target, in place or rewritten
     // beside it; the link stays a link.
     let target = fs::canonicalize(&args.file)
@@ -33,21 +44,48 @@ pub fn run(args: &RekeyPlan) -> Result<()> {
     if !meta.is_file() {
         bail!("{shown} is not a regular file");
     }
-    lock(&file, &target, &meta).with_context(|| format!("cannot rekey {shown}"))?;
+    guard::lock(&file, &target, &meta).with_context(|| format!("cannot rekey {shown}"))?;
+    let lease = match Lease::take(&file) {
+        Ok(lease) => {
+            if args.verbose {
+                eprintln!("paraes: {shown}: write lease held: other programs' opens of it wait until the rekey is done");
+            }
+            Some(lease)
+        }
+        Err(why) => {
+            if args.verbose {
+                eprintln!("paraes: {shown}: no write lease ({why}): paraes re-reads its header right before writing, but a program that ignores locks could still write to it meanwhile (--rewrite never writes to it)");
+            }
+            None
+        }
+    };
+    let snapshot = Snapshot::of(&meta);
     let stale = crate::output::leftovers(&target);
     if !stale.is_empty() {
         warn(&crate::output::leftovers_warning(&stale));
     }
     let unverified =
         UnverifiedHeader::read(&mut BufReader::new(&file)).with_context(|| format!("{shown}"))?;
-    let unlock = args.open.unlock(&warn)?;
     // The body check proves the opened file key is the body's before anything is written.
     let opened = unverified.open(&unlock, BodyAccess::File(&file))?;
-    let recipients = args.new.recipients(&warn)?;
-    let plan = opened.rekey(&recipients)?;
+    if let Some(ignored) = opened.ignored_slot() {
+        warn(&format!("{shown}: {}", ignored.warning()));
+    }
+    let way = if args.rewrite {
+        RekeyWay::Rewrite
+    } else {
+        RekeyWay::InPlaceWhereTheyFit
+    };
+    let plan = opened.rekey_with(&new, way)?;
     match &plan {
         Rekey::InPlace(in_place) => {
-            rekey_in_place(&file, &opened, &plan, in_place)
+            if lease.as_ref().is_some_and(Lease::wanted) {
+                bail!("another program opened {shown} while paraes read it: nothing was written; run this again when it is done");
+            }
+            let record = snapshot
+                .recheck(&file, opened.header_bytes())
+                .with_context(|| format!("cannot rekey {shown} in place"))?;
+            rekey_in_place(&file, &opened, &plan, in_place, &record)
                 .with_context(|| format!("rekeying {shown} failed"))?;
             if !args.quiet {
                 eprintln!("paraes: rekeyed {shown} in place (body untouched)");
@@ -59,13 +97,14 @@ pub fn run(args: &RekeyPlan) -> Result<()> {
         } => {
             if meta.nlink() > 1 {
                 bail!(
-                    "{shown} has {} hard links and its new stanzas need a larger header: a rewritten copy would replace this name only and leave the other links with the old stanzas; remove the other links (find -samefile) or rekey a copy",
-                    meta.nlink()
+                    "{shown} has {} hard links and {}: a rewritten copy would replace this name only and leave the other links with the old stanzas; remove the other links (find -samefile) or rekey a copy",
+                    meta.nlink(),
+                    if args.rewrite { "--rewrite asks for a copy" } else { "its new stanzas need a larger header" }
                 );
             }
             let output = Output::create(Some(&target), true, true, Reach::ThisMachine, false)?;
             let copy = output.file().expect("a path gives a file output");
-            keep_owner_and_mode(copy, &meta)
+            guard::keep_owner_and_mode(copy, &meta)
                 .and_then(|()| Ok(write_copy(copy, header, &file, *body_offset, meta.len())?))
                 .with_context(|| {
                     format!("writing the rekeyed copy of {shown} failed ({shown} is unchanged)")
@@ -75,32 +114,56 @@ pub fn run(args: &RekeyPlan) -> Result<()> {
                 .with_context(|| {
                     format!("the rekeyed copy of {shown} did not read back ({shown} is unchanged)")
                 })?;
-            still_the_same_file(&target, &meta)?;
+            snapshot
+                .recheck_path(&target, &file, opened.header_bytes())
+                .with_context(|| format!("cannot replace {shown} with its rekeyed copy"))?;
             // Durable, renamed over the target, and the directory synced.
             output
                 .commit()
                 .with_context(|| format!("replacing {shown} failed ({shown} is unchanged)"))?;
             if !args.quiet {
-                eprintln!("paraes: rekeyed {shown} (the new stanzas needed a larger header: the body was copied unchanged)");
+                eprintln!(
+                    "paraes: rekeyed {shown} ({}: the body was copied unchanged)",
+                    if args.rewrite {
+                        "into a copy renamed over it, as --rewrite asks"
+                    } else {
+                        "the new stanzas needed a larger header"
+                    }
+                );
             }
         }
     }
+    drop(lease);
     Ok(())
 }
 
+/// One write, durable before the next.
+fn durable(file: &File, write: &HeaderWrite) -> std::io::Result<()> {
+    file.write_all_at(&write.bytes, write.offset)
+        .and_then(|()| file.sync_data())
+}
+
 /// Publishes the new slot (each write durable), reads the header back and confirms it, and
-/// only then wipes the old slot. If publishing or the check fails, the new slot's generation
-/// is zeroed again, so the file is as it was: the old keys open it, and no unverified slot
-/// is left for the next reader to refuse.
-fn rekey_in_place(file: &File, opened: &Opened, plan: &Rekey, in_place: &InPlace) -> Result<()> {
-    let durable = |write: &HeaderWrite| {
-        file.write_all_at(&write.bytes, write.offset)
-            .and_then(|()| file.sync_data())
-    };
+/// only then wipes the old slot. `record` is the header as re-read right before the first
+/// write. If publishing or the check fails, the bytes it overwrote are put back by the same
+/// protocol (generation last), and the file is said to be unchanged only once it is read
+/// back equal to `record` and opens with the old file key again.
+fn rekey_in_place(
+    file: &File,
+    opened: &Opened,
+    plan: &Rekey,
+    in_place: &InPlace,
+    record: &[u8],
+) -> Result<()> {
+    let (at, len) = in_place.overwritten();
+    let undo = record
+        .get(at as usize..at as usize + len)
+        .and_then(|before| in_place.undo(before))
+        .ok_or_else(|| anyhow!("the header is shorter than its slots"))?;
     let published = in_place
         .publish
         .iter()
-        .try_for_each(durable)
+        .try_for_each(|write| durable(file, write))
         .context("writing the new stanzas failed")
         .and_then(|()| {
             opened
@@ -108,66 +171,36 @@ fn rekey_in_place(file: &File, opened: &Opened, plan: &Rekey, in_place: &InPlace
                 .context("the new stanzas did not read back as written")
         });
     if let Err(e) = published {
-        // The first publish write zeroes the same 8 bytes: undo the generation.
-        let undone = durable(&in_place.publish[0]);
-        let state = match undone {
-            Ok(()) => "the file is unchanged: the old keys open it",
-            Err(_) => "the old keys still open it; rekey again to finish",
-        };
-        return Err(e.context(state.to_owned()));
+        let undone = undo.iter().try_for_each(|write| durable(file, write));
+        return Err(e.context(state_after_undo(file, opened, record, undone.is_ok())));
     }
-    durable(&in_place.wipe[0]).context(
+    durable(file, &in_place.wipe[0]).context(
         "wiping the old stanzas failed (the old and the new keys open the file; rekey again to finish)",
     )?;
-    durable(&in_place.wipe[1]).context(
+    durable(file, &in_place.wipe[1]).context(
         "clearing the old stanzas' bytes failed (only the new keys open the file; rekey again to clear them)",
     )?;
     Ok(())
 }
 
-/// Takes an exclusive lock on the container for the whole rekey (released when `file` is
-/// closed), so two rekeys of one file never interleave their writes; then checks that `path`
-/// still names the locked file (a rekey by rewrite may have replaced it while we waited).
-pub(crate) fn lock(file: &File, path: &Path, meta: &fs::Metadata) -> Result<()> {
-    use rustix::fs::{flock, FlockOperation};
-    flock(file, FlockOperation::NonBlockingLockExclusive).map_err(|e| match e {
-        rustix::io::Errno::WOULDBLOCK => {
-            anyhow::anyhow!(
-                "another paraes is rekeying or upgrading it: wait for it to finish, then run this again"
-            )
-        }
-        other => anyhow::Error::new(std::io::Error::from(other)).context("locking it failed"),
-    })?;
-    let now = fs::metadata(path).context("it disappeared")?;
-    if (now.dev(), now.ino()) != (meta.dev(), meta.ino()) {
-        bail!(
-            "it was replaced while this started (another rekey or upgrade rewrote it): run this again"
-        );
+/// What the file is after an undo, found by reading it back: its header bytes against the undo
+/// record, and whether the old file key still opens it (with the secret already at hand: no
+/// prompt).
+fn state_after_undo(file: &File, opened: &Opened, record: &[u8], undone: bool) -> String {
+    let mut now = vec![0u8; record.len()];
+    let restored = file.read_exact_at(&mut now, 0).is_ok() && now == record;
+    let len = file.metadata().map_or(0, |m| m.len());
+    let opens = UnverifiedHeader::read(&mut BufReader::new(ReadAt::new(file, 0, len)))
+        .and_then(|header| header.open_with_secret(opened.secret()))
+        .is_ok();
+    match (restored, opens) {
+        (true, true) => "the file is unchanged (read back: its header is as before, and the old keys open it)".into(),
+        (false, true) => format!(
+            "the file's header is not as it was before the rekey ({}), but the old keys open it (read back): run the rekey again",
+            if undone { "it changed meanwhile" } else { "putting back what the rekey overwrote failed" }
+        ),
+        (_, false) => "the old keys do NOT open the file as it is now (read back): do not delete any copy of it; if it was changed by another program meanwhile, that program's content is what it holds".into(),
     }
-    Ok(())
-}
-
-/// Gives the copy that will replace a file the file's owner, group and mode. Where the owner
-/// cannot be kept (not root, another user's file), the setuid and setgid bits are dropped
-/// rather than given to a new owner.
-pub(crate) fn keep_owner_and_mode(copy: &File, meta: &fs::Metadata) -> Result<()> {
-    let mut mode = meta.permissions().mode() & 0o7777;
-    let same_owner = (meta.uid(), meta.gid()) == (copy.metadata()?.uid(), copy.metadata()?.gid());
-    if !same_owner && std::os::unix::fs::fchown(copy, Some(meta.uid()), Some(meta.gid())).is_err() {
-        mode &= !0o6000;
-    }
-    copy.set_permissions(fs::Permissions::from_mode(mode))
-        .context("setting the copy's mode failed")
-}
-
-/// Checks, just before a rewritten copy is renamed over `path`, that `path` still names the
-/// file that was locked and read (one moved into its place meanwhile is not overwritten).
-pub(crate) fn still_the_same_file(path: &Path, meta: &fs::Metadata) -> Result<()> {
-    let now = fs::metadata(path).context("it disappeared")?;
-    if (now.dev(), now.ino()) != (meta.dev(), meta.ino()) {
-        bail!("another file was moved to its name meanwhile: it was left as it is, and nothing was replaced");
-    }
-    Ok(())
 }
 
 /// Writes `header`, then the body of `old` (from `body_offset` to `old_len`), to `copy`.

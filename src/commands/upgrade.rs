@@ -16,6 +16,7 @@ use paraes_core::positioned::ReadAt;
 use paraes_core::{CpuEngine, Direction, Engine, KeySize};
 
 use crate::advice::one_line;
+use crate::commands::guard::{self, Snapshot};
 use crate::output::{Output, Reach};
 use crate::plan::UpgradePlan;
 use crate::run::prepare::warner;
@@ -37,7 +38,7 @@ pub fn run(plan: &UpgradePlan) -> Result<()> {
     }
     for path in &containers.files {
         let shown = one_line(&path.display().to_string());
-        match upgrade_one(path, &unlock, &engine, plan.key_size) {
+        match upgrade_one(path, &unlock, &engine, plan.key_size, &warn) {
             Ok(()) if !containers.quiet => eprintln!("paraes: upgraded {shown} to format v3"),
             Ok(()) => {}
             Err(e) => {
@@ -59,7 +60,13 @@ pub fn run(plan: &UpgradePlan) -> Result<()> {
 }
 
 /// Upgrades one v2 container in place of itself (a symbolic link: at its target).
-fn upgrade_one(path: &Path, unlock: &Unlock, engine: &dyn Engine, key_size: KeySize) -> Result<()> {
+fn upgrade_one(
+    path: &Path,
+    unlock: &Unlock,
+    engine: &dyn Engine,
+    key_size: KeySize,
+    warn: &dyn Fn(&str),
+) -> Result<()> {
     let target = fs::canonicalize(path).context("cannot open it")?;
     let file = fs::OpenOptions::new()
         .read(true)
@@ -71,7 +78,8 @@ fn upgrade_one(path: &Path, unlock: &Unlock, engine: &dyn Engine, key_size: KeyS
         bail!("not a regular file");
     }
     // The same lock as rekey: an upgrade and a rekey of one file never interleave.
-    crate::commands::rekey::lock(&file, &target, &meta)?;
+    guard::lock(&file, &target, &meta)?;
+    let snapshot = Snapshot::of(&meta);
     let unverified = UnverifiedHeader::read(&mut BufReader::new(&file))?;
     match unverified.info().version {
         2 => {}
@@ -82,6 +90,18 @@ fn upgrade_one(path: &Path, unlock: &Unlock, engine: &dyn Engine, key_size: KeyS
     }
     let opened = unverified.open(unlock, BodyAccess::File(&file))?;
     let (header, upgraded) = opened.upgrade(key_size)?;
+    // Only the slot that opened the file is kept: with --allow-unverified-slot, the other
+    // slot's recipients lose their way in, and are named.
+    if let Some(ignored) = opened.ignored_slot() {
+        warn(&format!(
+            "{}: {}; the upgraded file keeps only the stanzas of slot {}: the recipients that slot {} lists ({}) will not open it",
+            path.display(),
+            ignored.warning(),
+            1 - ignored.position,
+            ignored.position,
+            ignored.lists
+        ));
+    }
     if meta.nlink() > 1 {
         bail!(
             "it has {} hard links: the upgraded copy would replace this name only and leave the other links in format v2; remove the other links (find -samefile) or upgrade a copy",
@@ -90,21 +110,68 @@ fn upgrade_one(path: &Path, unlock: &Unlock, engine: &dyn Engine, key_size: KeyS
     }
     let output = Output::create(Some(&target), true, true, Reach::ThisMachine, false)?;
     let copy = output.file().expect("a path gives a file output");
-    crate::commands::rekey::keep_owner_and_mode(copy, &meta)?;
+    guard::keep_owner_and_mode(copy, &meta)?;
     let plaintext = transcrypt(&opened, &upgraded, &header, &file, meta.len(), copy, engine)
         .context("writing the upgraded copy failed (the file is unchanged)")?;
-    confirm(&opened, copy, engine, plaintext)
+    confirm(&opened, copy, engine, &plaintext)
         .context("the upgraded copy did not read back whole (the file is unchanged)")?;
-    crate::commands::rekey::still_the_same_file(&target, &meta)?;
+    snapshot
+        .recheck_path(&target, &file, opened.header_bytes())
+        .context("cannot replace it with its upgraded copy")?;
     output
         .commit()
         .context("replacing the file with its upgraded copy failed (the file is unchanged)")
 }
 
+/// The plaintext that went through an upgrade: its length and BLAKE3 hash, taken on the way
+/// in (the v2 body decrypted) and again on the way out (the v3 copy decrypted).
+#[derive(Debug, PartialEq, Eq)]
+struct Plaintext {
+    len: u64,
+    hash: blake3::Hash,
+}
+
+/// A writer that hashes and counts what goes through it.
+struct Hashing<W> {
+    inner: W,
+    hasher: blake3::Hasher,
+    len: u64,
+}
+
+impl<W> Hashing<W> {
+    fn new(inner: W) -> Self {
+        Hashing {
+            inner,
+            hasher: blake3::Hasher::new(),
+            len: 0,
+        }
+    }
+
+    fn plaintext(&self) -> Plaintext {
+        Plaintext {
+            len: self.len,
+            hash: self.hasher.finalize(),
+        }
+    }
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 /// Writes `header` and the v2 body of `old` decrypted and encrypted again under `upgraded` to
 /// `copy`: one pipeline decrypts into a pipe on its own thread while another encrypts from it,
-/// so memory stays bounded whatever the size. Returns the plaintext length; a v2 chunk that
-/// fails authentication fails the whole copy.
+/// so memory stays bounded whatever the size. Returns the plaintext's length and hash; a v2
+/// chunk that fails authentication fails the whole copy.
 fn transcrypt(
     opened: &Opened,
     upgraded: &Opened,
@@ -113,7 +180,7 @@ fn transcrypt(
     old_len: u64,
     copy: &fs::File,
     engine: &dyn Engine,
-) -> Result<u64> {
+) -> Result<Plaintext> {
     let start = opened.info().chunks_start();
     let mut body = ReadAt::new(old, start, old_len.saturating_sub(start));
     let (from_v2, to_v3) = std::io::pipe()?;
@@ -123,8 +190,8 @@ fn transcrypt(
     let encrypt = upgraded.stream_spec(engine, Direction::Encrypt);
     let (decrypted, encrypted) = std::thread::scope(|scope| {
         let decrypting = scope.spawn(move || {
-            let mut to_v3 = to_v3;
-            pipeline::run(&decrypt, &mut body, &mut to_v3, &|_| {})
+            let mut to_v3 = Hashing::new(to_v3);
+            pipeline::run(&decrypt, &mut body, &mut to_v3, &|_| {}).map(|_| to_v3.plaintext())
         });
         let mut from_v2 = from_v2;
         let encrypted = pipeline::run(&encrypt, &mut from_v2, &mut out, &|_| {})
@@ -145,18 +212,36 @@ fn transcrypt(
 }
 
 /// Reads the upgraded copy back: it opens with the same file key (slot tag and key
-/// commitment), every chunk tag verifies, and it holds `plaintext` bytes.
-fn confirm(opened: &Opened, copy: &fs::File, engine: &dyn Engine, plaintext: u64) -> Result<()> {
+/// commitment), every chunk tag verifies as it is decrypted, and its plaintext has the length
+/// and hash of what the v2 body gave.
+fn confirm(
+    opened: &Opened,
+    copy: &fs::File,
+    engine: &dyn Engine,
+    plaintext: &Plaintext,
+) -> Result<()> {
     copy.sync_all()?;
-    let mut reader = BufReader::new(ReadAt::new(copy, 0, copy.metadata()?.len()));
+    let len = copy.metadata()?.len();
+    let mut reader = BufReader::new(ReadAt::new(copy, 0, len));
     let again = UnverifiedHeader::read(&mut reader)?.open_with_secret(opened.secret())?;
     if again.info().version != container::VERSION {
         bail!("the copy is not format v{}", container::VERSION);
     }
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    let read_back = container::verify_file(&again, engine, copy, threads)?;
-    if read_back != plaintext {
-        bail!("the copy holds {read_back} bytes of plaintext, the file {plaintext}");
+    let start = again.info().chunks_start();
+    let mut body = ReadAt::new(copy, start, len.saturating_sub(start));
+    let mut read_back = Hashing::new(std::io::sink());
+    let spec = again.stream_spec(engine, Direction::Decrypt);
+    pipeline::run(&spec, &mut body, &mut read_back, &|_| {})?;
+    let read_back = read_back.plaintext();
+    if read_back.len != plaintext.len {
+        bail!(
+            "the copy holds {} bytes of plaintext, the file {}",
+            read_back.len,
+            plaintext.len
+        );
+    }
+    if read_back.hash != plaintext.hash {
+        bail!("the copy's plaintext differs from the file's");
     }
     Ok(())
 }

@@ -6,7 +6,7 @@ use std::io::BufReader;
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Result};
-use paraes_core::container::{self, ContainerError, Unlock, UnverifiedHeader};
+use paraes_core::container::{self, ContainerError, IgnoredSlot, Unlock, UnverifiedHeader};
 use paraes_core::{CpuEngine, Engine};
 
 use crate::plan::{Ui, VerifyPlan};
@@ -40,12 +40,14 @@ pub fn run(plan: &VerifyPlan) -> Result<()> {
             many::Size::Small => 1,
             many::Size::Large => cores,
         };
-        let bytes = verify_one(path, &unlock, &engine, threads)?;
-        if !plan.quiet {
-            progress.println_out(&format!(
-                "{}: OK",
-                crate::advice::one_line(&path.display().to_string())
-            ));
+        let (bytes, ignored) = verify_one(path, &unlock, &engine, threads)?;
+        let shown = crate::advice::one_line(&path.display().to_string());
+        // A slot the file key does not authenticate is named on the file's own line, quiet
+        // or not: the OK is about the slot that opened the file, not that one.
+        match ignored {
+            Some(ignored) => progress.println_out(&format!("{shown}: OK, {}", ignored.short())),
+            None if !plan.quiet => progress.println_out(&format!("{shown}: OK")),
+            None => {}
         }
         Ok(bytes)
     });
@@ -54,8 +56,14 @@ pub fn run(plan: &VerifyPlan) -> Result<()> {
     many::outcome(Some(count))
 }
 
-/// Checks one container on `threads` threads; returns its size.
-fn verify_one(path: &Path, unlock: &Unlock, engine: &dyn Engine, threads: usize) -> Result<u64> {
+/// Checks one container on `threads` threads; returns its size, and the stanza slot that
+/// opening ignored, if any.
+fn verify_one(
+    path: &Path,
+    unlock: &Unlock,
+    engine: &dyn Engine,
+    threads: usize,
+) -> Result<(u64, Option<IgnoredSlot>)> {
     // A FIFO or device would block or never end: verify reads container files at offsets.
     let file = crate::output::open_regular_file(path, |path, meta| {
         if !meta.is_file() {
@@ -76,5 +84,5 @@ fn verify_one(path: &Path, unlock: &Unlock, engine: &dyn Engine, threads: usize)
     let opened = header.open(unlock, container::BodyAccess::File(&file))?;
     drop(turn);
     container::verify_file(&opened, engine, &file, threads)?;
-    Ok(size)
+    Ok((size, opened.ignored_slot().cloned()))
 }

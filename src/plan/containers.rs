@@ -131,6 +131,8 @@ pub(super) fn rekey(args: &RekeyArgs) -> Result<RekeyPlan> {
         file: args.file.clone(),
         open,
         new,
+        rewrite: args.rewrite,
         quiet: args.quiet,
+        verbose: args.verbose,
     })
 }

@@ -253,8 +253,12 @@ pub struct RekeyPlan {
     pub open: KeyPlan,
     /// What will open it.
     pub new: KeyPlan,
+    /// `--rewrite`: a copy renamed over the file, never in place.
+    pub rewrite: bool,
     /// No messages.
     pub quiet: bool,
+    /// `-v`: say how the file was guarded.
+    pub verbose: bool,
 }
 
 /// Builds the plan of a parsed command line.

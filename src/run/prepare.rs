@@ -224,6 +224,9 @@ pub fn prepare(
                 input = input.replaying(first);
                 opened
             };
+            if let Some(ignored) = opened.ignored_slot() {
+                warn(&format!("{}: {}", input.name(), ignored.warning()));
+            }
             if plan.show_data_key {
                 show_data_key(&opened)?;
             }

@@ -15,6 +15,7 @@ mod passphrase;
 mod rails;
 mod range;
 mod raw;
+mod rekey_race;
 mod roundtrip;
 mod secrets;
 mod ssh;

@@ -1,10 +1,10 @@
 //! The findings of issue 25's hostile review of format v2, end to end through the binary, on
 //! format v3 files (what paraes writes; the v2 cases that still matter for old files are in
 //! tests/cli/v2_compat.rs): a planted idle slot (generation 2^64-1 or 2^64-2, or a valid slot for
-//! the victim's public recipient) never lets a rekey destroy the file; two slots that wrap
-//! different file keys (one file, two authenticated plaintexts) are refused for both
-//! recipients, and v3's key commitment refuses the planted file key even with
-//! `--allow-unverified-slot`; `--show-data-key` never prints a v1 user key; a rekey through a
+//! the victim's public recipient) never lets a rekey destroy the file, and is ignored and named
+//! (issue 35: the key commitment decides, so it no longer blocks the file); two slots that wrap
+//! different file keys (one file, two authenticated plaintexts) show nobody other content: the
+//! key commitment refuses the planted file key even with `--allow-unverified-slot`; `--show-data-key` never prints a v1 user key; a rekey through a
 //! link rekeys the link's target and refuses hard-linked files on the rewrite path; `info`
 //! trusts no slot and reports temporaries a killed rekey left.
 
@@ -105,38 +105,35 @@ fn a_planted_generation_of_2_pow_64_minus_1_never_lets_rekey_destroy_the_file() 
 }
 
 #[test]
-fn a_planted_generation_of_2_pow_64_minus_2_is_refused_and_rekey_takes_the_real_generation() {
+fn a_planted_generation_of_2_pow_64_minus_2_is_ignored_with_a_warning_and_rekey_takes_the_real_generation(
+) {
     let (s, plain) = victim();
     plant_generation(&s, "victim.paraes", u64::MAX - 1);
-    for args in [
-        &["verify", "-k", "old.key", "victim.paraes"][..],
-        &["dec", "-k", "old.key", "victim.paraes", "-o", "out"],
-        &[
-            "rekey",
-            "-k",
-            "old.key",
-            "--new-key-file",
-            "new.key",
-            "victim.paraes",
-        ],
-    ] {
-        let err = assert_error(&s.run(args), args[0]);
-        assert!(err.contains("does not authenticate"), "{}: {err}", args[0]);
-        assert!(
-            err.contains("--allow-unverified-slot"),
-            "{}: {err}",
-            args[0]
-        );
-    }
-    assert!(!s.exists("out"));
-    // With the override, twice in a row: each rekey leaves a file the newest key opens
-    // without any override.
-    rekey_to(
-        &s,
-        "old.key",
-        &["--allow-unverified-slot"],
-        "new.key",
-        &plain,
+    // A v3 file: its key commitment already decided the file key, so the slot nobody
+    // authenticates is ignored, and every command says which slot, without any override.
+    let out = s.run(&["verify", "-k", "old.key", "victim.paraes"]);
+    assert_success(&out, "verify");
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        said.contains("victim.paraes: OK, stanza slot 1 ignored"),
+        "{said}"
+    );
+    let out = s.run(&["dec", "-k", "old.key", "victim.paraes", "-o", "out"]);
+    let err = assert_success(&out, "dec");
+    assert!(
+        err.contains("stanza slot 1 (generation 18446744073709551614) is ignored"),
+        "{err}"
+    );
+    assert!(!err.contains("--allow-unverified-slot"), "{err}");
+    assert_eq!(s.read("out"), plain);
+    // Twice in a row: the rekey takes its generation from the real slot and overwrites the
+    // planted one; each file after it opens with no warning.
+    rekey_to(&s, "old.key", &[], "new.key", &plain);
+    let out = s.run(&["dec", "-k", "new.key", "victim.paraes", "-o", "-"]);
+    assert!(
+        !crate::common::stderr(&out).contains("ignored"),
+        "{}",
+        crate::common::stderr(&out)
     );
     rekey_to(&s, "new.key", &[], "newer.key", &plain);
     let info = String::from_utf8(s.run(&["info", "victim.paraes"]).stdout).unwrap();
@@ -155,45 +152,30 @@ fn a_valid_slot_planted_for_the_victims_recipient_never_replaces_the_real_one() 
     // Made from the victim's public recipient alone.
     let planted = plant_slot(&s.read("victim.paraes"), 1, &[public(&me)], 7);
     s.write("victim.paraes", &planted);
-    let err = assert_error(
-        &rekey(
-            &s,
-            &[
-                "-i",
-                "victim.id",
-                "--new-key-file",
-                "new.key",
-                "victim.paraes",
-            ],
-        ),
-        "rekey",
-    );
-    assert!(err.contains("does not authenticate"), "{err}");
-    assert_eq!(s.read("victim.paraes"), planted, "a refused rekey wrote");
-    let err = assert_error(
-        &s.run(&["verify", "-i", "victim.id", "victim.paraes"]),
-        "verify",
-    );
-    assert!(err.contains("does not authenticate"), "{err}");
-    // With the override the planted file key fails the body's key commitment, so the real
-    // slot opens the file and the rekey overwrites the planted one.
+    // The planted file key fails the body's key commitment, so the real slot opens the file
+    // (no override: it was needed before issue 35, and the planted slot blocked the file) and
+    // the planted one is named; the rekey overwrites it.
+    let out = s.run(&["verify", "-i", "victim.id", "victim.paraes"]);
+    assert_success(&out, "verify");
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(said.contains("OK, stanza slot 1 ignored"), "{said}");
     let out = rekey(
         &s,
         &[
             "-i",
             "victim.id",
-            "--allow-unverified-slot",
             "--new-key-file",
             "new.key",
             "victim.paraes",
         ],
     );
-    assert_success(&out, "rekey with the override");
+    assert_success(&out, "rekey");
     assert_eq!(opens(&s, "victim.paraes", &["-k", "new.key"]), Some(plain));
+    assert_eq!(opens(&s, "victim.paraes", &["-i", "victim.id"]), None);
 }
 
 #[test]
-fn a_file_with_slots_for_two_recipients_under_different_file_keys_is_refused() {
+fn a_file_with_slots_for_two_recipients_under_different_file_keys_shows_nobody_other_content() {
     let s = Scratch::new();
     s.write("order.txt", b"TRANSFER 100 EUR TO ALICE\n");
     let alice = identity(&s, "alice.id");
@@ -202,61 +184,28 @@ fn a_file_with_slots_for_two_recipients_under_different_file_keys_is_refused() {
     assert_success(&out, "enc");
     assert_eq!(s.read("two.paraes")[8], 3, "enc did not write format v3");
     // Slot 1 wraps another file key for Bob, with a valid slot tag under it: if a body could
-    // verify under both keys, Bob would read other content than Alice. Each reader refuses the
-    // file before any plaintext: Alice because the other slot does not verify under her file
-    // key, Bob because the body's key commitment is not his (planted) file key's.
+    // verify under both keys, Bob would read other content than Alice. The body's key
+    // commitment is Alice's file key: Alice reads her file (Bob's slot ignored and named), Bob
+    // is refused before any plaintext, with or without the override.
     let two_faced = plant_slot(&s.read("two.paraes"), 1, &[public(&bob)], 1);
     s.write("two.paraes", &two_faced);
-    for (id, expected) in [
-        ("alice.id", "does not authenticate"),
-        ("bob.id", "key commitment does not match"),
-    ] {
-        for command in [
-            &["dec", "-i", id, "two.paraes", "-o", "-"][..],
-            &["verify", "-i", id, "two.paraes"],
-        ] {
-            let out = s.run(command);
-            let err = assert_error(&out, &format!("{} {id}", command[0]));
-            assert!(out.stdout.is_empty(), "{id}: {} wrote", command[0]);
-            assert!(err.contains(expected), "{id}: {err}");
-        }
-    }
-    // The override lets Alice read her authentic file (the planted slot is ignored), never
-    // Bob: a v3 body commits to one file key, so no override gives Bob other content.
-    let out = s.run(&[
-        "dec",
-        "-q",
-        "-i",
-        "alice.id",
-        "--allow-unverified-slot",
-        "two.paraes",
-        "-o",
-        "-",
-    ]);
-    assert_success(&out, "alice with the override");
+    let out = s.run(&["dec", "-i", "alice.id", "two.paraes", "-o", "-"]);
+    let err = assert_success(&out, "alice");
     assert_eq!(out.stdout, b"TRANSFER 100 EUR TO ALICE\n");
-    for command in [
-        &[
-            "dec",
-            "-i",
-            "bob.id",
-            "--allow-unverified-slot",
-            "two.paraes",
-            "-o",
-            "-",
-        ][..],
-        &[
-            "verify",
-            "-i",
-            "bob.id",
-            "--allow-unverified-slot",
-            "two.paraes",
-        ],
-    ] {
-        let out = s.run(command);
-        let err = assert_error(&out, &format!("{} bob with the override", command[0]));
-        assert!(out.stdout.is_empty(), "bob: {} wrote", command[0]);
-        assert!(err.contains("key commitment does not match"), "bob: {err}");
+    assert!(
+        err.contains("stanza slot 1 (generation 1) is ignored"),
+        "{err}"
+    );
+    for override_flag in [&[][..], &["--allow-unverified-slot"]] {
+        for command in [
+            &["dec", "-i", "bob.id", "two.paraes", "-o", "-"][..],
+            &["verify", "-i", "bob.id", "two.paraes"],
+        ] {
+            let out = s.run(&[command, override_flag].concat());
+            let err = assert_error(&out, &format!("{} bob {override_flag:?}", command[0]));
+            assert!(out.stdout.is_empty(), "bob: {} wrote", command[0]);
+            assert!(err.contains("key commitment does not match"), "bob: {err}");
+        }
     }
 }
 
@@ -389,32 +338,16 @@ fn on_a_pipe_the_key_commitment_picks_the_real_slot_over_a_planted_one() {
     let out = s.run(&["enc", "-q", "-r", &me, "plain.bin", "-o", "victim.paraes"]);
     assert_success(&out, "enc");
     // The planted slot (the newer generation, tried first) opens with the victim's identity,
-    // but its file key does not match the message's key commitment, read with the header.
+    // but its file key does not match the message's key commitment, read with the header: the
+    // real slot opens the pipe, and the planted one is named.
     let planted = plant_slot(&s.read("victim.paraes"), 1, &[public(&me)], 7);
-    let args = [
-        "dec",
-        "-q",
-        "-i",
-        "victim.id",
-        "--allow-unverified-slot",
-        "-o",
-        "-",
-    ];
-    let out = s.run_with_stdin(&args, &planted);
-    assert_success(&out, "dec of a pipe with the override");
+    let out = s.run_with_stdin(&["dec", "-i", "victim.id", "-o", "-"], &planted);
+    let err = assert_success(&out, "dec of a pipe");
     assert!(out.stdout == plain, "wrong plaintext");
-    // Without the override the pipe is refused like the file.
-    let out = s.run_with_stdin(
-        &args[..4]
-            .iter()
-            .chain(&["-o", "-"])
-            .copied()
-            .collect::<Vec<_>>(),
-        &planted,
+    assert!(
+        err.contains("stanza slot 1 (generation 7) is ignored"),
+        "{err}"
     );
-    let err = assert_error(&out, "dec of a pipe");
-    assert!(err.contains("does not authenticate"), "{err}");
-    assert!(out.stdout.is_empty());
 }
 
 #[test]
