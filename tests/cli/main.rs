@@ -23,6 +23,7 @@ mod stanzas;
 mod tamper;
 mod testkit;
 mod trust;
+mod unverified_slot;
 mod v1_compat;
 mod v2_compat;
 mod verify;

@@ -48,7 +48,7 @@ fn fixture(name: &str) -> Vec<u8> {
 }
 
 /// A scratch directory holding every v2 fixture (secrets with mode 0600).
-fn scratch() -> Scratch {
+pub(crate) fn scratch() -> Scratch {
     let s = Scratch::new();
     let mut copied = 0;
     for entry in std::fs::read_dir(FIXTURES).expect("the v2 fixtures folder") {
@@ -70,7 +70,7 @@ fn dec(s: &Scratch, file: &str, unlock: &[&str], extra: &[&str]) -> std::process
     s.run(&[&["dec", "-q", file, "-o", "-"][..], unlock, extra].concat())
 }
 
-fn public(recipient: &str) -> Recipient {
+pub(crate) fn public(recipient: &str) -> Recipient {
     Recipient::Public(parse_recipients(recipient).unwrap().remove(0))
 }
 
