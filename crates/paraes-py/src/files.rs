@@ -465,8 +465,23 @@ fn open_container(file: &mut File, name: &str, unlock: &container::Unlock) -> Py
     let mut opened = header
         .open(unlock, BodyAccess::File(file))
         .map_err(|e| errors::container(e, name))?;
+    warn_ignored_slot(&opened, name)?;
     opened.set_batch(BATCH);
     Ok(opened)
+}
+
+/// A stanza slot that opening ignored (the core's rule, as the CLI: always in v3, in v2 only
+/// when asked) is told as a `UserWarning`, in the CLI's words.
+fn warn_ignored_slot(opened: &Opened, name: &str) -> PyResult<()> {
+    let Some(ignored) = opened.ignored_slot() else {
+        return Ok(());
+    };
+    let text = std::ffi::CString::new(format!("{name}: {}", ignored.warning()))
+        .unwrap_or_else(|_| c"a stanza slot was ignored".to_owned());
+    Python::attach(|py| {
+        let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+        PyErr::warn(py, category.as_any(), &text, 1)
+    })
 }
 
 /// Reads and opens the container header of a stream (a FIFO or device) with `unlock`, as the
@@ -490,6 +505,7 @@ fn open_stream(
     let mut opened = header
         .open(unlock, BodyAccess::Stream { first: &first })
         .map_err(|e| errors::container(e, name))?;
+    warn_ignored_slot(&opened, name)?;
     opened.set_batch(BATCH);
     Ok((opened, first))
 }
