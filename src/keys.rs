@@ -2,8 +2,8 @@
 //! standard input), `--key-fd`, `--key-env`, `--key`, passphrases (terminal, file, standard
 //! input), recipients (paraes's, and OpenSSH public key lines) and identity files (paraes's, and
 //! OpenSSH private keys, whose passphrase is asked on the terminal only when a stanza names the
-//! key); turned into the container's recipients (enc), the unlock set (dec, rekey) or the one
-//! raw key (--raw). Secrets stay in zeroizing buffers.
+//! key, and once however often the key is given); turned into the container's recipients (enc),
+//! the unlock set (dec, rekey) or the one raw key (--raw). Secrets stay in zeroizing buffers.
 
 use std::fs;
 use std::io::Read;
@@ -131,8 +131,10 @@ impl KeyPlan {
                     .map(Identity::Secret),
             );
         }
+        // One key given twice (`-i k -i k`, two paths to one file, a copy without its
+        // passphrase) is one identity: its passphrase is asked at most once.
         Ok(Unlock {
-            identities,
+            identities: Identity::merge_same_keys(identities),
             max_kdf_mib: self.max_kdf_mib,
             allow_unverified_slot: self.allow_unverified_slot,
         })

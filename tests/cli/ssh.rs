@@ -241,6 +241,130 @@ fn a_locked_key_asks_on_the_terminal_only_for_its_own_stanza() {
     assert_eq!(s.read("tty.out"), plain);
 }
 
+/// Runs `paraes ARGS` on a terminal (`script`, logging to typed.log), answering each
+/// passphrase prompt with `answer` as it appears, until paraes ends: (its exit status, how many
+/// times it asked, the log).
+fn on_a_terminal(s: &Scratch, args: &str, answer: &str) -> (String, usize, String) {
+    let out = s.bash(&format!(
+        r#"rm -f typed.log status.txt
+        ( n=0; for i in $(seq 1200); do
+            [ -e status.txt ] && break
+            c=$(grep -o 'Passphrase for' typed.log 2>/dev/null | wc -l)
+            if [ "$c" -gt "$n" ]; then n=$c; printf '{answer}\n'; fi
+            sleep 0.1
+          done ) \
+        | timeout 150 script -qfec '"$PARAES" {args}; echo $? > status.txt' typed.log >/dev/null
+        cat status.txt"#
+    ));
+    let log = String::from_utf8_lossy(&s.read("typed.log")).into_owned();
+    let status = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (status, log.matches("Passphrase for SSH key").count(), log)
+}
+
+/// One locked key given twice (`-i locked -i ./locked -i locked`: one file, two paths) is asked
+/// for its passphrase once, right or wrong (a wrong one made each copy ask again); beside a copy
+/// of it without a passphrase, nothing is asked and that copy opens the file.
+#[test]
+fn one_locked_key_given_twice_is_asked_for_once() {
+    let s = Scratch::new();
+    let ed = keypair(&s, "locked", "ed25519", &[]);
+    ssh_keygen(&s, &["-q", "-p", "-N", "pass words", "-f", "locked"]);
+    std::fs::copy(s.path("locked"), s.path("copy")).unwrap();
+    ssh_keygen(
+        &s,
+        &["-q", "-p", "-P", "pass words", "-N", "", "-f", "copy"],
+    );
+    let plain = seeded_bytes(34, 3000);
+    s.write("f", &plain);
+    assert_success(
+        &s.run(&["enc", "-q", "-r", &ed, "f"]),
+        "enc to a locked key",
+    );
+
+    let twice = "dec -i locked -i ./locked -i locked f.paraes -o tty.out";
+    let (status, asked, log) = on_a_terminal(&s, twice, "wrong words");
+    assert!(status != "0" && !status.is_empty(), "{log}");
+    assert_eq!(asked, 1, "asked once for one key: {log}");
+    assert!(
+        log.contains("cannot unlock SSH key locked: the passphrase is wrong"),
+        "{log}"
+    );
+    assert!(!s.exists("tty.out"));
+
+    let (status, asked, log) = on_a_terminal(&s, twice, "pass words");
+    assert_eq!((status.as_str(), asked), ("0", 1), "{log}");
+    assert_eq!(s.read("tty.out"), plain);
+    s.remove("tty.out");
+
+    for both in ["-i locked -i copy", "-i copy -i locked"] {
+        let args = format!("dec {both} f.paraes -o tty.out");
+        let (status, asked, log) = on_a_terminal(&s, &args, "pass words");
+        assert_eq!((status.as_str(), asked), ("0", 0), "{both}: {log}");
+        assert_eq!(s.read("tty.out"), plain);
+        s.remove("tty.out");
+    }
+}
+
+/// A public key in PEM (`ssh-keygen -e -m PKCS8`, `-m PEM`) or RFC 4716 (`ssh-keygen -e`) form,
+/// given to -r or -R, is refused as such (not as "a private key file") with the command that
+/// makes its OpenSSH line; that command's line then works.
+#[test]
+fn a_public_key_in_pem_or_rfc_4716_form_is_refused_with_the_command_that_converts_it() {
+    let s = Scratch::new();
+    let rsa = keypair(&s, "id_rsa", "rsa", &["-b", "2048"]);
+    s.write("f", b"data");
+    for (mode, file, form, command) in [
+        (
+            "PKCS8",
+            "key.pkcs8",
+            "PEM (PKCS#8)",
+            "ssh-keygen -i -m PKCS8 -f KEY",
+        ),
+        (
+            "PEM",
+            "key.pem",
+            "PEM (PKCS#1)",
+            "ssh-keygen -i -m PEM -f KEY",
+        ),
+        ("RFC4716", "key.rfc", "RFC 4716", "ssh-keygen -i -f KEY"),
+    ] {
+        let out = s.bash(&format!("ssh-keygen -e -m {mode} -f id_rsa.pub > {file}"));
+        assert_success(&out, "ssh-keygen -e");
+        // `-r TEXT` with TEXT starting with a dash is an unknown option to clap: given as
+        // `--recipient=TEXT`.
+        let text = format!("--recipient={}", String::from_utf8(s.read(file)).unwrap());
+        for args in [
+            vec!["enc", &text, "f", "-o", "new.paraes"],
+            vec!["enc", "-R", file, "f", "-o", "new.paraes"],
+        ] {
+            let before = s.names();
+            let out = s.run(&args);
+            let err = s.assert_refused(&out, &before, &format!("{mode}: {}", &args[1][..2]));
+            assert!(
+                err.contains(&format!("a public key in {form} form"))
+                    && err.contains(&format!("`{command}`"))
+                    && !err.contains("private key"),
+                "{mode}: {err}"
+            );
+        }
+        // The advice, followed, gives the key's line.
+        let out = s.bash(&command.replace("KEY", file));
+        let line = String::from_utf8(assert_success_stdout(out, command)).unwrap();
+        assert!(rsa.starts_with(line.trim()), "{mode}: {line}");
+        assert_success(
+            &s.run(&["enc", "-q", "-r", line.trim(), "f", "-o", "new.paraes"]),
+            "enc to the converted line",
+        );
+        s.remove("new.paraes");
+    }
+}
+
+/// The standard output of a command that must succeed.
+fn assert_success_stdout(out: Output, what: &str) -> Vec<u8> {
+    assert_success(&out, what);
+    out.stdout
+}
+
 /// FIDO (sk-), ECDSA and certificate keys are refused with the reason, from -r and -R, never
 /// skipped; so is a private key given as a recipient, a public key given as -i, and an SSH
 /// private key given as -k.

@@ -21,6 +21,7 @@ use bech32::{Bech32, Checksum, Hrp};
 use zeroize::Zeroizing;
 
 use super::keys::random_bytes;
+use super::stanza::Identity;
 use super::ContainerError;
 
 /// What every identity's text starts with (either case), and no recipient's.
@@ -121,6 +122,11 @@ pub(crate) trait IdentityKey: Any + Send + Sync {
     fn recipient(&self) -> PublicRecipient;
     /// Its text (the secret), as [`SecretIdentity::to_secret_text`] gives it.
     fn secret_text(&self) -> Zeroizing<String>;
+    /// Whether opening a stanza with it may ask for a passphrase ([`SecretIdentity::may_prompt`]).
+    /// The default: no (its secret is at hand).
+    fn may_prompt(&self) -> bool {
+        false
+    }
 }
 
 /// How a public-key kind's keys are written as Bech32 text (the kind's `Kind::bech32`).
@@ -223,6 +229,59 @@ impl SecretIdentity {
     /// The identity as text (the secret: write it only to a private file).
     pub fn to_secret_text(&self) -> Zeroizing<String> {
         self.0.secret_text()
+    }
+
+    /// Whether opening a stanza with this identity may ask for a passphrase (through the
+    /// [`AskPassphrase`] it was read with): true only while its secret is locked (an SSH key
+    /// with a passphrase) and its unlock has not been tried; false for an identity whose secret
+    /// is at hand, and for a locked one once unlocked or once its unlock failed (the outcome is
+    /// kept: it never asks again). Its clones share the answer.
+    pub fn may_prompt(&self) -> bool {
+        self.0.may_prompt()
+    }
+}
+
+impl Identity {
+    /// Whether trying this identity on a stanza may ask for a passphrase: true only for a
+    /// public-key identity whose secret is still locked and has not been unlocked (or tried)
+    /// yet ([`SecretIdentity::may_prompt`]); false for keys, passphrases (Argon2id may run,
+    /// but nothing is asked), identities without a passphrase, and unlocked ones. Even then it
+    /// asks only when a stanza's tag names its key. An opener may try the identities for which
+    /// this is false first, so that a passphrase is asked only when no other identity opens
+    /// the file.
+    pub fn may_prompt(&self) -> bool {
+        matches!(self, Identity::Secret(secret) if secret.may_prompt())
+    }
+
+    /// `identities` with each public-key identity given once: an identity that is the same key
+    /// as an earlier one (same kind and public key: equal recipients), such as one key file
+    /// given twice or through two paths, is merged into the first one's place, so that a locked
+    /// key is asked for its passphrase at most once. Of the copies, the first that needs no
+    /// passphrase ([`Identity::may_prompt`] false) is kept, else the first. Keys and
+    /// passphrases are kept as they are, in order.
+    pub fn merge_same_keys(identities: Vec<Identity>) -> Vec<Identity> {
+        let mut out: Vec<Identity> = Vec::with_capacity(identities.len());
+        // The recipient text of each public-key identity kept, and its place in `out`.
+        let mut kept: Vec<(String, usize)> = Vec::new();
+        for identity in identities {
+            let Identity::Secret(secret) = &identity else {
+                out.push(identity);
+                continue;
+            };
+            let public = secret.recipient().to_string();
+            match kept.iter().find(|(text, _)| *text == public) {
+                Some(&(_, at)) => {
+                    if out[at].may_prompt() && !identity.may_prompt() {
+                        out[at] = identity;
+                    }
+                }
+                None => {
+                    kept.push((public, out.len()));
+                    out.push(identity);
+                }
+            }
+        }
+        out
     }
 }
 
@@ -459,6 +518,45 @@ mod tests {
         let secret = id.to_secret_text();
         assert!(secret.parse::<PublicRecipient>().is_err());
         assert!(recipient.parse::<SecretIdentity>().is_err());
+    }
+
+    /// Only a locked key whose unlock has not been tried may prompt: not a key, a passphrase,
+    /// a paraes identity, an SSH key without a passphrase, nor a locked key once unlocked or
+    /// once its unlock failed (its clones alike); a stanza for another key leaves it locked.
+    #[test]
+    fn only_a_locked_key_not_yet_tried_may_prompt() {
+        use crate::container::keys::FileSecret;
+        use crate::container::stanza::ssh_tests::{
+            identity, identity_with, opens, recipient, seal, Asker, ED25519, ED25519_LOCKED,
+            ED25519_PUB, PASSPHRASE, RSA_PUB,
+        };
+        for ready in [
+            Identity::Key(crate::key::Key::new(&[7; 32]).unwrap()),
+            Identity::Passphrase(Zeroizing::new(b"words".to_vec())),
+            Identity::Secret(SecretIdentity::generate_x25519().unwrap()),
+            Identity::Secret(SecretIdentity::generate_hybrid().unwrap()),
+            Identity::Secret(identity(ED25519)),
+        ] {
+            assert!(!ready.may_prompt());
+        }
+        let d = FileSecret::random().unwrap();
+        let own = seal(&recipient(ED25519_PUB), &d);
+        let other = seal(&recipient(RSA_PUB), &d);
+        for (answer, unlocks) in [
+            (Some(PASSPHRASE), true),
+            (Some("wrong"), false),
+            (None, false),
+        ] {
+            let ask = Asker::new(answer);
+            let secret = identity_with(ED25519_LOCKED, &ask).unwrap();
+            let locked = Identity::Secret(secret.clone());
+            assert!(locked.may_prompt() && secret.may_prompt());
+            assert_eq!(opens(&other, &secret).unwrap(), None);
+            assert!(locked.may_prompt(), "another key's stanza asks nothing");
+            assert_eq!(opens(&own, &secret).is_ok(), unlocks, "{answer:?}");
+            assert_eq!(ask.asked(), 1);
+            assert!(!locked.may_prompt() && !secret.may_prompt(), "{answer:?}");
+        }
     }
 
     #[test]

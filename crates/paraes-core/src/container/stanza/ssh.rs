@@ -128,6 +128,13 @@ impl<T> Secret<T> {
         }
     }
 
+    /// Whether [`Secret::get`] may ask for the passphrase: the secret is locked and its unlock
+    /// has not been tried yet (once tried, the outcome is kept, key or failure, and nothing is
+    /// asked again).
+    pub(super) fn may_prompt(&self) -> bool {
+        self.locked.is_some() && self.unlocked.get().is_none()
+    }
+
     /// The secret, unlocking it first if it is locked (this may ask for the passphrase).
     pub(super) fn get(&self) -> Result<&T, ContainerError> {
         let outcome = self.unlocked.get_or_init(|| {
@@ -214,6 +221,57 @@ fn public_key_words(line: &str) -> Option<(&str, &str)> {
     is_key_type(word).then(|| (word, first_word(rest).0))
 }
 
+/// The first line of `text` (trimmed): a PEM or RFC 4716 armor line if `text` is armored.
+fn armor_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default().trim()
+}
+
+/// Whether `first` (a first line) starts an RFC 4716 public key (`ssh-keygen -e`).
+fn is_rfc4716(first: &str) -> bool {
+    first.starts_with("---- BEGIN SSH2 PUBLIC KEY")
+}
+
+/// Whether `first` (a first line) starts a PEM public key (`-----BEGIN PUBLIC KEY-----`,
+/// `-----BEGIN RSA PUBLIC KEY-----`).
+fn is_pem_public(first: &str) -> bool {
+    first.starts_with("-----BEGIN ") && first.ends_with("PUBLIC KEY-----")
+}
+
+/// Why a recipient written in armor (PEM or RFC 4716, the text's first line says) is refused,
+/// or `None` if it is not armored: a private key file; a public key in another form than
+/// OpenSSH's line, with the `ssh-keygen` command that makes the line; another PEM file. The
+/// reason names nothing of the text.
+fn refused_armor(text: &str) -> Option<String> {
+    let first = armor_line(text);
+    // `mode`: ssh-keygen's `-m` for the form (none for RFC 4716, its default).
+    let convert = |form: &str, mode: &str| {
+        format!(
+            "that is a public key in {form} form (as `ssh-keygen -e{mode}` writes it), not an \
+             OpenSSH public key line: make the line with `ssh-keygen -i{mode} -f KEY` and give \
+             that"
+        )
+    };
+    if is_rfc4716(first) {
+        return Some(convert("RFC 4716", ""));
+    }
+    if !first.starts_with("-----BEGIN ") {
+        return None;
+    }
+    Some(if first.contains("PRIVATE KEY") {
+        "that is a private key file, not a public key: give its public key (the .pub file, or \
+         `ssh-keygen -y -f KEY`)"
+            .into()
+    } else if first == "-----BEGIN RSA PUBLIC KEY-----" {
+        convert("PEM (PKCS#1)", " -m PEM")
+    } else if is_pem_public(first) {
+        convert("PEM (PKCS#8)", " -m PKCS8")
+    } else {
+        "that is a PEM file holding no public key: give an OpenSSH public key line (ssh-ed25519 \
+         or ssh-rsa, as in a .pub file) or a paraes recipient"
+            .into()
+    })
+}
+
 /// Why paraes cannot encrypt to a key of type `key_type` (not ssh-ed25519 or ssh-rsa).
 fn refused_type(key_type: &str) -> String {
     if key_type.ends_with("-cert-v01@openssh.com") {
@@ -258,12 +316,8 @@ fn decode_public(key_type: &str, data: &str) -> Result<ssh_key::PublicKey, Strin
 
 impl TextKeys for OpenSsh {
     fn recipient(&self, line: &str) -> Option<Result<PublicRecipient, String>> {
-        if line.starts_with("-----BEGIN ") {
-            return Some(Err(
-                "that is a private key file, not a public key: give its public key (the .pub \
-                 file, or `ssh-keygen -y -f KEY`)"
-                    .into(),
-            ));
+        if let Some(why) = refused_armor(line) {
+            return Some(Err(why));
         }
         let (key_type, data) = public_key_words(line)?;
         Some((|| match key_type {
@@ -316,6 +370,12 @@ impl TextKeys for OpenSsh {
             )
         } else if first == "-----BEGIN DSA PRIVATE KEY-----" {
             Err(refused_type("ssh-dss"))
+        } else if is_rfc4716(first) || is_pem_public(first) {
+            Err(
+                "it holds a public key (in PEM or RFC 4716 form), not a private key: give the \
+                 private key file (id_ed25519, not id_ed25519.pub)"
+                    .into(),
+            )
         } else if first.starts_with("-----BEGIN ") && first.contains("PRIVATE KEY") {
             Err(
                 "a private key in a PEM form paraes does not read: it reads OpenSSH private \

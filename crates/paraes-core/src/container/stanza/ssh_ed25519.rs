@@ -230,4 +230,8 @@ impl IdentityKey for SshEd25519Identity {
     fn secret_text(&self) -> Zeroizing<String> {
         self.text.clone()
     }
+
+    fn may_prompt(&self) -> bool {
+        self.scalar.may_prompt()
+    }
 }

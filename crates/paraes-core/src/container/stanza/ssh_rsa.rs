@@ -347,4 +347,8 @@ impl IdentityKey for SshRsaIdentity {
     fn secret_text(&self) -> Zeroizing<String> {
         self.text.clone()
     }
+
+    fn may_prompt(&self) -> bool {
+        self.key.may_prompt()
+    }
 }

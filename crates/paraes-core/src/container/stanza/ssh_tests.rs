@@ -154,23 +154,23 @@ pub(crate) const ECDSA_PUB: &str = "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlz
 pub(crate) const RSA_1024_PUB: &str = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAgQCfh4+BAyxA092OTLljYa2bHdtggDqejpxM29sHEN926i4ttb7G2pJZ6DNzDaHaGU6AZpgEx4HZKfcj21Bn6/njvyk4fXMKyXiUq7t8NnWkYHORk2ux3uIxuF90bFLfD82FbCTxFeOhg4oO+st0oa9ZO9TbR54Ca6t+U5O9jxpCWw== small";
 
 /// The passphrase of the locked test keys.
-const PASSPHRASE: &str = "hunter2 hunter2";
+pub(crate) const PASSPHRASE: &str = "hunter2 hunter2";
 
 /// An [`AskPassphrase`] that counts its calls and answers `answer` (or has no terminal).
-struct Asker {
+pub(crate) struct Asker {
     answer: Option<&'static str>,
     asked: AtomicUsize,
 }
 
 impl Asker {
-    fn new(answer: Option<&'static str>) -> Arc<Self> {
+    pub(crate) fn new(answer: Option<&'static str>) -> Arc<Self> {
         Arc::new(Asker {
             answer,
             asked: AtomicUsize::new(0),
         })
     }
 
-    fn asked(&self) -> usize {
+    pub(crate) fn asked(&self) -> usize {
         self.asked.load(Ordering::SeqCst)
     }
 }
@@ -187,7 +187,10 @@ impl AskPassphrase for Asker {
 }
 
 /// The one identity of the key file `text`, asking `ask`.
-fn identity_with(text: &str, ask: &Arc<Asker>) -> Result<SecretIdentity, ContainerError> {
+pub(crate) fn identity_with(
+    text: &str,
+    ask: &Arc<Asker>,
+) -> Result<SecretIdentity, ContainerError> {
     let ask: Arc<dyn AskPassphrase> = ask.clone();
     let mut ids = parse_identity_file(text, "k", ask)?;
     assert_eq!(ids.len(), 1);
@@ -220,11 +223,16 @@ fn refused_identity(text: &str) -> String {
     }
 }
 
-fn seal(recipient: &PublicRecipient, d: &FileSecret) -> Stanza {
+/// The stanza that wraps `d` for `recipient`.
+pub(crate) fn seal(recipient: &PublicRecipient, d: &FileSecret) -> Stanza {
     Stanza::wrap(&Recipient::Public(recipient.clone()), d).unwrap()
 }
 
-fn opens(stanza: &Stanza, id: &SecretIdentity) -> Result<Option<Vec<u8>>, ContainerError> {
+/// The file key that `id` takes from `stanza`, if it opens it.
+pub(crate) fn opens(
+    stanza: &Stanza,
+    id: &SecretIdentity,
+) -> Result<Option<Vec<u8>>, ContainerError> {
     Ok(stanza
         .unwrap(&Identity::Secret(id.clone()), u64::MAX)?
         .map(|d| d.as_bytes().to_vec()))
@@ -703,4 +711,148 @@ fn a_slot_naming_one_key_more_than_twice_is_refused_and_never_written() {
                 .unwrap_err();
         assert!(refused.to_string().contains("give it once"), "{refused}");
     }
+}
+
+/// One key given twice (`-i k -i k`, one key file through two paths, a locked copy beside one
+/// without a passphrase) is asked for its passphrase at most once: its identities are merged
+/// into one ([`Identity::merge_same_keys`]), which keeps a copy without a passphrase if there
+/// is one. Unmerged, a wrong passphrase for the first copy made the second ask again.
+#[test]
+fn one_key_given_twice_is_asked_for_once() {
+    use crate::container::{BodyAccess, Unlock, UnverifiedHeader};
+    for (locked, unlocked, public) in [
+        (ED25519_LOCKED, ED25519, ED25519_PUB),
+        (RSA_LOCKED, RSA, RSA_PUB),
+    ] {
+        let (header, _) = crate::container::seal(
+            crate::key::KeySize::Aes256,
+            &[Recipient::Public(recipient(public))],
+        )
+        .unwrap();
+        let open = |identities: Vec<Identity>| {
+            UnverifiedHeader::read(&mut &header[..])
+                .unwrap()
+                .open(&Unlock::new(identities), BodyAccess::Stream { first: &[] })
+                .map(|_| ())
+        };
+        let copies = |ask: &Arc<Asker>, texts: &[&str]| -> Vec<Identity> {
+            texts
+                .iter()
+                .map(|text| Identity::Secret(identity_with(text, ask).unwrap()))
+                .collect()
+        };
+        // Unmerged, the issue: each copy asks.
+        let ask = Asker::new(Some("wrong"));
+        let err = open(copies(&ask, &[locked, locked])).unwrap_err();
+        assert!(
+            matches!(err, ContainerError::IdentityLocked { .. }),
+            "{err}"
+        );
+        assert_eq!(ask.asked(), 2);
+        // Merged: one identity, asked once, whatever the passphrase.
+        for (answer, opens) in [("wrong", false), (PASSPHRASE, true)] {
+            let ask = Asker::new(Some(answer));
+            let merged = Identity::merge_same_keys(copies(&ask, &[locked, locked, locked]));
+            assert_eq!(merged.len(), 1);
+            assert_eq!(open(merged).is_ok(), opens, "{answer}");
+            assert_eq!(ask.asked(), 1, "{answer}");
+        }
+        // A copy without a passphrase, before or after the locked one: kept in the first
+        // one's place, nothing asked.
+        for texts in [[locked, unlocked], [unlocked, locked]] {
+            let ask = Asker::new(None);
+            let merged = Identity::merge_same_keys(copies(&ask, &texts));
+            assert_eq!(merged.len(), 1);
+            assert!(!merged[0].may_prompt());
+            open(merged).unwrap();
+            assert_eq!(ask.asked(), 0);
+        }
+    }
+}
+
+/// Merging keeps every other identity, in order: keys, passphrases, and other keys (of the
+/// other SSH kind, or paraes's), each in its first place.
+#[test]
+fn merging_identities_keeps_the_others_in_order() {
+    let ask = Asker::new(None);
+    let x = SecretIdentity::generate_x25519().unwrap();
+    let key = Identity::Key(crate::key::Key::new(&[7; 32]).unwrap());
+    let passphrase = Identity::Passphrase(Zeroizing::new(b"words".to_vec()));
+    let ed = || Identity::Secret(identity_with(ED25519_LOCKED, &ask).unwrap());
+    let merged = Identity::merge_same_keys(vec![
+        ed(),
+        key.clone(),
+        Identity::Secret(identity(RSA)),
+        passphrase.clone(),
+        Identity::Secret(x.clone()),
+        ed(),
+        Identity::Secret(identity(RSA_PEM)),
+        Identity::Secret(x.clone()),
+        key,
+        passphrase,
+    ]);
+    let shown: Vec<String> = merged
+        .iter()
+        .map(|identity| match identity {
+            Identity::Key(_) => "key".to_string(),
+            Identity::Passphrase(_) => "passphrase".to_string(),
+            Identity::Secret(secret) => secret.recipient().to_string(),
+        })
+        .collect();
+    let line = |public: &str| recipient(public).to_string();
+    assert_eq!(
+        shown,
+        [
+            line(ED25519_PUB),
+            "key".into(),
+            line(RSA_PUB),
+            "passphrase".into(),
+            x.recipient().to_string(),
+            "key".into(),
+            "passphrase".into(),
+        ]
+    );
+    assert!(merged[0].may_prompt(), "the locked key is still locked");
+    assert_eq!(ask.asked(), 0);
+}
+
+/// A public key in PEM (`ssh-keygen -e -m PKCS8`, `-m PEM`) or RFC 4716 (`ssh-keygen -e`) form
+/// is refused as a recipient with the command that makes its OpenSSH line (it was called "a
+/// private key file"), and as an identity as a public key; other PEM files are not called
+/// private keys either.
+#[test]
+fn public_keys_in_pem_or_rfc_4716_form_are_refused_with_the_command_that_converts_them() {
+    let pkcs8 = "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAx/fWh6YFIiz8crFKnDvC\n-----END PUBLIC KEY-----\n";
+    let pkcs1 = "-----BEGIN RSA PUBLIC KEY-----\nMIIBCgKCAQEAx/fWh6YFIiz8crFKnDvC5nb6DPh9COpvvRUf8sgQ669LEuTJaX9G\n-----END RSA PUBLIC KEY-----\n";
+    let rfc4716 = "---- BEGIN SSH2 PUBLIC KEY ----\nComment: \"256-bit ED25519, converted by me@host from OpenSSH\"\nAAAAC3NzaC1lZDI1NTE5AAAAIHunLaGggzzgArBjsLZkHO+C3Jzddv2mCWUwMzgaCas9\n---- END SSH2 PUBLIC KEY ----\n";
+    for (text, form, command) in [
+        (pkcs8, "PEM (PKCS#8)", "`ssh-keygen -i -m PKCS8 -f KEY`"),
+        (pkcs1, "PEM (PKCS#1)", "`ssh-keygen -i -m PEM -f KEY`"),
+        (rfc4716, "RFC 4716", "`ssh-keygen -i -f KEY`"),
+    ] {
+        // As `-r "$(cat KEY)"` gives it, and as the first line of a recipients file.
+        for given in [text.trim(), text.lines().next().unwrap()] {
+            let err = refused(given);
+            assert!(
+                err.contains(&format!("a public key in {form} form"))
+                    && err.contains(command)
+                    && !err.contains("private key"),
+                "{err}"
+            );
+        }
+        let err = parse_recipients(text).unwrap_err().to_string();
+        assert!(err.contains("line 1") && err.contains(command), "{err}");
+        let err = refused_identity(text);
+        assert!(
+            err.contains("public key") && err.contains("not a private key"),
+            "{err}"
+        );
+    }
+    let err = refused("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----");
+    assert!(
+        err.contains("no public key") && !err.contains("private key"),
+        "{err}"
+    );
+    let err = refused(RSA_PEM.trim());
+    assert!(err.contains("private key file"), "{err}");
 }
