@@ -605,8 +605,17 @@ impl UnverifiedHeader {
         // A stanza refused (e.g. too costly a passphrase) does not stop another identity from
         // opening another stanza; it is reported if nothing opens.
         let mut refused = None;
+        // Identities whose secret is at hand are tried on every slot first; only if none of
+        // them opens the file are the locked ones (an SSH key with a passphrase) tried, so a
+        // passphrase is asked only when it is needed. Split once: unlocking changes the answer.
+        let (at_hand, locked): (Vec<&Identity>, Vec<&Identity>) =
+            unlock.identities.iter().partition(|i| !i.may_prompt());
         // Slots are tried newest first only to save work: the checks below decide.
-        for slot in &header.slots {
+        for (slot, identities) in [&at_hand, &locked]
+            .into_iter()
+            .filter(|identities| !identities.is_empty())
+            .flat_map(|identities| header.slots.iter().map(move |slot| (slot, identities)))
+        {
             // A slot that names one key too often is not tried at all (paraes never writes
             // one): a planted header cannot make a key work hundreds of times.
             if stanza::names_a_key_too_often(&slot.stanzas) {
@@ -614,7 +623,7 @@ impl UnverifiedHeader {
                 continue;
             }
             for stanza in &slot.stanzas {
-                for identity in &unlock.identities {
+                for &identity in identities {
                     if too_costly && stanza.argon2().is_some() {
                         refused.get_or_insert(ContainerError::KdfTooCostly {
                             cost_mib: kdf_total,

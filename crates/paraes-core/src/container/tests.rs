@@ -36,6 +36,9 @@ fn passphrase(text: &str) -> Zeroizing<Vec<u8>> {
 
 use zeroize::Zeroizing;
 
+/// A function that seals a plaintext for recipients into a whole container.
+type Writer = fn(&[Recipient], &[u8]) -> Vec<u8>;
+
 /// Seals `plain` for `recipients` into a whole v3 container (what paraes writes).
 fn encrypt(recipients: &[Recipient], plain: &[u8]) -> Vec<u8> {
     encrypt_sealed(seal(KeySize::Aes256, recipients).unwrap(), plain)
@@ -623,7 +626,7 @@ fn a_planted_slot_of_generation_2_pow_64_minus_1_is_ignored_and_rekey_keeps_the_
 fn a_planted_slot_of_generation_2_pow_64_minus_2_is_ignored_in_v3_refused_in_v2_and_lends_no_generation(
 ) {
     let data = plain();
-    let writers: [fn(&[Recipient], &[u8]) -> Vec<u8>; 2] = [encrypt, encrypt_v2];
+    let writers: [Writer; 2] = [encrypt, encrypt_v2];
     for encrypt in writers {
         let file = planted_generation(&encrypt(&[Recipient::Key(key(1))], &data), u64::MAX - 1);
         // It parses but no key authenticates it. v3: the key commitment decides, the file
@@ -677,7 +680,7 @@ fn a_valid_slot_planted_for_the_victims_recipient_never_replaces_the_real_one() 
     }
 }
 
-fn a_valid_slot_planted_for_the_victims_recipient(encrypt: fn(&[Recipient], &[u8]) -> Vec<u8>) {
+fn a_valid_slot_planted_for_the_victims_recipient(encrypt: Writer) {
     let data = plain();
     let victim = SecretIdentity::generate_x25519().unwrap();
     let file = encrypt(&[Recipient::Public(victim.recipient())], &data);
@@ -1127,3 +1130,4 @@ fn a_slot_naming_one_ssh_key_three_times_is_not_tried() {
 }
 
 mod planted;
+mod prompts;
