@@ -4,11 +4,13 @@
 //! `CpuEngine::with_aes_impl`), on one thread and split over two, through raw mode and the
 //! message API (`paraes_core::testing::{wycheproof, sparse}`); then once more with
 //! PARAES_FORCE_PORTABLE=1, so the chunk tags too run on the portable AES and POLYVAL.
-//! An implementation this CPU lacks is named on stderr; the portable one always runs.
+//! An implementation this CPU lacks is named on stderr; the portable one always runs. Two
+//! engines with a planted bug (chunk indices cut to 8 and to 32 bits) show the vectors catch
+//! it: the Wycheproof ones the first, only the sparse ones the second.
 
 use paraes_core::aes::FORCE_PORTABLE_ENV;
 use paraes_core::testing::{sparse, wycheproof};
-use paraes_core::{AesImpl, CpuEngine, Engine};
+use paraes_core::{AesImpl, Counters, CpuEngine, Engine, EngineError, Job};
 
 #[test]
 fn every_vector_opens_or_fails_in_the_one_shot_reader() {
@@ -69,4 +71,56 @@ fn every_vector_on_the_cpu_engine_with_each_aes_implementation() {
         run_all(&engine, &vectors, &sparse);
     }
     std::env::remove_var(FORCE_PORTABLE_ENV);
+}
+
+/// The CPU engine with a bug planted: a GCM chunk's index loses its bits from `bits` up (as a
+/// counter of `bits` bits would), for the tests below that show the vectors catch it.
+struct Truncating {
+    inner: CpuEngine,
+    bits: u32,
+}
+
+impl Engine for Truncating {
+    fn name(&self) -> String {
+        format!("chunk indices cut to {} bits", self.bits)
+    }
+
+    fn workers(&self) -> usize {
+        1
+    }
+
+    fn process(&self, job: &Job<'_>, buf: &mut [u8]) -> Result<(), EngineError> {
+        let mut job = *job;
+        if let Counters::GcmChunks { stride, .. } = job.counters {
+            let stride = stride as u64;
+            let kept = (job.offset / stride) & ((1u64 << self.bits) - 1);
+            job.offset = kept * stride + job.offset % stride;
+        }
+        self.inner.process(&job, buf)
+    }
+}
+
+fn truncating(bits: u32) -> Truncating {
+    Truncating {
+        inner: CpuEngine::with_aes_impl(AesImpl::Portable, Some(1)).expect("portable"),
+        bits,
+    }
+}
+
+/// An 8-bit chunk counter fails the CounterRollover vectors (chunk 256 and on)...
+#[test]
+#[should_panic(expected = "CounterRollover")]
+fn the_vectors_catch_a_chunk_counter_of_one_byte() {
+    let vectors = wycheproof::vectors();
+    wycheproof::check_engine_vectors(&truncating(8), &vectors, wycheproof::Depth::Quick);
+}
+
+/// ... and a 32-bit one, which every Wycheproof vector passes, fails the sparse chunks.
+#[test]
+#[should_panic(expected = "past 2^32 on chunk indices cut to 32 bits")]
+fn the_sparse_vectors_catch_a_chunk_counter_of_32_bits() {
+    let engine = truncating(32);
+    let vectors = wycheproof::vectors();
+    wycheproof::check_engine_vectors(&engine, &vectors, wycheproof::Depth::Quick);
+    sparse::check_engine_sparse(&engine, &sparse::sparse_vectors());
 }
