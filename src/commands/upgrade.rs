@@ -38,7 +38,7 @@ pub fn run(plan: &UpgradePlan) -> Result<()> {
     }
     for path in &containers.files {
         let shown = one_line(&path.display().to_string());
-        match upgrade_one(path, &unlock, &engine, plan.key_size, &warn) {
+        match upgrade_one(path, &unlock, &engine, plan.key_size) {
             Ok(()) if !containers.quiet => eprintln!("paraes: upgraded {shown} to format v3"),
             Ok(()) => {}
             Err(e) => {
@@ -60,13 +60,7 @@ pub fn run(plan: &UpgradePlan) -> Result<()> {
 }
 
 /// Upgrades one v2 container in place of itself (a symbolic link: at its target).
-fn upgrade_one(
-    path: &Path,
-    unlock: &Unlock,
-    engine: &dyn Engine,
-    key_size: KeySize,
-    warn: &dyn Fn(&str),
-) -> Result<()> {
+fn upgrade_one(path: &Path, unlock: &Unlock, engine: &dyn Engine, key_size: KeySize) -> Result<()> {
     let target = fs::canonicalize(path).context("cannot open it")?;
     let file = fs::OpenOptions::new()
         .read(true)
@@ -92,15 +86,18 @@ fn upgrade_one(
     let (header, upgraded) = opened.upgrade(key_size)?;
     // Only the slot that opened the file is kept: with --allow-unverified-slot, the other
     // slot's recipients lose their way in, and are named.
+    // Said even under --quiet: the user overrode a refusal, and ways in are dropped.
     if let Some(ignored) = opened.ignored_slot() {
-        warn(&format!(
-            "{}: {}; the upgraded file keeps only the stanzas of slot {}: the recipients that slot {} lists ({}) will not open it",
-            path.display(),
-            ignored.warning(),
+        eprintln!(
+            "paraes: warning: {}: stanza slot {} (generation {}) is ignored as asked (it does not authenticate under the file key that opened this format v2 file) and dropped: the upgraded file keeps only the stanzas of slot {}, so what slot {} lists ({}) opens it only where slot {} has a way in for it too",
+            one_line(&path.display().to_string()),
+            ignored.position,
+            ignored.generation,
             1 - ignored.position,
             ignored.position,
-            ignored.lists
-        ));
+            ignored.lists,
+            1 - ignored.position,
+        );
     }
     if meta.nlink() > 1 {
         bail!(

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use anyhow::{anyhow, bail, Context, Result};
 use paraes_core::cobblestone::Variant;
 use paraes_core::container::{
-    self, Argon2Params, BodyAccess, ContainerError, Opened, Recipient, Unlock, UnverifiedHeader,
+    self, Argon2Params, BodyAccess, ContainerError, IgnoredSlot, Opened, Recipient, Unlock,
+    UnverifiedHeader,
 };
 pub use paraes_core::stream::Stream;
 use paraes_core::stream::StreamError;
@@ -47,6 +48,19 @@ pub fn warner(quiet: bool) -> impl Fn(&str) {
         if !quiet {
             eprintln!("paraes: warning: {message}");
         }
+    }
+}
+
+/// Tells the user that opening `name` ignored a stanza slot (`Opened::ignored_slot`), in one
+/// line. A v2 file's slot is ignored only because the user overrode the refusal, and its other
+/// recipients may see other content: said even under `--quiet`. A v3 file's is a warning.
+pub fn tell_ignored_slot(quiet: bool, name: &str, ignored: &IgnoredSlot) {
+    if !quiet || ignored.version < container::VERSION {
+        eprintln!(
+            "paraes: warning: {}: {}",
+            crate::advice::one_line(name),
+            ignored.warning()
+        );
     }
 }
 
@@ -225,7 +239,7 @@ pub fn prepare(
                 opened
             };
             if let Some(ignored) = opened.ignored_slot() {
-                warn(&format!("{}: {}", input.name(), ignored.warning()));
+                tell_ignored_slot(plan.ui.quiet, &input.name(), ignored);
             }
             if plan.show_data_key {
                 show_data_key(&opened)?;

@@ -105,11 +105,41 @@ fn upgrade_with_the_override_names_the_recipients_it_drops() {
         "victim.paraes",
     ]);
     let err = assert_success(&out, "upgrade");
-    assert!(err.contains(IGNORED), "{err}");
     assert!(
-        err.contains("the recipients that slot 1 lists (X25519 recipient) will not open it"),
+        err.contains("stanza slot 1 (generation 7) is ignored as asked"),
         "{err}"
     );
+    assert!(
+        err.contains("what slot 1 lists (X25519 recipient) opens it only where slot 0 has a way in for it too"),
+        "{err}"
+    );
+    // Said under --quiet too: the user overrode a refusal, and ways in are dropped.
+    let (s, _) = planted_v2();
+    let out = s.run(&[
+        "dec",
+        "-q",
+        "-i",
+        "x25519.identity",
+        "--allow-unverified-slot",
+        "victim.paraes",
+        "-o",
+        "-",
+    ]);
+    assert!(
+        stderr(&out).contains("is ignored as asked"),
+        "dec -q: {}",
+        stderr(&out)
+    );
+    let out = s.run(&[
+        "upgrade",
+        "-q",
+        "-i",
+        "x25519.identity",
+        "--allow-unverified-slot",
+        "victim.paraes",
+    ]);
+    let err = assert_success(&out, "upgrade -q");
+    assert!(err.contains("is ignored as asked"), "{err}");
     assert_eq!(s.read("victim.paraes")[8], 3);
     let out = s.run(&[
         "dec",

@@ -225,6 +225,29 @@ impl Opened {
         }
     }
 
+    /// Checks that this file key still opens the container read back from `file` as it did
+    /// when it was opened: a slot that verifies under it, and the body check (v3: the key
+    /// commitment and, on a whole file, the length and last chunk's tag; v2: the first and last
+    /// chunk tags) passing with the whole body at hand. What a failed rekey reads back before it
+    /// says the file is unchanged.
+    pub fn still_opens(&self, file: BodyAccess<'_>) -> Result<(), ContainerError> {
+        let fail = |why: &str| ContainerError::RekeyNotConfirmed(why.to_owned());
+        let header = file.read_header()?;
+        let Parsed::Slots(parsed) = &header.parsed else {
+            return Err(fail("the header read back is not format v2 or v3"));
+        };
+        let opened = parsed
+            .slots
+            .iter()
+            .find_map(|slot| header.open_slot(parsed, slot, self.secret.clone()))
+            .ok_or_else(|| fail("no slot opens with the file key"))?;
+        match header.check_body(&opened, file)? {
+            Ok(true) => Ok(()),
+            Err(_) => Err(fail("the body does not belong to the file key")),
+            Ok(false) => Err(fail("the body's length is not one a writer makes")),
+        }
+    }
+
     /// Checks what a rekey wrote, read back from the rekeyed container (after `publish` for
     /// in place, before the rename for a rewrite): the same preamble, the new slot in its
     /// place with its generation and a tag that verifies under this file's key, and the
