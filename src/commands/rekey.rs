@@ -52,7 +52,7 @@ pub fn run(args: &RekeyPlan) -> Result<()> {
         warn(&crate::output::leftovers_warning(&stale));
     }
     let unverified =
-        UnverifiedHeader::read(&mut BufReader::new(&file)).with_context(|| format!("{shown}"))?;
+        UnverifiedHeader::read(&mut BufReader::new(&file)).with_context(|| shown.clone())?;
     // The body check proves the opened file key is the body's before anything is written.
     let opened = unverified.open(&unlock, BodyAccess::File(&file))?;
     if let Some(ignored) = opened.ignored_slot() {
