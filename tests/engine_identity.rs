@@ -15,6 +15,13 @@ use paraes_core::{AesImpl, CpuEngine, Engine};
 use paraes_gpu::{CtrVariant, GpuEngine, GpuOptions};
 use paraes_sunway_sim::{Buffering, SimConfig, SunwaySimEngine, Variant};
 
+/// Says, past the test harness's capture of `eprintln!`, that a test did not run here because
+/// this machine has a GPU (those tests need a machine without one, as CI is: there they run).
+fn not_run(test: &str, why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "\n*** NOT RUN {test}: {why} ***\n");
+}
+
 /// Every engine this build and machine can run, each with the budget its speed allows.
 fn engines() -> Vec<(Box<dyn Engine>, Budget)> {
     let fast = if cfg!(debug_assertions) {
@@ -188,7 +195,11 @@ fn paraes_backend_gpu_round_trips() {
 #[test]
 fn paraes_backend_gpu_without_a_driver_is_one_line() {
     if paraes_gpu::driver_installed() && std::env::var_os(paraes_gpu::STANDIN_ENV).is_none() {
-        eprintln!("an NVIDIA driver is installed: the no-driver error cannot be seen here");
+        not_run(
+            "paraes_backend_gpu_without_a_driver_is_one_line",
+            "an NVIDIA driver is installed: the no-driver error is seen only on a machine \
+             without a GPU (as CI is)",
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -213,7 +224,11 @@ fn paraes_backend_gpu_without_a_driver_is_one_line() {
 #[test]
 fn paraes_backend_gpu_out_of_memory_is_one_line() {
     if standin::driver() != standin::Driver::StandIn {
-        eprintln!("on a GPU: out-of-memory is checked on the CUDA stand-in only");
+        not_run(
+            "paraes_backend_gpu_out_of_memory_is_one_line",
+            "on a GPU: out-of-memory is checked on the CUDA stand-in only, on a machine \
+             without a GPU (as CI is)",
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();

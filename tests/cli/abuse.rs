@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use crate::common::{
-    assert_error, assert_silent_success, assert_usage_error, bin, container_len, running_as_root,
-    seeded_bytes, send_signal, skip, stderr, unfinished_output, wait_until, Scratch, HEADER_LEN,
+    assert_error, assert_silent_success, assert_usage_error, bin, container_len, seeded_bytes,
+    send_signal, skip, stderr, unfinished_output, unprivileged, wait_until, Scratch, HEADER_LEN,
 };
 
 const IV: &str = "000102030405060708090a0b0c0d0e0f";
@@ -140,39 +140,10 @@ fn directories_where_files_belong_are_refused() {
     assert_eq!(s.read("x"), plain, "the input changed");
 }
 
-/// `paraes ARGS` as the unprivileged user 65534 (root reads any file whatever its mode), in
-/// `s`; `None` (after a loud skip line) when that cannot be done here.
-fn run_unprivileged(s: &Scratch, test: &str, args: &[&str]) -> Option<Output> {
-    let mut command = if running_as_root() {
-        let probe = Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "true"])
-            .status();
-        if !probe.is_ok_and(|status| status.success()) {
-            skip(
-                test,
-                "running as root and `setpriv` (util-linux) cannot drop to uid 65534, so \
-                 permission bits cannot be tested",
-            );
-            return None;
-        }
-        let mut command = Command::new("setpriv");
-        command.args(["--reuid=65534", "--regid=65534", "--clear-groups", bin()]);
-        command
-    } else {
-        Command::new(bin())
-    };
-    let output = command
-        .args(args)
-        .current_dir(s.path(""))
-        .stdin(Stdio::null())
-        .output()
-        .expect("paraes runs");
-    Some(output)
-}
-
+/// Run as a user without privileges (`unprivileged`: root reads any file whatever its mode),
+/// who is not the files' owner.
 #[test]
 fn unreadable_files_and_unwritable_directories_are_refused() {
-    const TEST: &str = "unreadable_files_and_unwritable_directories_are_refused";
     let (s, plain) = prepared();
     // The other user may enter the directory (but not write in it) and read `key`; -q keeps
     // the warning about that key's mode off stderr.
@@ -232,9 +203,9 @@ fn unreadable_files_and_unwritable_directories_are_refused() {
     for (args, expected) in cases {
         let what = args.join(" ");
         let before = s.names();
-        let Some(out) = run_unprivileged(&s, TEST, args) else {
-            return;
-        };
+        let out = unprivileged(&s.path(""), args)
+            .output()
+            .expect("paraes runs");
         let message = s.assert_refused(&out, &before, &what);
         assert!(message.contains(expected), "{what}: {message}");
         assert!(out.stdout.is_empty(), "{what}: output written");

@@ -7,14 +7,13 @@
 //! `dec --raw` on a container.
 
 use std::fs;
-use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
 use crate::common::{
-    assert_error, assert_success, assert_usage_error, bin, container_len, info_field, seeded_bytes,
-    send_signal, stderr, wait_until, Scratch, CHUNK, HEADER_LEN, MESSAGE_PREFIX_LEN, TAG_LEN,
+    assert_error, assert_success, assert_usage_error, bin, blocked_reading, container_len,
+    find_process, info_field, reads_the_terminal_without_echo, seeded_bytes, send_signal, stderr,
+    unfinished_output, wait_until, Scratch, CHUNK, HEADER_LEN, MESSAGE_PREFIX_LEN, TAG_LEN,
 };
 
 /// The format v2 fixtures (docs/FORMAT.md: v2 is still read), among them an ECB container.
@@ -161,25 +160,17 @@ fn blocked(s: &Scratch, args: &[&str]) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("paraes runs");
-    // Wait until it has set up its output (an open file in the scratch directory, unnamed or
-    // hidden) and blocks on the empty pipe: a signal before that finds no output to clean up,
-    // and a fixed sleep was not always long enough on a loaded machine.
+    // Wait until it has its unfinished output open in the scratch directory (unnamed or hidden:
+    // its /proc fd table) and sits in its read of the empty pipe (a thread in read(2) on fd 0):
+    // a signal before that finds no output to clean up, and fixed sleeps were not always long
+    // enough on a loaded machine.
+    let pid = child.id();
     let dir = s.path("");
-    let fds = format!("/proc/{}/fd", child.id());
-    let started = std::time::Instant::now();
-    while started.elapsed() < Duration::from_secs(10) {
-        let has_output = std::fs::read_dir(&fds).into_iter().flatten().any(|fd| {
-            fd.ok()
-                .and_then(|fd| std::fs::read_link(fd.path()).ok())
-                .is_some_and(|target| target.starts_with(&dir))
-        });
-        if has_output {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // Then a moment more, so that it sits in the read.
-    std::thread::sleep(Duration::from_millis(100));
+    wait_until(
+        20,
+        "paraes to open its output and block reading the empty pipe",
+        || unfinished_output(pid, &dir).is_some() && blocked_reading(pid, 0),
+    );
     child
 }
 
@@ -187,19 +178,25 @@ fn blocked(s: &Scratch, args: &[&str]) -> Child {
 fn sigkill_leaves_no_file_behind() {
     let s = prepared();
     let before = s.names();
+    let dir = s.path("");
     for args in [
         &["enc", "-k", "key", "-o", "out.paraes"][..],
         &["enc", "-k", "key", "--raw", "ctr", "-o", "out.ctr"],
     ] {
         let mut child = blocked(&s, args);
+        let pid = child.id();
         child
             .stdin
             .as_mut()
-            .map(|stdin| std::io::Write::write_all(stdin, &[0u8; 100_000]))
+            .map(|stdin| std::io::Write::write_all(stdin, &[0u8; 3 << 20]))
             .expect("stdin")
             .expect("fed");
-        std::thread::sleep(Duration::from_millis(200));
-        send_signal(child.id(), "KILL");
+        // Killed once two whole 1 MiB chunks went out to its unfinished output (the pipe stays
+        // open: it waits for the rest of the third).
+        wait_until(20, "two chunks in the unfinished output", || {
+            unfinished_output(pid, &dir).is_some_and(|len| len >= 2 << 20)
+        });
+        send_signal(pid, "KILL");
         child.wait().expect("paraes ends");
         assert_eq!(s.names(), before, "{args:?}: SIGKILL left a file behind");
     }
@@ -210,9 +207,13 @@ fn signals_exit_with_128_plus_their_number() {
     let s = prepared();
     let before = s.names();
     for (signal, status) in [("INT", 130), ("TERM", 143), ("HUP", 129)] {
-        let child = blocked(&s, &["enc", "-k", "key", "-o", "out.paraes"]);
+        let mut child = blocked(&s, &["enc", "-k", "key", "-o", "out.paraes"]);
+        // Its input stays open until it has exited (wait_with_output would close it): an end of
+        // input meanwhile would let it finish the job while the signal is being handled.
+        let input = child.stdin.take();
         send_signal(child.id(), signal);
         let out = child.wait_with_output().expect("paraes ends");
+        drop(input);
         assert_eq!(
             out.status.code(),
             Some(status),
@@ -652,25 +653,6 @@ fn completions_and_man_page_are_generated() {
     );
 }
 
-/// The pid of the process whose command line holds `marker`, if one runs.
-fn find_process(marker: &str) -> Option<u32> {
-    for entry in fs::read_dir("/proc").ok()?.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let mut cmdline = Vec::new();
-        if fs::File::open(entry.path().join("cmdline"))
-            .and_then(|mut f| f.read_to_end(&mut cmdline))
-            .is_ok()
-            && cmdline.starts_with(bin().as_bytes())
-            && String::from_utf8_lossy(&cmdline).contains(marker)
-        {
-            return Some(pid);
-        }
-    }
-    None
-}
-
 #[test]
 fn ctrl_c_at_the_passphrase_prompt_exits_130_with_the_terminal_restored() {
     let s = prepared();
@@ -680,7 +662,7 @@ fn ctrl_c_at_the_passphrase_prompt_exits_130_with_the_terminal_restored() {
     );
     s.set_mode("run.sh", 0o700);
     for round in 0..5 {
-        let child = Command::new("script")
+        let mut child = Command::new("script")
             .args(["-qec", "sh run.sh", "/dev/null"])
             .env("PARAES", bin())
             .current_dir(s.path(""))
@@ -694,10 +676,20 @@ fn ctrl_c_at_the_passphrase_prompt_exits_130_with_the_terminal_restored() {
             pid = find_process("prompt-marker");
             pid.is_some()
         });
-        // Let it print the prompt and turn echo off, then interrupt it.
-        std::thread::sleep(Duration::from_millis(150 + 50 * round));
-        send_signal(pid.expect("found"), "INT");
+        let pid = pid.expect("found");
+        // Interrupted once it has turned echo off and sits in its read of the passphrase (after
+        // the prompt): then there is a terminal to restore.
+        wait_until(
+            20,
+            "paraes to turn echo off and read the passphrase",
+            || reads_the_terminal_without_echo(pid),
+        );
+        // The terminal's input stays open until paraes has exited (see
+        // signals_exit_with_128_plus_their_number).
+        let input = child.stdin.take();
+        send_signal(pid, "INT");
         let out = child.wait_with_output().expect("script ends");
+        drop(input);
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         assert!(text.contains("status=130"), "round {round}: {text}");
         assert!(!text.contains("no terminal"), "round {round}: {text}");

@@ -411,10 +411,22 @@ pub fn openssl_enc(
     output.stdout
 }
 
+/// Whether the tests run under CI (`CI` is set, as `CI=true`), where every test must run: CI
+/// runs scripts/test.sh, which installs what the tests need, as root on a machine without a GPU.
+pub fn under_ci() -> bool {
+    std::env::var_os("CI").is_some()
+}
+
 /// Reports a test that cannot run here, loudly and straight to the stderr handle (the test
-/// harness captures `eprintln!`), so that a skip is never mistaken for a pass.
+/// harness captures `eprintln!`), so that a skip is never mistaken for a pass; under CI (see
+/// [`under_ci`]) it fails the test instead, since whatever it lacks should be there. (Only a
+/// GPU may be missing under CI: the tests that need one say so with a line of their own.)
 pub fn skip(test: &str, why: &str) {
     let _ = writeln!(std::io::stderr(), "\n*** SKIPPED {test}: {why} ***\n");
+    assert!(
+        !under_ci(),
+        "{test} cannot run here, and under CI every test must run: {why}"
+    );
 }
 
 /// Whether the tests run as root (who reads files whatever their permission bits).
@@ -434,6 +446,78 @@ pub fn send_signal(pid: u32, signal: &str) {
     assert!(status.success(), "kill -{signal} {pid} failed");
 }
 
+/// The uid and gid (nobody:nogroup) that permission checks run as when the tests run as root.
+pub const UNPRIVILEGED: u32 = 65534;
+
+/// `paraes ARGS` in directory `dir` as a user without privileges, so that permission bits are
+/// checked as they are for any user even where the tests run as root (as CI does): as root,
+/// through `setpriv` (util-linux, which scripts/test.sh installs) as uid and gid
+/// [`UNPRIVILEGED`] with no supplementary groups; otherwise as the user running the tests.
+/// What that user must reach is the caller's to open (modes, or [`give_to_unprivileged`]).
+/// Fails the test, never skips it, where this cannot be done.
+pub fn unprivileged(dir: &std::path::Path, args: &[&str]) -> Command {
+    if !running_as_root() {
+        let mut command = Command::new(bin());
+        command.args(args).current_dir(dir);
+        return command;
+    }
+    let drop = [
+        format!("--reuid={UNPRIVILEGED}"),
+        format!("--regid={UNPRIVILEGED}"),
+        "--clear-groups".to_string(),
+        "--".to_string(),
+    ];
+    let probe = Command::new("setpriv")
+        .args(&drop)
+        .args(["test", "-x", bin()])
+        .status();
+    match probe {
+        Ok(status) if status.success() => {}
+        Ok(_) => panic!(
+            "uid {UNPRIVILEGED} cannot run {} (a directory on its path is closed to other \
+             users): the permission tests run paraes as that user when the tests run as root",
+            bin()
+        ),
+        Err(e) => panic!(
+            "`setpriv` (util-linux) is needed to run paraes as an unprivileged user when the \
+             tests run as root: {e}"
+        ),
+    }
+    let mut command = Command::new("setpriv");
+    command.args(&drop).arg(bin()).args(args).current_dir(dir);
+    command
+}
+
+/// Gives `path` and everything under it to the unprivileged user when the tests run as root,
+/// so that it owns them as a user owns her files (`chown -R`); does nothing otherwise.
+pub fn give_to_unprivileged(path: &std::path::Path) {
+    if running_as_root() {
+        let status = Command::new("chown")
+            .arg("-R")
+            .arg(format!("{UNPRIVILEGED}:{UNPRIVILEGED}"))
+            .arg(path)
+            .status()
+            .expect("chown runs");
+        assert!(status.success(), "chown -R of {}", path.display());
+    }
+}
+
+/// Whether a thread of process `pid` sits in read(2) on its descriptor `fd`: the system call
+/// and its first argument in /proc/PID/task/TID/syscall (shown only while it is in the call).
+pub fn blocked_reading(pid: u32, fd: u32) -> bool {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    let read = libc::SYS_read.to_string();
+    let fd = format!("{fd:#x}");
+    tasks.flatten().any(|task| {
+        fs::read_to_string(task.path().join("syscall")).is_ok_and(|line| {
+            let mut fields = line.split_whitespace();
+            fields.next() == Some(read.as_str()) && fields.next() == Some(fd.as_str())
+        })
+    })
+}
+
 /// Polls `ready` every few milliseconds until it holds; fails the test after `seconds`.
 pub fn wait_until(seconds: u64, what: &str, mut ready: impl FnMut() -> bool) {
     let started = std::time::Instant::now();
@@ -450,6 +534,11 @@ pub fn wait_until(seconds: u64, what: &str, mut ready: impl FnMut() -> bool) {
 /// unnamed `O_TMPFILE` file (its /proc link reads `DIR/#INODE (deleted)`) or the named
 /// `.paraes-tmp` fallback.
 pub fn unfinished_output(pid: u32, dir: &std::path::Path) -> Option<u64> {
+    unfinished_output_metadata(pid, dir).map(|m| m.len())
+}
+
+/// The metadata of the unfinished output of [`unfinished_output`].
+pub fn unfinished_output_metadata(pid: u32, dir: &std::path::Path) -> Option<fs::Metadata> {
     let dir = dir.canonicalize().ok()?;
     for entry in fs::read_dir(format!("/proc/{pid}/fd")).ok()?.flatten() {
         let Ok(target) = fs::read_link(entry.path()) else {
@@ -458,10 +547,81 @@ pub fn unfinished_output(pid: u32, dir: &std::path::Path) -> Option<u64> {
         let shown = target.to_string_lossy();
         let unfinished = shown.ends_with(" (deleted)") || shown.ends_with(".paraes-tmp");
         if unfinished && target.starts_with(&dir) {
-            return fs::metadata(entry.path()).ok().map(|m| m.len());
+            return fs::metadata(entry.path()).ok();
         }
     }
     None
+}
+
+/// The pid of a process of the paraes binary working in `dir` whose environment holds
+/// `variable` (`NAME=VALUE`), if one runs.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub fn paraes_in(dir: &std::path::Path, variable: &str) -> Option<u32> {
+    let dir = dir.canonicalize().ok()?;
+    let exe = std::path::Path::new(bin()).canonicalize().ok()?;
+    fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
+        let pid = entry.file_name().to_str()?.parse().ok()?;
+        let proc = entry.path();
+        let ours = fs::read_link(proc.join("exe")).ok()? == exe
+            && fs::read_link(proc.join("cwd")).ok()? == dir;
+        let environ = fs::read(proc.join("environ")).ok()?;
+        let holds = environ.split(|&b| b == 0).any(|v| v == variable.as_bytes());
+        (ours && holds).then_some(pid)
+    })
+}
+
+/// The pid of the process whose command line holds `marker`, if one runs.
+pub fn find_process(marker: &str) -> Option<u32> {
+    for entry in fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let mut cmdline = Vec::new();
+        if fs::File::open(entry.path().join("cmdline"))
+            .and_then(|mut f| f.read_to_end(&mut cmdline))
+            .is_ok()
+            && cmdline.starts_with(bin().as_bytes())
+            && String::from_utf8_lossy(&cmdline).contains(marker)
+        {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+/// Whether process `pid` sits in a read(2) of its terminal (/dev/tty, or its /dev/pts/N) and
+/// that terminal's echo is off (read from the /dev/pts/N it has open: /dev/tty opened here
+/// would be this process's own terminal).
+pub fn reads_the_terminal_without_echo(pid: u32) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let Ok(entries) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    let terminals: Vec<(u32, PathBuf)> = entries
+        .flatten()
+        .filter_map(|fd| {
+            let number = fd.file_name().to_str()?.parse().ok()?;
+            let target = fs::read_link(fd.path()).ok()?;
+            (target.starts_with("/dev/pts/") || target == std::path::Path::new("/dev/tty"))
+                .then_some((number, target))
+        })
+        .collect();
+    let reading = terminals.iter().any(|(fd, _)| blocked_reading(pid, *fd));
+    let echo_off = terminals
+        .iter()
+        .filter(|(_, target)| target.starts_with("/dev/pts/"))
+        .any(|(_, target)| {
+            let tty = fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK)
+                .open(target);
+            tty.is_ok_and(|tty| {
+                rustix::termios::tcgetattr(&tty).is_ok_and(|settings| {
+                    !(settings.local_modes).contains(rustix::termios::LocalModes::ECHO)
+                })
+            })
+        });
+    reading && echo_off
 }
 
 /// The format v1 fixtures (containers written by the last paraes that wrote v1, their keys,

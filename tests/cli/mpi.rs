@@ -29,16 +29,14 @@ fn without_the_feature_mpi_says_how_to_build_it() {
 
 #[cfg(feature = "mpi")]
 pub(crate) mod with_mpi {
-    use std::io::Write;
     use std::process::{Command, Output, Stdio};
-    use std::time::{Duration, Instant};
 
     use paraes_core::cobblestone::{self, Variant};
 
     use crate::common::{
-        assert_success, assert_usage_error, bin, container_len, records, salt, seeded_bytes,
-        stderr, Scratch, CHUNK, CHUNK_ARG, CONTAINER_BITS, HEADER_LEN, KEY_BITS,
-        MESSAGE_PREFIX_LEN, TAG_LEN,
+        assert_success, assert_usage_error, bin, container_len, paraes_in, records, salt,
+        seeded_bytes, send_signal, skip, stderr, unfinished_output_metadata, wait_until, Scratch,
+        CHUNK, CHUNK_ARG, CONTAINER_BITS, HEADER_LEN, KEY_BITS, MESSAGE_PREFIX_LEN, TAG_LEN,
     };
 
     pub(crate) const RANKS: [usize; 3] = [1, 2, 3];
@@ -768,11 +766,12 @@ pub(crate) mod with_mpi {
         let scratch = Scratch::new();
         let probe = scratch.bash("unshare -m --propagation private true");
         if !probe.status.success() {
-            let _ = writeln!(
-                std::io::stderr(),
-                "\n*** SKIPPED a_rank_without_the_files_fails_direct_io_cleanly: cannot make a \
-                 private mount namespace here (needs root and unshare): {}\n",
-                stderr(&probe).trim()
+            skip(
+                "a_rank_without_the_files_fails_direct_io_cleanly",
+                &format!(
+                    "cannot make a private mount namespace here (needs root and unshare): {}",
+                    stderr(&probe).trim()
+                ),
             );
             return;
         }
@@ -813,45 +812,45 @@ pub(crate) mod with_mpi {
 
     /// A rank killed mid-job ends the whole job (the launcher kills the others), with a
     /// non-zero exit and no output file: rank 0's output is an unnamed file until committed.
+    /// Rank 1 is killed once rank 0's unfinished output holds 64 MiB: mid-job.
     #[test]
     fn a_rank_that_dies_leaves_no_output() {
+        use std::os::unix::fs::MetadataExt;
         let scratch = Scratch::new();
         scratch.key_file("k", 128, 5, true);
         // Large enough that the job is still running when rank 1 is killed (a sparse file).
         let big = std::fs::File::create(scratch.path("big")).expect("create");
         big.set_len(2 << 30).expect("sparse file");
         let before = scratch.names();
-        let args = [
-            "enc",
-            "--backend",
-            "mpi",
-            "--threads",
-            "1",
-            "-k",
-            "k",
-            "big",
-            "-o",
-            "out",
-        ];
-        let mut doomed = vec![
-            "timeout".to_string(),
-            "-s".into(),
-            "KILL".into(),
-            "0.5".into(),
-        ];
-        doomed.extend(paraes(&args));
-        let out = run_mpmd(&scratch, &[(1, paraes(&args)), (1, doomed)]);
-        assert!(!out.status.success(), "the job must fail: {}", stderr(&out));
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while scratch.names() != before && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
+        let dir = scratch.path("");
+        let args = "enc --backend mpi --threads 1 -k k big -o out";
+        let mut job = Command::new(mpiexec())
+            .args(["-n", "2"])
+            .args(paraes(&args.split(' ').collect::<Vec<_>>()))
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("mpiexec runs");
+        let (mut doomed, mut mid_job) = (None, false);
+        wait_until(60, "64 MiB in rank 0's output, or the job's end", || {
+            doomed = paraes_in(&dir, "PMI_RANK=1");
+            let written = paraes_in(&dir, "PMI_RANK=0")
+                .and_then(|rank0| unfinished_output_metadata(rank0, &dir))
+                .map_or(0, |m| m.blocks() * 512); // on disk: a write far ahead fakes no length
+            mid_job = doomed.is_some() && written >= 64 << 20;
+            mid_job || job.try_wait().expect("mpiexec").is_some()
+        });
+        if !mid_job {
+            let out = job.wait_with_output().expect("mpiexec ends");
+            panic!("the job ended first: {}", stderr(&out));
         }
-        assert_eq!(
-            scratch.names(),
-            before,
-            "output left behind: {}",
-            stderr(&out)
-        );
+        send_signal(doomed.expect("rank 1 runs"), "KILL");
+        let out = job.wait_with_output().expect("mpiexec ends");
+        assert!(!out.status.success(), "the job must fail: {}", stderr(&out));
+        let what = format!("no output left behind: {}", stderr(&out));
+        wait_until(10, &what, || scratch.names() == before);
     }
 
     /// Many files under MPI (issue 14): all ranks go through rank 0's list together, one job

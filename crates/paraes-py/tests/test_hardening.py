@@ -88,23 +88,31 @@ def test_writer_threads_never_deadlock(tmp_path):
 def test_a_watchdog_aborts_a_writer_that_is_writing(tmp_path):
     ok(child("""
         import os, threading, time, paraes
+        # The interpreter never takes the GIL from a thread on its own here (a switch interval
+        # far longer than the test): the writer thread gives it up only inside w.write(), which
+        # runs without it. So once that thread has begun writing, whenever this one runs, the
+        # writer is inside a write.
+        sys.setswitchinterval(1000)
         dst = sys.argv[1]
         w = paraes.Writer(dst, keys=[paraes.generate_key()])
-        stop = []
+        began, stop = [], []
         def write():
             try:
                 while True:
+                    began.append(1)
                     w.write(b"y" * (4 << 20))
             except (ValueError, RuntimeError) as e:
                 stop.append(e)
         t = threading.Thread(target=write)
         t.start()
-        time.sleep(0.3)
+        while not began:
+            time.sleep(0.001)
         w.abort()  # from another thread, while a write runs
         assert w.closed
         t.join(40)
         assert not t.is_alive(), "the writer thread is stuck"
-        assert stop and ("aborted" in str(stop[0]) or "closed" in str(stop[0])), stop
+        # The write that was running ends with the error (not the next one, with "closed").
+        assert stop and "aborted" in str(stop[0]), stop
         assert not os.path.exists(dst)
         assert os.listdir(os.path.dirname(dst)) == [], os.listdir(os.path.dirname(dst))
     """, tmp_path / "w.paraes"))
@@ -269,6 +277,36 @@ def has_o_tmpfile(directory):
     return True
 
 
+def wait_until(what, ready, seconds=30):
+    """Polls `ready` every few milliseconds until it holds; fails the test after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not ready():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {seconds} s waiting for {what}")
+        time.sleep(0.005)
+
+
+def unfinished_output(pid, directory):
+    """The size of the unfinished output that process `pid` has open in `directory` (an unnamed
+    temporary, whose /proc link reads `DIR/#INODE (deleted)`, or the hidden named one), or
+    None."""
+    directory = os.path.realpath(directory)
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return None
+    for fd in fds:
+        link = f"/proc/{pid}/fd/{fd}"
+        try:
+            target = os.readlink(link)
+            if (os.path.dirname(target) == directory
+                    and (target.endswith(" (deleted)") or target.endswith(".paraes-tmp"))):
+                return os.stat(link).st_size
+        except OSError:
+            continue
+    return None
+
+
 def check_leftovers(directory, dst_name, before):
     new = sorted(set(files_in(directory)) - set(before))
     if has_o_tmpfile(directory):
@@ -313,7 +351,9 @@ def test_sigkill_leaves_no_partial_output(tmp_path):
     """, tmp_path / "w.paraes", key.hex())
     assert proc.returncode == -signal.SIGKILL, proc
     check_leftovers(tmp_path, "w.paraes", before)
-    # decrypt_file killed while it writes: a FIFO feeds half the container and then stalls.
+    # decrypt_file killed while it writes: a FIFO feeds most of the container and then stalls.
+    # A batch's plaintext goes out once the next batch is whole (so it is known not to be the
+    # last): 2.6 MB holds the header and two whole 1 MiB batches, and the first goes out.
     fifo = tmp_path / "in.fifo"
     os.mkfifo(fifo)
     before = files_in(tmp_path)
@@ -325,10 +365,12 @@ def test_sigkill_leaves_no_partial_output(tmp_path):
                             key.hex()], cwd=HERE)
     try:
         with open_fifo_for_writing(fifo) as f:
-            f.write((tmp_path / "c.paraes").read_bytes()[:2_000_000])
+            f.write((tmp_path / "c.paraes").read_bytes()[:2_600_000])
             f.flush()
-            # Wait until the plaintext so far went out to the temporary.
-            time.sleep(1.0)
+            # Wait until that plaintext went out to the temporary.
+            wait_until("1 MiB of plaintext in decrypt_file's temporary",
+                       lambda: (unfinished_output(kid.pid, tmp_path) or 0) >= 1 << 20
+                       or kid.poll() is not None)
             assert kid.poll() is None, "decrypt_file stopped before it was killed"
             kid.kill()
             kid.wait(30)

@@ -1,7 +1,9 @@
 """The raw primitives against pyca/cryptography: AES-CTR and AES-ECB over every kind of buffer,
 in place and not, on one thread and on all of them; bare Cobblestone messages both ways."""
 
+import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -137,26 +139,39 @@ def test_in_place_holds_the_buffer_for_the_whole_call():
 
 
 def test_work_releases_the_gil():
+    """Another Python thread counts in a tight loop while aes_ctr runs, and the count moves
+    during the call. The switch interval is set far longer than the test, so the interpreter
+    never takes the GIL from the calling thread on its own: between the two reads of the count
+    around the call, the counting thread can run only if the call released the GIL. (The
+    counter hands the GIL back now and then by sleeping, or the call could not return.)"""
     key, iv = seeded(32, 8), seeded(16, 9)
     data = seeded(64 << 20, 11)
-    ticks = []
+    count = [0]
     stop = threading.Event()
 
     def tick():
         while not stop.is_set():
-            ticks.append(1)
+            count[0] += 1
+            if count[0] % 10_000 == 0:
+                time.sleep(0.0001)
 
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1000)
     thread = threading.Thread(target=tick)
     thread.start()
     try:
-        before = len(ticks)
+        while count[0] == 0:
+            time.sleep(0.001)
+        during = []
         for _ in range(3):
+            before = count[0]
             paraes.aes_ctr(key, iv, data)
-        during = len(ticks) - before
+            during.append(count[0] - before)
     finally:
         stop.set()
         thread.join()
-    assert during > 0
+        sys.setswitchinterval(interval)
+    assert sum(during) > 0, f"the other thread made no progress during the calls: {during}"
 
 
 MESSAGE_SIZES = (0, 1, 100, 16383, 16384, 16385, 50_000, (1 << 20) - 1, (1 << 20) + 16384, 3_000_001)
