@@ -128,7 +128,11 @@ mod tests {
             writer.try_wait().unwrap().is_none(),
             "the writer did not wait"
         );
-        assert_eq!(std::fs::read(&path).unwrap(), b"contents");
+        // Read through the leased descriptor: opening the path here would itself wait on the
+        // lease (any open breaks a write lease) until the kernel's lease-break-time.
+        let mut now = [0u8; 8];
+        std::os::unix::fs::FileExt::read_exact_at(&file, &mut now, 0).unwrap();
+        assert_eq!(&now, b"contents");
         drop(lease);
         assert!(writer.wait().unwrap().success());
         assert_eq!(std::fs::read(&path).unwrap(), b"overwritten");

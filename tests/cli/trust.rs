@@ -316,10 +316,15 @@ fn info_and_rekey_report_temporaries_a_killed_rekey_left() {
 fn a_second_rekey_of_the_same_file_waits_for_none_and_writes_nothing() {
     let (s, plain) = victim();
     let before = s.read("victim.paraes");
-    // Another rekey holds the file (flock(1) takes the same lock paraes takes).
+    // Another rekey holds the file (flock(1) takes the same lock paraes takes, then runs its
+    // command): the command says that it holds it (`held`) and keeps it until this rekey is
+    // over (`done`).
     let out = s.bash(
-        "flock victim.paraes sleep 3 & sleep 0.5; \
-         \"$PARAES\" rekey -k old.key --new-key-file new.key victim.paraes; echo \"exit $?\"; wait",
+        "flock victim.paraes sh -c ': > held; until [ -e done ]; do sleep 0.01; done' & \
+         for i in $(seq 6000); do [ -e held ] && break; sleep 0.01; done; \
+         [ -e held ] || echo 'flock never took the lock'; \
+         \"$PARAES\" rekey -k old.key --new-key-file new.key victim.paraes; echo \"exit $?\"; \
+         : > done; wait",
     );
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
