@@ -4,7 +4,13 @@
 
 use paraes_core::container::ContainerError;
 use paraes_core::pipeline::PipelineError;
+use paraes_files::FileError;
 use paraes_gpu::GpuError;
+
+/// The advice when an output cannot be written where it would go; one-file and many-file runs
+/// share it, and only one-file runs take `-o`.
+const WRITE_ELSEWHERE: &str =
+    "write elsewhere (-o PATH for one file, --output-dir DIR for several)";
 
 /// The recommendation for `error`, if there is one.
 pub fn advice(error: &anyhow::Error) -> Option<String> {
@@ -36,6 +42,9 @@ pub fn advice(error: &anyhow::Error) -> Option<String> {
                 _ => {}
             }
         }
+        if let Some(e) = cause.downcast_ref::<FileError>() {
+            return file_advice(e);
+        }
         if let Some(PipelineError::BadPadding) = cause.downcast_ref::<PipelineError>() {
             return Some("if the stream was made with --no-pad, add --no-pad".to_owned());
         }
@@ -51,6 +60,27 @@ pub fn advice(error: &anyhow::Error) -> Option<String> {
     None
 }
 
+/// What to do about a file that cannot be read or written, in this tool's options.
+fn file_advice(error: &FileError) -> Option<String> {
+    let advice = match error {
+        FileError::Terminal(None) => "redirect it (> FILE) or use -o PATH".to_owned(),
+        FileError::Terminal(Some(_)) => "choose another -o".to_owned(),
+        FileError::DerivedNameTaken(_) => format!("remove it, or {WRITE_ELSEWHERE}"),
+        FileError::OutputIsDirectory(_) => "give a file name with -o".to_owned(),
+        FileError::Exists(_) | FileError::AppearedMeanwhile(_) => {
+            "use --force to overwrite it".to_owned()
+        }
+        FileError::CannotCreate { .. } => WRITE_ELSEWHERE.to_owned(),
+        FileError::InputNotRegular { .. } => {
+            "many-file runs take regular files only; give it alone to stream it".to_owned()
+        }
+        FileError::OutputNotRegular { .. }
+        | FileError::InputIsDirectory(_)
+        | FileError::Io { .. } => return None,
+    };
+    Some(advice)
+}
+
 /// The one line that reports `error`: its chain, then the recommendation if there is one.
 pub fn error_line(error: &anyhow::Error) -> String {
     let mut message = format!("{error:#}");
@@ -60,19 +90,7 @@ pub fn error_line(error: &anyhow::Error) -> String {
     one_line(&message)
 }
 
-/// `text` with control characters escaped (`\n`, `\t`, ...), so that a file name holding a
-/// newline cannot split an error into several lines.
-pub fn one_line(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
-}
+pub use paraes_files::one_line;
 
 #[cfg(test)]
 mod tests {

@@ -11,8 +11,6 @@ mod commands;
 mod engines;
 mod files;
 mod keys;
-mod lease;
-mod output;
 mod plan;
 mod progress;
 mod prompt;

@@ -15,7 +15,7 @@ use paraes_core::Mode;
 use serde_json::json;
 
 use crate::cli::InfoArgs;
-use crate::output::Input;
+use paraes_files::{Input, InputKinds};
 
 /// Names a stanza kind list.
 fn list_stanzas(stanzas: &[StanzaKind]) -> String {
@@ -28,7 +28,7 @@ fn list_stanzas(stanzas: &[StanzaKind]) -> String {
 
 /// `info`.
 pub fn run(args: &InfoArgs) -> Result<()> {
-    let mut input = Input::open(Some(&args.file))?;
+    let mut input = Input::open(Some(&args.file), InputKinds::FilesAndStreams)?;
     let header = UnverifiedHeader::read(&mut input).map_err(|e| match e {
         ContainerError::NotAContainer => anyhow::anyhow!(
             "{} is not a paraes container (no paraes header)",
@@ -40,14 +40,14 @@ pub fn run(args: &InfoArgs) -> Result<()> {
     let layout = input.len().map(|len| info.layout(len));
     let stale = input
         .path()
-        .map(crate::output::leftovers)
+        .map(paraes_files::leftovers)
         .unwrap_or_default();
     if args.json {
         println!("{}", as_json(info, layout.as_ref(), stale.len()));
     } else {
         print_text(info, layout.as_ref());
         if !stale.is_empty() {
-            println!("leftovers:    {}", crate::output::leftovers_warning(&stale));
+            println!("leftovers:    {}", paraes_files::leftovers_warning(&stale));
         }
     }
     if let Some(Err(why)) = layout {

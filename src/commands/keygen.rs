@@ -10,7 +10,7 @@ use paraes_core::KeySize;
 use zeroize::Zeroizing;
 
 use crate::cli::KeygenArgs;
-use crate::output::{Output, Reach};
+use paraes_files::{Output, OutputOptions};
 
 /// Writes a secret `text` to `-o PATH` (mode 0600, put in place whole or not at all) or
 /// standard output.
@@ -20,11 +20,18 @@ fn write_secret(output: Option<&Path>, force: bool, text: &str) -> Result<()> {
             .write_all(text.as_bytes())
             .context("writing the key failed"),
         Some(path) => {
-            let mut file = Output::create(Some(path), force, false, Reach::ThisMachine, false)?;
+            let mut file = Output::create(
+                Some(path),
+                &OutputOptions {
+                    replace: force,
+                    binary: false,
+                    ..OutputOptions::default()
+                },
+            )?;
             file.writer()
                 .write_all(text.as_bytes())
                 .with_context(|| format!("writing {} failed", path.display()))?;
-            file.commit()
+            Ok(file.commit()?)
         }
     }
 }

@@ -2,7 +2,6 @@
 //! arguments) into work on the library crates and a report.
 
 pub mod bench;
-pub mod guard;
 pub mod info;
 pub mod keygen;
 pub mod rekey;

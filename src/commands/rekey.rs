@@ -6,7 +6,7 @@
 //! where the kernel grants one, and a re-read of its header right before the first write.
 //! docs/FORMAT.md, "Rekey without re-encrypting"; docs/RELIABILITY.md.
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{BufReader, Write};
 use std::os::unix::fs::{FileExt, MetadataExt};
 
@@ -17,10 +17,9 @@ use paraes_core::container::{
 use paraes_core::positioned::ReadAt;
 
 use crate::advice::one_line;
-use crate::commands::guard::{self, Snapshot};
-use crate::lease::Lease;
-use crate::output::{Output, Reach};
 use crate::plan::RekeyPlan;
+use paraes_files::lease::Lease;
+use paraes_files::replace::{Step, TakeError, Taken};
 
 /// `rekey`: new stanzas for the same file key; in place when they fit, else a rewritten file
 /// renamed over the old one. A symbolic link is rekeyed at its target.
@@ -34,27 +33,27 @@ pub fn run(args: &RekeyPlan) -> Result<()> {
     let new = NewStanzas::prepare(&args.new.recipients(&warn)?)?;
     // Through a link, the container rekeyed is the link's target, in place or rewritten
     // beside it; the link stays a link.
-    let target = fs::canonicalize(&args.file)
-        .with_context(|| format!("cannot open {shown} for rekeying"))?;
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&target)
-        .with_context(|| format!("cannot open {shown} for rekeying"))?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        bail!("{shown} is not a regular file");
-    }
-    guard::lock(&file, &target, &meta).with_context(|| format!("cannot rekey {shown}"))?;
-    let snapshot = Snapshot::of(&meta);
-    let stale = crate::output::leftovers(&target);
+    let taken = Taken::take(&args.file).map_err(|e| match e {
+        TakeError::Open(e) => {
+            anyhow::Error::new(e).context(format!("cannot open {shown} for rekeying"))
+        }
+        TakeError::NotRegular => anyhow!("{shown} is not a regular file"),
+        TakeError::Guard(e) => anyhow::Error::new(e).context(format!("cannot rekey {shown}")),
+    })?;
+    let Taken {
+        target,
+        file,
+        meta,
+        snapshot,
+    } = &taken;
+    let stale = paraes_files::leftovers(target);
     if !stale.is_empty() {
-        warn(&crate::output::leftovers_warning(&stale));
+        warn(&paraes_files::leftovers_warning(&stale));
     }
     let unverified =
-        UnverifiedHeader::read(&mut BufReader::new(&file)).with_context(|| shown.clone())?;
+        UnverifiedHeader::read(&mut BufReader::new(file)).with_context(|| shown.clone())?;
     // The body check proves the opened file key is the body's before anything is written.
-    let opened = unverified.open(&unlock, BodyAccess::File(&file))?;
+    let opened = unverified.open(&unlock, BodyAccess::File(file))?;
     if let Some(ignored) = opened.ignored_slot() {
         crate::run::prepare::tell_ignored_slot(args.quiet, &shown, ignored);
     }
@@ -69,11 +68,11 @@ pub fn run(args: &RekeyPlan) -> Result<()> {
             // The lease covers the writes alone (taken after any prompt, so no reader waits
             // on a user): whatever wrote to the file before it was taken, the re-read below
             // finds.
-            let lease = take_lease(&file, args.verbose, &shown);
+            let lease = take_lease(file, args.verbose, &shown);
             let record = snapshot
-                .recheck(&file, opened.header_bytes())
+                .recheck(file, opened.header_bytes())
                 .with_context(|| format!("cannot rekey {shown} in place"))?;
-            rekey_in_place(&file, &opened, &plan, in_place, &record)
+            rekey_in_place(file, &opened, &plan, in_place, &record)
                 .with_context(|| format!("rekeying {shown} failed"))?;
             drop(lease);
             if !args.quiet {
@@ -91,25 +90,26 @@ pub fn run(args: &RekeyPlan) -> Result<()> {
                     if args.rewrite { "--rewrite asks for a copy" } else { "its new stanzas need a larger header" }
                 );
             }
-            let output = Output::create(Some(&target), true, true, Reach::ThisMachine, false)?;
-            let copy = output.file().expect("a path gives a file output");
-            guard::keep_owner_and_mode(copy, &meta)
-                .and_then(|()| Ok(write_copy(copy, header, &file, *body_offset, meta.len())?))
-                .with_context(|| {
-                    format!("writing the rekeyed copy of {shown} failed ({shown} is unchanged)")
+            taken
+                .replace_by_copy(
+                    opened.header_bytes(),
+                    |copy| Ok(write_copy(copy, header, file, *body_offset, meta.len())?),
+                    |copy, ()| Ok(opened.confirm_rekey(&plan, BodyAccess::File(copy))?),
+                )
+                .map_err(|(step, e): (Step, anyhow::Error)| {
+                    e.context(match step {
+                        Step::Write => format!(
+                            "writing the rekeyed copy of {shown} failed ({shown} is unchanged)"
+                        ),
+                        Step::Confirm => format!(
+                            "the rekeyed copy of {shown} did not read back ({shown} is unchanged)"
+                        ),
+                        Step::Recheck => format!("cannot replace {shown} with its rekeyed copy"),
+                        Step::Commit => {
+                            format!("replacing {shown} failed ({shown} is unchanged)")
+                        }
+                    })
                 })?;
-            opened
-                .confirm_rekey(&plan, BodyAccess::File(copy))
-                .with_context(|| {
-                    format!("the rekeyed copy of {shown} did not read back ({shown} is unchanged)")
-                })?;
-            snapshot
-                .recheck_path(&target, &file, opened.header_bytes())
-                .with_context(|| format!("cannot replace {shown} with its rekeyed copy"))?;
-            // Durable, renamed over the target, and the directory synced.
-            output
-                .commit()
-                .with_context(|| format!("replacing {shown} failed ({shown} is unchanged)"))?;
             if !args.quiet {
                 eprintln!(
                     "paraes: rekeyed {shown} ({}: the body was copied unchanged)",
@@ -298,6 +298,7 @@ mod tests {
     use super::*;
     use paraes_core::container::{self, Identity, Recipient, Unlock};
     use paraes_core::{pipeline, CpuEngine, Direction, Key, KeySize};
+    use std::fs;
 
     fn key(byte: u8) -> Key {
         Key::new(&[byte; 32]).unwrap()

@@ -16,10 +16,9 @@ use paraes_core::positioned::ReadAt;
 use paraes_core::{CpuEngine, Direction, Engine, KeySize};
 
 use crate::advice::one_line;
-use crate::commands::guard::{self, Snapshot};
-use crate::output::{Output, Reach};
 use crate::plan::UpgradePlan;
 use crate::run::prepare::warner;
+use paraes_files::replace::{Step, Taken};
 
 /// Runs `upgrade` over every file of the plan, one after another (each file's pipeline uses
 /// every core); a file that fails is reported and the others go on.
@@ -61,20 +60,10 @@ pub fn run(plan: &UpgradePlan) -> Result<()> {
 
 /// Upgrades one v2 container in place of itself (a symbolic link: at its target).
 fn upgrade_one(path: &Path, unlock: &Unlock, engine: &dyn Engine, key_size: KeySize) -> Result<()> {
-    let target = fs::canonicalize(path).context("cannot open it")?;
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&target)
-        .context("cannot open it")?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        bail!("not a regular file");
-    }
     // The same lock as rekey: an upgrade and a rekey of one file never interleave.
-    guard::lock(&file, &target, &meta)?;
-    let snapshot = Snapshot::of(&meta);
-    let unverified = UnverifiedHeader::read(&mut BufReader::new(&file))?;
+    let taken = Taken::take(path)?;
+    let Taken { file, meta, .. } = &taken;
+    let unverified = UnverifiedHeader::read(&mut BufReader::new(file))?;
     match unverified.info().version {
         2 => {}
         3 => bail!("it is already format v3"),
@@ -82,7 +71,7 @@ fn upgrade_one(path: &Path, unlock: &Unlock, engine: &dyn Engine, key_size: KeyS
             "it is format v{v}, which has no file key to keep: decrypt it and encrypt it again"
         ),
     }
-    let opened = unverified.open(unlock, BodyAccess::File(&file))?;
+    let opened = unverified.open(unlock, BodyAccess::File(file))?;
     let (header, upgraded) = opened.upgrade(key_size)?;
     // Only the slot that opened the file is kept: with --allow-unverified-slot, the other
     // slot's recipients lose their way in, and are named.
@@ -105,19 +94,24 @@ fn upgrade_one(path: &Path, unlock: &Unlock, engine: &dyn Engine, key_size: KeyS
             meta.nlink()
         );
     }
-    let output = Output::create(Some(&target), true, true, Reach::ThisMachine, false)?;
-    let copy = output.file().expect("a path gives a file output");
-    guard::keep_owner_and_mode(copy, &meta)?;
-    let plaintext = transcrypt(&opened, &upgraded, &header, &file, meta.len(), copy, engine)
-        .context("writing the upgraded copy failed (the file is unchanged)")?;
-    confirm(&opened, copy, engine, &plaintext)
-        .context("the upgraded copy did not read back whole (the file is unchanged)")?;
-    snapshot
-        .recheck_path(&target, &file, opened.header_bytes())
-        .context("cannot replace it with its upgraded copy")?;
-    output
-        .commit()
-        .context("replacing the file with its upgraded copy failed (the file is unchanged)")
+    taken
+        .replace_by_copy(
+            opened.header_bytes(),
+            |copy| transcrypt(&opened, &upgraded, &header, file, meta.len(), copy, engine),
+            |copy, plaintext| confirm(&opened, copy, engine, &plaintext),
+        )
+        .map_err(|(step, e): (Step, anyhow::Error)| {
+            e.context(match step {
+                Step::Write => "writing the upgraded copy failed (the file is unchanged)",
+                Step::Confirm => {
+                    "the upgraded copy did not read back whole (the file is unchanged)"
+                }
+                Step::Recheck => "cannot replace it with its upgraded copy",
+                Step::Commit => {
+                    "replacing the file with its upgraded copy failed (the file is unchanged)"
+                }
+            })
+        })
 }
 
 /// The plaintext that went through an upgrade: its length and BLAKE3 hash, taken on the way

@@ -5,9 +5,10 @@
 use std::io::BufReader;
 use std::path::Path;
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, Result};
 use paraes_core::container::{self, ContainerError, IgnoredSlot, Unlock, UnverifiedHeader};
 use paraes_core::{CpuEngine, Engine};
+use paraes_files::FileError;
 
 use crate::plan::{Ui, VerifyPlan};
 use crate::progress::Progress;
@@ -65,14 +66,12 @@ fn verify_one(
     threads: usize,
 ) -> Result<(u64, Option<IgnoredSlot>)> {
     // A FIFO or device would block or never end: verify reads container files at offsets.
-    let file = crate::output::open_regular_file(path, |path, meta| {
-        if !meta.is_file() {
-            bail!(
-                "{} is not a regular file: verify reads container files at their offsets; save a stream to a file first",
-                path.display()
-            );
-        }
-        Ok(())
+    let file = paraes_files::open_regular_file(path).map_err(|e| match e {
+        FileError::InputIsDirectory(_) | FileError::InputNotRegular { .. } => anyhow!(
+            "{} is not a regular file: verify reads container files at their offsets; save a stream to a file first",
+            path.display()
+        ),
+        other => other.into(),
     })?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let header = UnverifiedHeader::read(&mut BufReader::new(&file)).map_err(|e| match e {

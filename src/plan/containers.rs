@@ -79,7 +79,8 @@ pub(super) fn containers(
         let refused = many
             .then(|| fs::metadata(&path).ok())
             .flatten()
-            .and_then(|meta| crate::output::not_regular(&path, &meta));
+            .and_then(|meta| paraes_files::check_regular(&path, &meta).err())
+            .map(|refused| crate::advice::error_line(&refused.into()));
         match refused {
             Some(why) => unlisted.push((path, why)),
             None => files.push(path),

@@ -300,8 +300,6 @@ pub(super) fn finish(parts: CryptInputs<'_>) -> Result<CryptPlan> {
     }
     let (engine, runner) = engine_and_runner(command, parts.engine)?;
     let files = if many {
-        // A FIFO or device among many inputs would block or never end the run.
-        crate::output::regular_inputs_only();
         many_files(&parts, runner)?
     } else {
         let input = parts

@@ -178,6 +178,17 @@ pub enum Files {
     },
 }
 
+impl Files {
+    /// Which inputs the run opens: one input alone may be a FIFO or device, read as a
+    /// stream; among many, a FIFO or device would block or never end the run.
+    pub fn input_kinds(&self) -> paraes_files::InputKinds {
+        match self {
+            Files::One(_) => paraes_files::InputKinds::FilesAndStreams,
+            Files::Many { .. } => paraes_files::InputKinds::RegularOnly,
+        }
+    }
+}
+
 /// `dec --range START..END`: plaintext bytes, END exclusive; open ends allowed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ByteRange {

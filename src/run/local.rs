@@ -11,10 +11,10 @@ use anyhow::{Context, Result};
 use paraes_core::pipeline::{self, PipelineError, Segment, Stages};
 use paraes_core::{Direction, Engine};
 
-use crate::output::Reach;
 use crate::plan::{CryptPlan, FileTask};
 use crate::progress::{Progress, Summary};
 use crate::run::prepare::{self, Credentials, Prepared};
+use paraes_files::Reach;
 
 /// Runs the one file of `plan` in this process.
 pub fn run(plan: &CryptPlan, file: &FileTask) -> Result<Summary> {

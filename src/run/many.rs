@@ -18,12 +18,12 @@ use paraes_core::pipeline::Stages;
 use rustix::fs::{mkdirat, openat, statat, AtFlags, FileType, Mode, OFlags, CWD};
 use rustix::io::Errno;
 
-use crate::output::{sync_directory, Reach};
 use crate::plan::{CryptPlan, FileTask, OutputTarget};
 use crate::progress::{FileCount, Progress, Summary};
 use crate::run::local;
 use crate::run::prepare::{self, Credentials, Reported};
 use crate::units::thousands;
+use paraes_files::{sync_directory, Reach};
 
 /// Files up to this size run concurrently, each on one thread; larger ones through the
 /// pipeline, one at a time (each chunk of those is already spread over every core).

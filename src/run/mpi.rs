@@ -11,10 +11,10 @@ use paraes_mpi::{execute, Assignment, IoStrategy, JobError, Mpi, Reason, RootIo}
 
 use crate::advice::{error_line, one_line};
 use crate::engines::EngineChoice;
-use crate::output::Reach;
 use crate::plan::{CryptPlan, FileTask, Files, MpiIo, OutputTarget};
 use crate::progress::{FileCount, Summary};
 use crate::run::prepare::{self, Credentials, Prepared, Reported};
+use paraes_files::Reach;
 
 /// Runs the one file of `plan` on every rank; rank 0 returns the summary.
 pub fn run(plan: &CryptPlan, file: &FileTask, io: Option<MpiIo>) -> Result<Option<Summary>> {

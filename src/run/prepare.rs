@@ -16,8 +16,8 @@ use paraes_core::stream::StreamError;
 use paraes_core::{Direction, Key, Mode};
 
 use crate::keys::Warn;
-use crate::output::{Input, Output, Reach};
 use crate::plan::{CryptPlan, FileTask, Format, OutputTarget};
+use paraes_files::{Input, Output, OutputOptions, Reach};
 
 /// A job of `enc` or `dec`, ready to run on any runner: the stream and both ends, opened.
 pub struct Prepared {
@@ -150,14 +150,18 @@ pub fn prepare(
     reach: Reach,
 ) -> Result<Prepared> {
     let warn = warner(plan.ui.quiet);
-    let mut input = Input::open(file.input.as_deref())?;
+    let mut input = Input::open(file.input.as_deref(), plan.files.input_kinds())?;
     let dest = match &file.output {
         OutputTarget::Stdout => None,
         OutputTarget::Path { path, .. } => Some(path.as_path()),
     };
-    let force = matches!(file.output, OutputTarget::Path { force: true, .. });
-    let derived = matches!(file.output, OutputTarget::Path { derived: true, .. });
-    let binary_output = plan.direction == Direction::Encrypt;
+    let options = OutputOptions {
+        replace: matches!(file.output, OutputTarget::Path { force: true, .. }),
+        binary: plan.direction == Direction::Encrypt,
+        reach,
+        derived_name: matches!(file.output, OutputTarget::Path { derived: true, .. }),
+        stream_into_special_files: true,
+    };
 
     let key_size = match &plan.format {
         Format::Raw {
@@ -182,7 +186,7 @@ pub fn prepare(
                 (None, Mode::Ctr, Direction::Encrypt) => fresh_iv()?,
                 (None, _, _) => [0; 16],
             };
-            let output = Output::create(dest, force, binary_output, reach, derived)?;
+            let output = Output::create(dest, &options)?;
             return Ok(Prepared {
                 stream: Stream::raw(key, mode, iv, *padding, plan.chunk_size),
                 input,
@@ -192,7 +196,7 @@ pub fn prepare(
         Format::Message { context, .. } => {
             let key = credentials.raw_key()?;
             let stream = message_stream(plan, key, context, &mut input)?;
-            let output = Output::create(dest, force, binary_output, reach, derived)?;
+            let output = Output::create(dest, &options)?;
             return Ok(Prepared {
                 stream,
                 input,
@@ -247,7 +251,7 @@ pub fn prepare(
             opened
         }
     };
-    let output = Output::create(dest, force, binary_output, reach, derived)?;
+    let output = Output::create(dest, &options)?;
     Ok(Prepared {
         // A v3 body goes through the pipeline in batches of --chunk-size (MPI ranks split the
         // body at its multiples); a v1/v2 body one format chunk at a time.

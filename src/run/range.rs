@@ -6,11 +6,11 @@
 use anyhow::{bail, Context, Result};
 use paraes_core::container::RangeError;
 
-use crate::output::{Input, Reach};
 use crate::plan::{ByteRange, CryptPlan, FileTask};
 use crate::progress::{Progress, Summary};
 use crate::run::local::name_failure;
 use crate::run::prepare::{self, Credentials, Prepared};
+use paraes_files::{Input, Reach};
 
 /// Runs `dec --range` on the one container or bare message of `plan`.
 pub fn run(plan: &CryptPlan, file: &FileTask, range: ByteRange) -> Result<Summary> {

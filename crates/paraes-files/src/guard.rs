@@ -1,4 +1,4 @@
-//! What `rekey` and `upgrade` hold on to while they change a container: the exclusive lock two
+//! What a change of a container in place (`rekey`, `upgrade`) holds on to: the exclusive lock two
 //! paraes processes honour, the owner and mode a replacing copy keeps, and a [`Snapshot`] of
 //! the file as it was opened (its identity, size, mtime, ctime and header bytes), compared again
 //! right before the first write in place and right before a copy is renamed over it, so that a
@@ -8,7 +8,43 @@ use std::fs::{self, File, Metadata};
 use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+/// Why a guarded change stopped before it touched the file.
+#[derive(Debug, thiserror::Error)]
+pub enum GuardError {
+    /// Another paraes holds the lock.
+    #[error(
+        "another paraes is rekeying or upgrading it: wait for it to finish, then run this again"
+    )]
+    Busy,
+    /// The lock could not be taken.
+    #[error("locking it failed")]
+    Locking(#[source] std::io::Error),
+    /// The path no longer names a file.
+    #[error("it disappeared")]
+    Disappeared(#[source] std::io::Error),
+    /// The path names another file than the one locked.
+    #[error(
+        "it was replaced while this started (another rekey or upgrade rewrote it): run this again"
+    )]
+    Replaced,
+    /// The copy's mode could not be set.
+    #[error("setting the copy's mode failed")]
+    Mode(#[source] std::io::Error),
+    /// The file changed after it was read.
+    #[error("it changed after paraes read it (another program wrote to it): nothing was written; check what it holds now, then run this again")]
+    Changed,
+    /// Another file took the name.
+    #[error("another file was moved to its name meanwhile: it was left as it is, and nothing was replaced")]
+    MovedOver,
+    /// The file changed before the copy replaced it.
+    #[error("nothing was replaced")]
+    NotReplaced(#[source] Box<GuardError>),
+    /// Reading the file's facts failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+type Result<T, E = GuardError> = std::result::Result<T, E>;
 
 /// Takes an exclusive lock on the container for the whole rekey or upgrade (released when
 /// `file` is closed), so two of them never interleave their writes; then checks that `path`
@@ -16,18 +52,12 @@ use anyhow::{bail, Context, Result};
 pub fn lock(file: &File, path: &Path, meta: &Metadata) -> Result<()> {
     use rustix::fs::{flock, FlockOperation};
     flock(file, FlockOperation::NonBlockingLockExclusive).map_err(|e| match e {
-        rustix::io::Errno::WOULDBLOCK => {
-            anyhow::anyhow!(
-                "another paraes is rekeying or upgrading it: wait for it to finish, then run this again"
-            )
-        }
-        other => anyhow::Error::new(std::io::Error::from(other)).context("locking it failed"),
+        rustix::io::Errno::WOULDBLOCK => GuardError::Busy,
+        other => GuardError::Locking(other.into()),
     })?;
-    let now = fs::metadata(path).context("it disappeared")?;
+    let now = fs::metadata(path).map_err(GuardError::Disappeared)?;
     if (now.dev(), now.ino()) != (meta.dev(), meta.ino()) {
-        bail!(
-            "it was replaced while this started (another rekey or upgrade rewrote it): run this again"
-        );
+        return Err(GuardError::Replaced);
     }
     Ok(())
 }
@@ -42,7 +72,7 @@ pub fn keep_owner_and_mode(copy: &File, meta: &Metadata) -> Result<()> {
         mode &= !0o6000;
     }
     copy.set_permissions(fs::Permissions::from_mode(mode))
-        .context("setting the copy's mode failed")
+        .map_err(GuardError::Mode)
 }
 
 /// A file as paraes opened it: taken before its header is read, compared before anything is
@@ -72,14 +102,13 @@ impl Snapshot {
     /// (before and after the read) and its first bytes equal to `header`, the header (and v3's
     /// salt and commitment) that opened it. Returns the bytes read: the undo record.
     pub fn recheck(&self, file: &File, header: &[u8]) -> Result<Vec<u8>> {
-        let changed = "it changed after paraes read it (another program wrote to it): nothing \
-                       was written; check what it holds now, then run this again";
         let before = Snapshot::of(&file.metadata()?);
         let mut bytes = vec![0u8; header.len()];
-        file.read_exact_at(&mut bytes, 0).context(changed)?;
+        file.read_exact_at(&mut bytes, 0)
+            .map_err(|_| GuardError::Changed)?;
         let after = Snapshot::of(&file.metadata()?);
         if before != *self || after != *self || bytes != header {
-            bail!(changed);
+            return Err(GuardError::Changed);
         }
         Ok(bytes)
     }
@@ -87,13 +116,13 @@ impl Snapshot {
     /// Right before a copy is renamed over `path`: `path` still names this file, and
     /// [`Snapshot::recheck`] passes (nobody rewrote it in place while the copy was made).
     pub fn recheck_path(&self, path: &Path, file: &File, header: &[u8]) -> Result<()> {
-        let now = fs::metadata(path).context("it disappeared")?;
+        let now = fs::metadata(path).map_err(GuardError::Disappeared)?;
         if (now.dev(), now.ino()) != (self.dev, self.ino) {
-            bail!("another file was moved to its name meanwhile: it was left as it is, and nothing was replaced");
+            return Err(GuardError::MovedOver);
         }
         self.recheck(file, header)
             .map(drop)
-            .context("nothing was replaced")
+            .map_err(|e| GuardError::NotReplaced(Box::new(e)))
     }
 }
 

@@ -1,0 +1,21 @@
+//! paraes-files: the file layer every paraes front end shares (the CLI, its MPI runner and
+//! the Python package), so that each gets the same rails: inputs opened by one rule set
+//! ([`Input`], [`InputKinds`]), outputs that take their name only when whole ([`Output`],
+//! [`OutputOptions`]), the leftovers a killed run can leave ([`leftovers`]), and the guards of
+//! a change in place ([`guard`], [`lease`]). Errors are typed ([`FileError`]) and name no
+//! command-line flag: each front end adds its own advice by the error's type.
+#![deny(missing_docs)]
+
+mod error;
+pub mod guard;
+mod input;
+pub mod lease;
+mod leftovers;
+mod output;
+pub mod pending;
+pub mod replace;
+
+pub use error::{one_line, FileError};
+pub use input::{check_regular, open_regular_file, Input, InputKinds};
+pub use leftovers::{leftovers, leftovers_warning};
+pub use output::{sync_directory, Output, OutputOptions, Reach, Temporary};

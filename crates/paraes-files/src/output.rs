@@ -1,0 +1,405 @@
+//! Outputs with the safety rails. An output file is written to an unnamed temporary (Linux
+//! `O_TMPFILE`) in its directory and linked into place only when the job succeeded, so that no
+//! signal, not even SIGKILL, can leave a partial file behind; where the file system has no
+//! `O_TMPFILE` (or MPI ranks on other nodes must open it by name), a named hidden temporary
+//! beside it is the fallback. Never over an existing file unless the call allows it; standard
+//! output, FIFOs and devices are written as streams where the call allows that.
+
+use std::fs::{self, File};
+use std::io::{self, IsTerminal, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{AtFlags, Mode, OFlags, CWD};
+use rustix::io::Errno;
+use tempfile::NamedTempFile;
+
+use crate::error::{special_kind, FileError};
+use crate::pending::{named_done, set_pending, Pending};
+
+/// How an output is made: one value, not a row of booleans.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutputOptions {
+    /// Whether an existing regular file may be replaced (the CLI's `--force`, Python's
+    /// `overwrite=True`).
+    pub replace: bool,
+    /// Binary data: a terminal is refused.
+    pub binary: bool,
+    /// Who must be able to open the unfinished output by a path.
+    pub reach: Reach,
+    /// The name was derived from an input's name, not given: it is written only when it is
+    /// free or a regular file, never through a symbolic link and never as a stream into a FIFO
+    /// or device someone else put there.
+    pub derived_name: bool,
+    /// Whether an existing FIFO or device is written as a stream (the CLI: `-o /dev/null`, a
+    /// named pipe); otherwise it is refused, as anything but a regular file is.
+    pub stream_into_special_files: bool,
+}
+
+impl OutputOptions {
+    /// A copy that replaces the regular file it is named after (rekey and upgrade by rewrite).
+    pub fn replacing() -> Self {
+        OutputOptions {
+            replace: true,
+            ..OutputOptions::default()
+        }
+    }
+}
+
+impl Default for OutputOptions {
+    /// Binary data, nothing replaced, unfinished output reachable on this machine, a name the
+    /// user gave, FIFOs and devices written as streams.
+    fn default() -> Self {
+        OutputOptions {
+            replace: false,
+            binary: true,
+            reach: Reach::ThisMachine,
+            derived_name: false,
+            stream_into_special_files: true,
+        }
+    }
+}
+
+/// Who must be able to open the unfinished output by a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// Processes on this machine (this one, MPI ranks on this node): an unnamed temporary
+    /// does, through `/proc/PID/fd/N`.
+    ThisMachine,
+    /// Processes on other machines too (MPI ranks on other nodes): it needs a name.
+    OtherMachines,
+}
+
+/// The temporary an output file is written to.
+pub enum Temporary {
+    /// `O_TMPFILE`: no name until [`Output::commit`] links it.
+    Anonymous(File),
+    /// A named hidden file beside the destination (the fallback).
+    Named(NamedTempFile),
+}
+
+/// Where the data goes.
+pub enum Output {
+    /// Standard output.
+    Stdout(io::Stdout),
+    /// An existing FIFO or device (`-o /dev/null`, a named pipe) and its path: written in
+    /// place, as a stream.
+    Stream(File, PathBuf),
+    /// A temporary file that becomes `dest` on [`Output::commit`].
+    File {
+        /// The temporary (deleted with the process, or on drop, unless committed).
+        temp: Temporary,
+        /// The final name.
+        dest: PathBuf,
+        /// Whether an existing `dest` may be replaced.
+        force: bool,
+    },
+}
+
+impl Output {
+    /// Prepares the output `dest` (`None`: standard output) as `options` say.
+    pub fn create(dest: Option<&Path>, options: &OutputOptions) -> Result<Self, FileError> {
+        let Some(dest) = dest else {
+            let stdout = io::stdout();
+            if options.binary && stdout.is_terminal() {
+                return Err(FileError::Terminal(None));
+            }
+            set_pending(Pending::Stream);
+            return Ok(Output::Stdout(stdout));
+        };
+        if options.derived_name {
+            if let Ok(existing) = fs::symlink_metadata(dest) {
+                if !existing.is_file() {
+                    return Err(FileError::DerivedNameTaken(dest.to_path_buf()));
+                }
+            }
+        }
+        if let Ok(existing) = fs::metadata(dest) {
+            if existing.is_dir() {
+                return Err(FileError::OutputIsDirectory(dest.to_path_buf()));
+            }
+            if let Some(kind) = special_kind(existing.file_type()) {
+                if !options.stream_into_special_files {
+                    return Err(FileError::OutputNotRegular {
+                        path: dest.to_path_buf(),
+                        kind,
+                    });
+                }
+                // A FIFO or device cannot be replaced by a renamed temporary: stream into it.
+                let file = fs::OpenOptions::new().write(true).open(dest).map_err(|e| {
+                    FileError::io(format!("cannot open {} for writing", dest.display()), e)
+                })?;
+                if options.binary && file.is_terminal() {
+                    return Err(FileError::Terminal(Some(dest.to_path_buf())));
+                }
+                set_pending(Pending::Stream);
+                return Ok(Output::Stream(file, dest.to_path_buf()));
+            }
+            if !options.replace {
+                return Err(FileError::Exists(dest.to_path_buf()));
+            }
+        }
+        let dir = directory_of(dest);
+        let anonymous = match options.reach {
+            Reach::ThisMachine => anonymous_in(dir).map_err(|e| cannot_create(dest, dir, e))?,
+            Reach::OtherMachines => None,
+        };
+        let temp = match anonymous {
+            Some(file) => {
+                set_pending(Pending::Anonymous);
+                Temporary::Anonymous(file)
+            }
+            None => {
+                let named = named_in(dir, dest).map_err(|e| cannot_create(dest, dir, e))?;
+                set_pending(Pending::Named(named.path().to_path_buf()));
+                Temporary::Named(named)
+            }
+        };
+        Ok(Output::File {
+            temp,
+            dest: dest.to_path_buf(),
+            force: options.replace,
+        })
+    }
+
+    /// Writes `bytes` at `offset` of an output file paraes created (its temporary), for
+    /// writers that place their pieces themselves (several threads or ranks); refused for a
+    /// stream, which has no offsets.
+    pub fn write_at(&self, bytes: &[u8], offset: u64) -> Result<(), FileError> {
+        match self.file() {
+            Some(file) => file
+                .write_all_at(bytes, offset)
+                .map_err(|e| FileError::io(format!("writing {} failed", self.name()), e)),
+            None => Err(FileError::io(
+                format!("writing {} failed", self.name()),
+                io::Error::new(io::ErrorKind::Unsupported, "a stream has no offsets"),
+            )),
+        }
+    }
+
+    /// A path through which other processes can open the unfinished output for writing
+    /// (MPI ranks), when the output is a file.
+    pub fn shared_path(&self) -> Option<PathBuf> {
+        match self {
+            Output::File {
+                temp: Temporary::Anonymous(file),
+                ..
+            } => Some(PathBuf::from(format!(
+                "/proc/{}/fd/{}",
+                std::process::id(),
+                file.as_raw_fd()
+            ))),
+            Output::File {
+                temp: Temporary::Named(named),
+                ..
+            } => Some(named.path().to_path_buf()),
+            _ => None,
+        }
+    }
+
+    /// The unfinished output file itself, to read back what was written before
+    /// [`Output::commit`] (rekey checks its copy), when the output is a file.
+    pub fn file(&self) -> Option<&File> {
+        match self {
+            Output::File {
+                temp: Temporary::Anonymous(file),
+                ..
+            } => Some(file),
+            Output::File {
+                temp: Temporary::Named(named),
+                ..
+            } => Some(named.as_file()),
+            _ => None,
+        }
+    }
+
+    /// Whether the output is a file (not a stream).
+    pub fn is_file(&self) -> bool {
+        matches!(self, Output::File { .. })
+    }
+
+    /// The output as error messages name it.
+    pub fn name(&self) -> String {
+        match self {
+            Output::Stdout(_) => "standard output".to_owned(),
+            Output::Stream(_, path) | Output::File { dest: path, .. } => path.display().to_string(),
+        }
+    }
+
+    /// The stream to write to.
+    pub fn writer(&mut self) -> &mut (dyn Write + Send) {
+        match self {
+            Output::Stdout(stdout) => stdout,
+            Output::Stream(file, _) => file,
+            Output::File {
+                temp: Temporary::Anonymous(file),
+                ..
+            } => file,
+            Output::File {
+                temp: Temporary::Named(named),
+                ..
+            } => named.as_file_mut(),
+        }
+    }
+
+    /// Makes the output final: flushes it to disk and gives it its name, durably.
+    pub fn commit(self) -> Result<(), FileError> {
+        if let Some(dir) = self.commit_leaving_directory()? {
+            sync_directory(&dir);
+        }
+        Ok(())
+    }
+
+    /// [`Output::commit`] without syncing the directory that holds the new name: returns
+    /// that directory, for a many-file run to sync each of its directories once at the end.
+    pub fn commit_leaving_directory(self) -> Result<Option<PathBuf>, FileError> {
+        let Output::File { temp, dest, force } = self else {
+            self.flush_stream()?;
+            set_pending(Pending::Nothing);
+            return Ok(None);
+        };
+        let shown = dest.display();
+        let linked = match temp {
+            Temporary::Anonymous(file) => {
+                file.sync_all()
+                    .map_err(|e| FileError::io(format!("writing {shown} failed"), e))?;
+                // A signal from here on may find the output already in place: say nothing
+                // about it rather than claim that nothing was left.
+                set_pending(Pending::Nothing);
+                link_anonymous(&file, &dest, force)
+            }
+            Temporary::Named(named) => {
+                named
+                    .as_file()
+                    .sync_all()
+                    .map_err(|e| FileError::io(format!("writing {shown} failed"), e))?;
+                let temp_path = named.path().to_path_buf();
+                let persisted = if force {
+                    named.persist(&dest)
+                } else {
+                    named.persist_noclobber(&dest)
+                };
+                named_done(&temp_path);
+                persisted.map(|_| ()).map_err(|e| e.error)
+            }
+        };
+        set_pending(Pending::Nothing);
+        linked.map_err(|e| {
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                FileError::AppearedMeanwhile(dest.clone())
+            } else {
+                FileError::io(format!("cannot create {shown}"), e)
+            }
+        })?;
+        Ok(Some(directory_of(&dest).to_path_buf()))
+    }
+
+    fn flush_stream(mut self) -> Result<(), FileError> {
+        let name = self.name();
+        self.writer()
+            .flush()
+            .map_err(|e| FileError::io(format!("writing {name} failed"), e))
+    }
+}
+
+/// Makes the names in `dir` durable (best effort: not every file system lets a directory be
+/// synced).
+pub fn sync_directory(dir: &Path) {
+    if let Ok(dir) = File::open(dir) {
+        let _ = dir.sync_all();
+    }
+}
+
+/// The directory a destination lives in.
+pub(crate) fn directory_of(dest: &Path) -> &Path {
+    match dest.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
+}
+
+/// An unnamed file in `dir`, or `None` when the file system cannot make one (or this system
+/// has no `/proc` to name it by later).
+fn anonymous_in(dir: &Path) -> io::Result<Option<File>> {
+    let opened = rustix::fs::open(
+        dir,
+        OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    );
+    let file = match opened {
+        Ok(fd) => File::from(fd),
+        // Kernels and file systems without O_TMPFILE answer one of these.
+        Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOSYS) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let linkable = fs::metadata(format!("/proc/self/fd/{}", file.as_raw_fd())).is_ok();
+    Ok(linkable.then_some(file))
+}
+
+/// A named hidden temporary beside `dest`.
+fn named_in(dir: &Path, dest: &Path) -> io::Result<NamedTempFile> {
+    let name = dest.file_name().map(|n| n.to_string_lossy().into_owned());
+    tempfile::Builder::new()
+        .prefix(&format!(".{}.", name.unwrap_or_default()))
+        .suffix(".paraes-tmp")
+        .tempfile_in(dir)
+}
+
+/// Gives the unnamed `file` the name `dest`: linked directly when `dest` is free (refused if
+/// it appeared meanwhile); with `force` over an existing file, linked to a hidden name and
+/// renamed over it (atomic for readers of `dest`).
+fn link_anonymous(file: &File, dest: &Path, force: bool) -> io::Result<()> {
+    let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
+    let link =
+        |to: &Path| rustix::fs::linkat(CWD, proc_path.as_str(), CWD, to, AtFlags::SYMLINK_FOLLOW);
+    match link(dest) {
+        Ok(()) => return Ok(()),
+        Err(Errno::EXIST) if force => {}
+        Err(e) => return Err(e.into()),
+    }
+    let dir = directory_of(dest);
+    let name = dest.file_name().map(|n| n.to_string_lossy().into_owned());
+    for _ in 0..16 {
+        let mut random = [0u8; 6];
+        paraes_core::container::random_bytes(&mut random).map_err(io::Error::other)?;
+        let hidden = dir.join(format!(
+            ".{}.{}.paraes-tmp",
+            name.as_deref().unwrap_or_default(),
+            hex::encode(random)
+        ));
+        match link(&hidden) {
+            Ok(()) => {
+                // Ours now: a signal removes it (SIGKILL can leave it).
+                set_pending(Pending::Named(hidden.clone()));
+                let renamed = fs::rename(&hidden, dest).inspect_err(|_| {
+                    let _ = fs::remove_file(&hidden);
+                });
+                named_done(&hidden);
+                set_pending(Pending::Nothing);
+                return renamed;
+            }
+            Err(Errno::EXIST) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(io::Error::other("no free temporary name"))
+}
+
+/// Says what a failure to create the temporary means.
+fn cannot_create(dest: &Path, dir: &Path, e: io::Error) -> FileError {
+    // tempfile's message ends with the random name: say what it means instead.
+    let why = match e.kind() {
+        io::ErrorKind::NotFound if dir.is_dir() => {
+            "the file system there cannot hold new files".to_owned()
+        }
+        io::ErrorKind::NotFound => "that directory does not exist".to_owned(),
+        io::ErrorKind::PermissionDenied => "that directory is not writable".to_owned(),
+        kind => io::Error::from(kind).to_string(),
+    };
+    FileError::CannotCreate {
+        dest: dest.to_path_buf(),
+        dir: dir.to_path_buf(),
+        why,
+    }
+}

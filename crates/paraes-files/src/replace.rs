@@ -1,0 +1,107 @@
+//! The one protocol by which paraes changes an existing container (rekey, upgrade): open the
+//! file a path names (a symbolic link: its target) read-write, lock it, and take a
+//! [`Snapshot`]; then either write in place (the caller, under a lease, after
+//! [`Snapshot::recheck`]) or replace it by a copy: a temporary beside it with the file's owner
+//! and mode, written, confirmed by reading it back, the original checked unchanged, and only
+//! then renamed over it. Any failure before the rename leaves the file as it was.
+
+use std::fs::{self, File, Metadata};
+use std::path::{Path, PathBuf};
+
+use crate::guard::{self, GuardError, Snapshot};
+use crate::{FileError, Output, OutputOptions};
+
+/// Why a container could not be taken for a change.
+#[derive(Debug, thiserror::Error)]
+pub enum TakeError {
+    /// It could not be opened read-write.
+    #[error("cannot open it")]
+    Open(#[source] std::io::Error),
+    /// It is not a regular file.
+    #[error("not a regular file")]
+    NotRegular,
+    /// It is locked by another paraes, or was replaced meanwhile.
+    #[error(transparent)]
+    Guard(#[from] GuardError),
+}
+
+/// The step of [`Taken::replace_by_copy`] that failed; every one leaves the file unchanged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Making the copy or writing it.
+    Write,
+    /// Reading the copy back.
+    Confirm,
+    /// The original changed meanwhile (another program wrote to it or moved a file over it).
+    Recheck,
+    /// Renaming the copy over the original.
+    Commit,
+}
+
+/// A container taken for a change: open read-write, locked against other paraes processes,
+/// and its state at the time noted.
+pub struct Taken {
+    /// The file the path names (a symbolic link's target).
+    pub target: PathBuf,
+    /// The open file (the lock lives as long as it does).
+    pub file: File,
+    /// Its metadata when taken.
+    pub meta: Metadata,
+    /// Its state when taken, compared before every write.
+    pub snapshot: Snapshot,
+}
+
+impl Taken {
+    /// Takes the container `path` names.
+    pub fn take(path: &Path) -> Result<Self, TakeError> {
+        let target = fs::canonicalize(path).map_err(TakeError::Open)?;
+        let file = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&target)
+            .map_err(TakeError::Open)?;
+        let meta = file.metadata().map_err(TakeError::Open)?;
+        if !meta.is_file() {
+            return Err(TakeError::NotRegular);
+        }
+        guard::lock(&file, &target, &meta)?;
+        let snapshot = Snapshot::of(&meta);
+        Ok(Taken {
+            target,
+            file,
+            meta,
+            snapshot,
+        })
+    }
+
+    /// Replaces the container by a copy: `write` fills the copy (a fresh temporary beside it,
+    /// with its owner and mode) and returns what `confirm` needs to check the copy read back;
+    /// then the original must still be as taken with `header` (the bytes that opened it) as its
+    /// first bytes, and the copy is renamed over it, durably. On failure, the step that failed
+    /// and its error; the original is unchanged then.
+    pub fn replace_by_copy<T, E>(
+        &self,
+        header: &[u8],
+        write: impl FnOnce(&File) -> Result<T, E>,
+        confirm: impl FnOnce(&File, T) -> Result<(), E>,
+    ) -> Result<(), (Step, E)>
+    where
+        E: From<FileError> + From<GuardError>,
+    {
+        let at = |step: Step| move |e: E| (step, e);
+        let output = Output::create(Some(&self.target), &OutputOptions::replacing())
+            .map_err(E::from)
+            .map_err(at(Step::Write))?;
+        let copy = output.file().expect("a path gives a file output");
+        guard::keep_owner_and_mode(copy, &self.meta)
+            .map_err(E::from)
+            .map_err(at(Step::Write))?;
+        let written = write(copy).map_err(at(Step::Write))?;
+        confirm(copy, written).map_err(at(Step::Confirm))?;
+        self.snapshot
+            .recheck_path(&self.target, &self.file, header)
+            .map_err(E::from)
+            .map_err(at(Step::Recheck))?;
+        output.commit().map_err(E::from).map_err(at(Step::Commit))
+    }
+}
