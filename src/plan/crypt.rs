@@ -1,7 +1,20 @@
 //! The option rules of `enc` and `dec`: format, mode, key sources, inputs and outputs, into
 //! one [`CryptPlan`].
 
-use super::*;
+use std::path::Path;
+
+use anyhow::Result;
+use paraes_core::container::{MAX_CHUNK_SIZE, MIN_CHUNK_SIZE};
+use paraes_core::engine::GCM_CHUNK_LEN;
+use paraes_core::pipeline::DEFAULT_CHUNK_SIZE;
+use paraes_core::{Direction, KeySize, Mode};
+
+use super::engine::engine_and_runner;
+use super::keys::KeyPlan;
+use super::many::many_files;
+use super::naming::{check_not_read, output_target};
+use super::{ByteRange, CryptInputs, CryptPlan, FileTask, Files, Format, Runner, Ui};
+use crate::cli::{DecArgs, EncArgs, FormatArg, MessageArgs, StatsFormat};
 
 pub(super) fn enc(args: &EncArgs) -> Result<CryptPlan> {
     const C: &str = "enc";
@@ -262,25 +275,6 @@ pub(super) fn parse_iv(command: &'static str, text: &str) -> Result<[u8; 16]> {
         Some(iv) => Ok(iv),
         None => usage!(command, "--iv needs exactly 32 hex digits (16 bytes)"),
     }
-}
-
-/// The parts of `enc` and `dec` that the rest of the rules need.
-pub(super) struct CryptInputs<'a> {
-    pub(super) command: &'static str,
-    pub(super) direction: Direction,
-    pub(super) inputs: &'a [PathBuf],
-    pub(super) list: &'a FileListArgs,
-    pub(super) output: Option<&'a Path>,
-    pub(super) output_dir: Option<&'a Path>,
-    pub(super) force: bool,
-    pub(super) range: Option<ByteRange>,
-    pub(super) keys: KeyPlan,
-    pub(super) format: Format,
-    pub(super) chunk_size: usize,
-    pub(super) show_data_key: bool,
-    pub(super) force_raw: bool,
-    pub(super) engine: &'a EngineArgs,
-    pub(super) ui: &'a UiArgs,
 }
 
 /// The rules shared by `enc` and `dec`: standard input used once, engine options that apply,

@@ -2,8 +2,11 @@
 //! (`engines/mod.rs`), its settings from the option groups it reads, and a usage error for a
 //! group given to an engine that does not read it (the registry's [`Takes`] says which).
 
-use super::*;
-use crate::cli::{GpuArgs, SimArgs};
+use anyhow::Result;
+use paraes_sunway_sim::SimConfig;
+
+use super::{MpiIo, Runner};
+use crate::cli::{EngineArgs, GpuArgs, MpiIoArg, SimArgs};
 use crate::engines::{self, EngineChoice, EngineEntry, EngineSettings, Takes};
 
 /// Whether an engine reads an option group (a field of [`Takes`]).

@@ -1,7 +1,12 @@
 //! The key sources of a plan: where a symmetric key, a passphrase, recipients and identities
 //! come from (read later by `keys.rs`), and the rules between them.
 
-use super::*;
+use std::path::{Path, PathBuf};
+
+use zeroize::Zeroizing;
+
+use super::file_id::{fd_id, path_id};
+use crate::cli::{KeyArgs, RecipientArgs, UnlockArgs};
 
 /// Where a symmetric key comes from.
 pub enum KeySource {

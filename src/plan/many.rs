@@ -1,7 +1,20 @@
 //! The inputs and outputs of a many-file `enc`/`dec` run: names from the command line, a
 //! `--files-from` list or `--recursive`, each given its output name.
 
-use super::*;
+use std::collections::HashMap;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+use paraes_core::Direction;
+
+use super::file_id::path_id;
+use super::naming::{check_not_read, default_name, NamingFix};
+use super::CryptInputs;
+use super::{FileTask, Files, Format, OutputTarget, Runner};
+use crate::files;
+use crate::files::{Found, Skipped};
 
 /// The files of a many-file run: every input with its output, checked as a whole (no two
 /// inputs write one output, no output is a file the run reads).

@@ -4,35 +4,20 @@
 //! A rule broken by the options alone is a [`UsageError`] (exit status 2); a rule that needs the
 //! file system (an output that is a file this command reads) is an ordinary error (status 1).
 
-use std::collections::HashMap;
-use std::ffi::OsStr;
-use std::fs;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Result};
-use paraes_core::container::{MAX_CHUNK_SIZE, MIN_CHUNK_SIZE};
-use paraes_core::engine::GCM_CHUNK_LEN;
-use paraes_core::pipeline::DEFAULT_CHUNK_SIZE;
+use anyhow::Result;
 use paraes_core::{Direction, KeySize, Mode};
-use paraes_sunway_sim::SimConfig;
-use zeroize::Zeroizing;
 
-use crate::cli::{
-    BenchArgs, Command, DecArgs, EncArgs, EngineArgs, FileListArgs, FormatArg, InfoArgs, KeyArgs,
-    KeygenArgs, MessageArgs, MpiIoArg, RecipientArgs, RekeyArgs, StatsFormat, UiArgs, UnlockArgs,
-    UpgradeArgs, VerifyArgs,
-};
+use crate::cli::{BenchArgs, Command, EngineArgs, FileListArgs, InfoArgs, KeygenArgs, UiArgs};
 use crate::engines::EngineChoice;
-use crate::files::{self, Found, Skipped};
 
 pub use crate::usage::UsageError;
 
 /// Fails with a [`UsageError`] of `command`.
 macro_rules! usage {
     ($command:expr, $($message:tt)+) => {
-        return Err(anyhow::Error::new(UsageError {
+        return Err(anyhow::Error::new($crate::usage::UsageError {
             message: format!($($message)+),
             command: $command,
         }))
@@ -43,17 +28,18 @@ macro_rules! usage {
 mod containers;
 mod crypt;
 mod engine;
+mod file_id;
 mod keys;
 mod many;
 mod naming;
 
-use containers::*;
-use crypt::*;
+use containers::rekey;
+use containers::upgrade;
+use containers::verify;
+use crypt::dec;
+use crypt::enc;
 pub use engine::settings as engine_settings;
-use engine::*;
 pub use keys::{KeyPlan, KeySource, PassphraseSource};
-use many::*;
-use naming::*;
 
 /// What to run.
 pub enum Plan {
@@ -254,6 +240,25 @@ impl CryptPlan {
             Direction::Decrypt => "dec",
         }
     }
+}
+
+/// The parts of `enc` and `dec` that the rest of the rules need.
+pub(super) struct CryptInputs<'a> {
+    pub(super) command: &'static str,
+    pub(super) direction: Direction,
+    pub(super) inputs: &'a [PathBuf],
+    pub(super) list: &'a FileListArgs,
+    pub(super) output: Option<&'a Path>,
+    pub(super) output_dir: Option<&'a Path>,
+    pub(super) force: bool,
+    pub(super) range: Option<ByteRange>,
+    pub(super) keys: KeyPlan,
+    pub(super) format: Format,
+    pub(super) chunk_size: usize,
+    pub(super) show_data_key: bool,
+    pub(super) force_raw: bool,
+    pub(super) engine: &'a EngineArgs,
+    pub(super) ui: &'a UiArgs,
 }
 
 /// A validated `rekey`.

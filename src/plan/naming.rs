@@ -1,7 +1,18 @@
 //! Output names and file identity: the default name of an output, and the rule that no output
 //! is a file the same command reads (inputs, key files), through links and `/dev/fd`.
 
-use super::*;
+use std::ffi::OsStr;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Result};
+use paraes_core::Direction;
+
+use super::file_id::{fd_id, file_id, path_id};
+use super::keys::KeyPlan;
+use super::OutputTarget;
 
 /// `-o`, or a name derived from the input's.
 pub(super) fn output_target(
@@ -125,11 +136,6 @@ pub(super) fn through_links(path: &Path) -> Result<PathBuf> {
     }
 }
 
-/// The identity of a file (through links), when it exists.
-pub(super) fn file_id(meta: &fs::Metadata) -> (u64, u64) {
-    (meta.dev(), meta.ino())
-}
-
 /// Refuses an output that is a file this command reads: the input, a key, passphrase,
 /// identity or recipients file (compared by device and inode, so links count too), or
 /// standard output redirected onto one of them (`paraes enc f -o - >> f`).
@@ -169,14 +175,4 @@ pub(super) fn check_not_read(
         }
     }
     Ok(())
-}
-
-/// The identity of the file at `path` (through links), if it exists.
-pub(super) fn path_id(path: &Path) -> Option<(u64, u64)> {
-    fs::metadata(path).ok().map(|m| file_id(&m))
-}
-
-/// The identity of what descriptor `fd` of this process is open on, if it is open.
-pub(super) fn fd_id(fd: u32) -> Option<(u64, u64)> {
-    path_id(Path::new(&format!("/proc/self/fd/{fd}")))
 }
