@@ -81,6 +81,16 @@ fn file_advice(error: &FileError) -> Option<String> {
     Some(advice)
 }
 
+/// A rank's failure (text, as it travelled over MPI) with what to do about it in this tool's
+/// options: the library names no command-line flags.
+#[cfg(feature = "mpi")]
+pub fn rank_failure(failure: &paraes_mpi::JobError) -> String {
+    match failure.reason {
+        paraes_mpi::Reason::NotShared => format!("{}: use --mpi-io scatter", failure.message),
+        paraes_mpi::Reason::Other => failure.message.clone(),
+    }
+}
+
 /// The one line that reports `error`: its chain, then the recommendation if there is one.
 pub fn error_line(error: &anyhow::Error) -> String {
     let mut message = format!("{error:#}");

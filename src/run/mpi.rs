@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
 use paraes_core::{Direction, Engine};
-use paraes_mpi::{execute, Assignment, IoStrategy, JobError, Mpi, Reason, RootIo};
+use paraes_mpi::{execute, Assignment, IoStrategy, JobError, Mpi, RootIo};
 
 use crate::advice::{error_line, one_line};
 use crate::engines::EngineChoice;
@@ -193,7 +193,7 @@ fn root(
     if let Err(failure) = worked {
         // Every rank stops here; dropping the output removes the temporary.
         drop(job);
-        bail!("{}", advise(&failure));
+        bail!("{}", crate::advice::rank_failure(&failure));
     }
     let seconds = started.elapsed().as_secs_f64();
     let committed = job.output.commit();
@@ -251,21 +251,12 @@ fn rank_engine(plan: &CryptPlan, mpi: &Mpi) -> Result<Box<dyn Engine>> {
     Ok((entry.build)(&settings)?.engine)
 }
 
-/// A rank's failure (text, as it travelled over MPI) with what to do about it in this tool's
-/// options: the library names no command-line flags.
-fn advise(failure: &JobError) -> String {
-    match failure.reason {
-        Reason::NotShared => format!("{}: use --mpi-io scatter", failure.message),
-        Reason::Other => failure.message.clone(),
-    }
-}
-
 /// A job outcome as this rank's result: rank 0 reports the message, the others exit non-zero
 /// without repeating it.
 fn outcome(mpi: &Mpi, result: Result<(), JobError>) -> Result<()> {
     match result {
         Ok(()) => Ok(()),
-        Err(failure) if mpi.is_root() => Err(anyhow!(advise(&failure))),
+        Err(failure) if mpi.is_root() => Err(anyhow!(crate::advice::rank_failure(&failure))),
         Err(_) => Err(Reported.into()),
     }
 }
