@@ -1,26 +1,23 @@
 //! The command line as a user and an attacker meet it: outputs that would destroy a file the
-//! command reads, no hidden subcommand that deletes files, SIGKILL leaving nothing behind,
-//! exit statuses (2 for usage, 128 + N for signal N), Ctrl-C at the passphrase prompt, keys
-//! without files (`-k -`, `--key-fd`, `--key-env`, `--passphrase-file -`, `<(...)`), shell
+//! command reads, no hidden subcommand that deletes files, exit status 2 for usage, shell
 //! completions and the man page, per-subcommand help, options refused where they would be
 //! ignored, error wording, sizes, progress summaries, `info`'s length check and
-//! `dec --raw` on a container.
+//! `dec --raw` on a container. Signals (SIGKILL, 128 + N for signal N, Ctrl-C at the
+//! passphrase prompt): `command_line_signals`; keys without files: `command_line_keys`.
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use crate::common::{
-    assert_error, assert_success, assert_usage_error, bin, blocked_reading, container_len,
-    find_process, info_field, reads_the_terminal_without_echo, seeded_bytes, send_signal, stderr,
-    unfinished_output, wait_until, Scratch, CHUNK, HEADER_LEN, MESSAGE_PREFIX_LEN, TAG_LEN,
+    assert_error, assert_success, assert_usage_error, bin, container_len, info_field, seeded_bytes,
+    stderr, Scratch, CHUNK, HEADER_LEN, MESSAGE_PREFIX_LEN, TAG_LEN,
 };
 
 /// The format v2 fixtures (docs/FORMAT.md: v2 is still read), among them an ECB container.
 const V2_FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/v2");
 
 /// A scratch directory with a hex key file `key` (0600) and a 10 KiB plaintext `f`.
-fn prepared() -> Scratch {
+pub(crate) fn prepared() -> Scratch {
     let s = Scratch::new();
     s.key_file("key", 256, 7, true);
     s.write("f", &seeded_bytes(7, 10 << 10));
@@ -151,84 +148,6 @@ fn no_hidden_subcommand_deletes_files() {
     assert_eq!(s.read("precious.txt"), b"do not delete");
 }
 
-/// Starts `paraes ARGS` reading from a pipe that stays open, once it is waiting for data.
-fn blocked(s: &Scratch, args: &[&str]) -> Child {
-    let child = s
-        .command(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("paraes runs");
-    // Wait until it has its unfinished output open in the scratch directory (unnamed or hidden:
-    // its /proc fd table) and sits in its read of the empty pipe (a thread in read(2) on fd 0):
-    // a signal before that finds no output to clean up, and fixed sleeps were not always long
-    // enough on a loaded machine.
-    let pid = child.id();
-    let dir = s.path("");
-    wait_until(
-        20,
-        "paraes to open its output and block reading the empty pipe",
-        || unfinished_output(pid, &dir).is_some() && blocked_reading(pid, 0),
-    );
-    child
-}
-
-#[test]
-fn sigkill_leaves_no_file_behind() {
-    let s = prepared();
-    let before = s.names();
-    let dir = s.path("");
-    for args in [
-        &["enc", "-k", "key", "-o", "out.paraes"][..],
-        &["enc", "-k", "key", "--raw", "ctr", "-o", "out.ctr"],
-    ] {
-        let mut child = blocked(&s, args);
-        let pid = child.id();
-        child
-            .stdin
-            .as_mut()
-            .map(|stdin| std::io::Write::write_all(stdin, &[0u8; 3 << 20]))
-            .expect("stdin")
-            .expect("fed");
-        // Killed once two whole 1 MiB chunks went out to its unfinished output (the pipe stays
-        // open: it waits for the rest of the third).
-        wait_until(20, "two chunks in the unfinished output", || {
-            unfinished_output(pid, &dir).is_some_and(|len| len >= 2 << 20)
-        });
-        send_signal(pid, "KILL");
-        child.wait().expect("paraes ends");
-        assert_eq!(s.names(), before, "{args:?}: SIGKILL left a file behind");
-    }
-}
-
-#[test]
-fn signals_exit_with_128_plus_their_number() {
-    let s = prepared();
-    let before = s.names();
-    for (signal, status) in [("INT", 130), ("TERM", 143), ("HUP", 129)] {
-        let mut child = blocked(&s, &["enc", "-k", "key", "-o", "out.paraes"]);
-        // Its input stays open until it has exited (wait_with_output would close it): an end of
-        // input meanwhile would let it finish the job while the signal is being handled.
-        let input = child.stdin.take();
-        send_signal(child.id(), signal);
-        let out = child.wait_with_output().expect("paraes ends");
-        drop(input);
-        assert_eq!(
-            out.status.code(),
-            Some(status),
-            "SIG{signal}: {}",
-            stderr(&out)
-        );
-        assert!(
-            stderr(&out).contains("no output file was left behind"),
-            "SIG{signal}: {}",
-            stderr(&out)
-        );
-        assert_eq!(s.names(), before, "SIG{signal} left a file behind");
-    }
-}
-
 #[test]
 fn usage_errors_exit_2_and_point_at_the_subcommand_help() {
     let s = prepared();
@@ -333,67 +252,6 @@ fn dec_help_lists_only_what_dec_uses() {
     ] {
         assert!(!help.contains(option), "enc --help offers {option}");
     }
-}
-
-#[test]
-fn keys_come_from_stdin_descriptors_environment_and_pipes() {
-    let s = prepared();
-    let plain = s.read("f");
-    let key = s.read("key");
-    assert_success(&s.run(&["enc", "-q", "-k", "key", "f"]), "enc");
-    let opened = |out: std::process::Output, what: &str| {
-        assert_success(&out, what);
-        assert!(out.stdout == plain, "{what}: wrong plaintext");
-    };
-    opened(
-        s.run_with_stdin(&["dec", "-q", "-k", "-", "f.paraes", "-o", "-"], &key),
-        "-k -",
-    );
-    opened(
-        s.bash("\"$PARAES\" dec -q --key-fd 3 f.paraes -o - 3<key"),
-        "--key-fd 3",
-    );
-    opened(
-        s.bash("K=$(cat key) \"$PARAES\" dec -q --key-env K f.paraes -o -"),
-        "--key-env",
-    );
-    opened(
-        s.bash("\"$PARAES\" dec -q -k <(cat key) f.paraes -o -"),
-        "-k <(...)",
-    );
-    // A passphrase from standard input.
-    let out = s.run_with_stdin(
-        &["enc", "-q", "--passphrase-file", "-", "f", "-o", "p.paraes"],
-        b"a long enough passphrase\n",
-    );
-    assert_success(&out, "--passphrase-file - (enc)");
-    opened(
-        s.run_with_stdin(
-            &["dec", "-q", "--passphrase-file", "-", "p.paraes", "-o", "-"],
-            b"a long enough passphrase\n",
-        ),
-        "--passphrase-file - (dec)",
-    );
-    // Standard input cannot carry both the key and the data.
-    for args in [
-        &["enc", "-k", "-"][..],
-        &["dec", "--passphrase-file", "-"],
-        &["dec", "-k", "-", "--passphrase-file", "-", "f.paraes"],
-    ] {
-        let message = assert_usage_error(&s.run_with_stdin(args, &key), &args.join(" "));
-        assert!(message.contains("standard input"), "{message}");
-    }
-    let out = s.run(&["dec", "--key-fd", "9", "f.paraes", "-o", "-"]);
-    assert!(assert_error(&out, "--key-fd 9").contains("descriptor 9"));
-    let out = s.run(&[
-        "dec",
-        "--key-env",
-        "PARAES_NO_SUCH_VAR",
-        "f.paraes",
-        "-o",
-        "-",
-    ]);
-    assert!(assert_error(&out, "--key-env unset").contains("PARAES_NO_SUCH_VAR"));
 }
 
 #[test]
@@ -620,17 +478,6 @@ fn dec_raw_refuses_a_container_unless_forced() {
 }
 
 #[test]
-fn secrets_in_readable_files_and_short_passphrases_are_warned_about() {
-    let s = prepared();
-    s.write("pass", b"short\n");
-    s.set_mode("pass", 0o644);
-    let out = s.run(&["enc", "--passphrase-file", "pass", "f"]);
-    let err = assert_success(&out, "enc with a readable, short passphrase file");
-    assert!(err.contains("can be read by other users"), "{err}");
-    assert!(err.contains("shorter than"), "{err}");
-}
-
-#[test]
 fn completions_and_man_page_are_generated() {
     for shell in ["bash", "zsh", "fish"] {
         let out = Command::new(bin())
@@ -651,65 +498,4 @@ fn completions_and_man_page_are_generated() {
         page.starts_with(".ie") || page.contains(".TH paraes"),
         "{page}"
     );
-}
-
-#[test]
-fn ctrl_c_at_the_passphrase_prompt_exits_130_with_the_terminal_restored() {
-    let s = prepared();
-    s.write(
-        "run.sh",
-        b"\"$PARAES\" enc -p f -o prompt-marker.paraes\necho \"status=$?\"\nstty -a\n",
-    );
-    s.set_mode("run.sh", 0o700);
-    for round in 0..5 {
-        let mut child = Command::new("script")
-            .args(["-qec", "sh run.sh", "/dev/null"])
-            .env("PARAES", bin())
-            .current_dir(s.path(""))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the `script` command (util-linux) runs");
-        let mut pid = None;
-        wait_until(10, "paraes to start under script", || {
-            pid = find_process("prompt-marker");
-            pid.is_some()
-        });
-        let pid = pid.expect("found");
-        // Interrupted once it has turned echo off and sits in its read of the passphrase (after
-        // the prompt): then there is a terminal to restore.
-        wait_until(
-            20,
-            "paraes to turn echo off and read the passphrase",
-            || reads_the_terminal_without_echo(pid),
-        );
-        // The terminal's input stays open until paraes has exited (see
-        // signals_exit_with_128_plus_their_number).
-        let input = child.stdin.take();
-        send_signal(pid, "INT");
-        let out = child.wait_with_output().expect("script ends");
-        drop(input);
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(text.contains("status=130"), "round {round}: {text}");
-        assert!(!text.contains("no terminal"), "round {round}: {text}");
-        // `stty -a` lists "echo" (not "-echo") once the terminal is restored.
-        assert!(
-            text.split_whitespace().any(|flag| flag == "echo"),
-            "round {round}: echo is still off: {text}"
-        );
-        assert!(!s.exists("prompt-marker.paraes"));
-    }
-}
-
-#[test]
-fn key_files_from_pipes_keep_their_permission_checks_quiet() {
-    // A pipe has no meaningful mode: no warning about other users.
-    let s = prepared();
-    s.set_mode("key", 0o600);
-    let out = s.bash("\"$PARAES\" enc -k <(cat key) f -o g");
-    let err = assert_success(&out, "-k <(cat key)");
-    assert!(!err.contains("other users"), "{err}");
-    let meta = fs::metadata(s.path("g")).expect("g");
-    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
 }

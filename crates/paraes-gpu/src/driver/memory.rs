@@ -19,7 +19,6 @@ use cudarc::driver::{
     PinnedHostSlice, SyncOnDrop,
 };
 
-use super::device::Device;
 use crate::error::GpuError;
 
 /// A CUDA stream (non-blocking with respect to the legacy default stream).
@@ -28,9 +27,9 @@ pub(crate) struct Stream {
 }
 
 impl Stream {
-    pub(crate) fn new(device: &Device) -> Result<Stream, GpuError> {
-        let raw = device
-            .context()
+    /// A stream in `ctx` (a device's context: `Device::context`).
+    pub(crate) fn new(ctx: &Arc<CudaContext>) -> Result<Stream, GpuError> {
+        let raw = ctx
             .new_stream()
             .map_err(|e| GpuError::driver("creating a CUDA stream", e))?;
         Ok(Stream { raw })
@@ -164,10 +163,9 @@ pub(crate) struct Event {
 }
 
 impl Event {
-    /// A timing event.
-    pub(crate) fn new(device: &Device) -> Result<Event, GpuError> {
-        let raw = device
-            .context()
+    /// A timing event in `ctx` (a device's context: `Device::context`).
+    pub(crate) fn new(ctx: &Arc<CudaContext>) -> Result<Event, GpuError> {
+        let raw = ctx
             .new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
             .map_err(|e| GpuError::driver("creating an event", e))?;
         Ok(Event { raw })
@@ -236,18 +234,18 @@ pub(crate) struct PinnedBuffer {
 }
 
 impl PinnedBuffer {
-    pub(crate) fn new(device: &Device, len: usize) -> Result<PinnedBuffer, GpuError> {
+    /// `len` bytes (at least 16) for `ctx` (a device's context: `Device::context`).
+    pub(crate) fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<PinnedBuffer, GpuError> {
         let len = len.max(16);
         // Plain page-locked memory (flags 0): not write-combined, the host reads it back.
         // SAFETY: alloc_pinned_with_flags is unsafe only because the memory starts
         // uninitialised; it is zeroed below before any view of it exists.
-        let mut slice =
-            unsafe { device.context().alloc_pinned_with_flags::<u8>(len, 0) }.map_err(|e| {
-                GpuError::driver(
-                    &format!("allocating {} MiB of pinned host memory", len >> 20),
-                    e,
-                )
-            })?;
+        let mut slice = unsafe { ctx.alloc_pinned_with_flags::<u8>(len, 0) }.map_err(|e| {
+            GpuError::driver(
+                &format!("allocating {} MiB of pinned host memory", len >> 20),
+                e,
+            )
+        })?;
         let ptr = slice
             .as_mut_ptr()
             .map_err(|e| GpuError::driver("waiting for pinned host memory", e))?;

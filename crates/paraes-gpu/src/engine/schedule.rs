@@ -116,8 +116,8 @@ impl GpuEngine {
         }
         let capacity = (o.max_piece / 16 * 16).max(16);
         while slots.len() < o.streams {
-            let stream = Stream::new(&self.device)?;
-            let host = PinnedBuffer::new(&self.device, capacity)?;
+            let stream = Stream::new(self.device.context())?;
+            let host = PinnedBuffer::new(self.device.context(), capacity)?;
             let dev = DeviceBuffer::new(&stream, capacity)?;
             slots.push(Slot {
                 stream,

@@ -87,7 +87,8 @@ impl GpuEngine {
             let resident = kernel.resident_per_sm(threads)?;
             let registers = kernel.registers()?;
             let bytes = (bytes / 16 * 16).max(16);
-            let stream = Stream::new(&self.device)?;
+            let ctx = self.device.context();
+            let stream = Stream::new(ctx)?;
             let input = self.device_random(&stream, bytes)?;
             let mut output = DeviceBuffer::new(&stream, bytes)?;
             let keys = match kind {
@@ -116,7 +117,7 @@ impl GpuEngine {
                 self.device.info.sms.max(1) * resident,
                 1,
             );
-            let (start, end) = (Event::new(&self.device)?, Event::new(&self.device)?);
+            let (start, end) = (Event::new(ctx)?, Event::new(ctx)?);
             let mut seconds = Vec::with_capacity(reps);
             for rep in 0..reps + 2 {
                 stream.record(&start)?;
@@ -157,13 +158,14 @@ impl GpuEngine {
     /// from the start of both to the end of the later; bandwidth = 2 * bytes / seconds.
     pub fn time_copy_both_ways(&self, bytes: usize, reps: usize) -> Result<Vec<f64>, GpuError> {
         self.timed(|| {
-            let (a, b) = (Stream::new(&self.device)?, Stream::new(&self.device)?);
+            let ctx = self.device.context();
+            let (a, b) = (Stream::new(ctx)?, Stream::new(ctx)?);
             let mut up_dst = DeviceBuffer::new(&a, bytes)?;
             let down_src = self.device_random(&b, bytes)?;
-            let mut up_src = PinnedBuffer::new(&self.device, bytes)?;
-            let mut down_dst = PinnedBuffer::new(&self.device, bytes)?;
-            let start = Event::new(&self.device)?;
-            let (b_done, end) = (Event::new(&self.device)?, Event::new(&self.device)?);
+            let mut up_src = PinnedBuffer::new(ctx, bytes)?;
+            let mut down_dst = PinnedBuffer::new(ctx, bytes)?;
+            let start = Event::new(ctx)?;
+            let (b_done, end) = (Event::new(ctx)?, Event::new(ctx)?);
             let mut times = Vec::with_capacity(reps);
             for rep in 0..reps + 1 {
                 a.record(&start)?;
@@ -193,11 +195,12 @@ impl GpuEngine {
         reps: usize,
     ) -> Result<Vec<f64>, GpuError> {
         self.timed(|| {
-            let stream = Stream::new(&self.device)?;
+            let ctx = self.device.context();
+            let stream = Stream::new(ctx)?;
             let a = self.device_random(&stream, bytes)?;
             let mut b = DeviceBuffer::new(&stream, bytes)?;
-            let mut host = PinnedBuffer::new(&self.device, bytes)?;
-            let (start, end) = (Event::new(&self.device)?, Event::new(&self.device)?);
+            let mut host = PinnedBuffer::new(ctx, bytes)?;
+            let (start, end) = (Event::new(ctx)?, Event::new(ctx)?);
             let mut times = Vec::with_capacity(reps);
             for rep in 0..reps + 1 {
                 stream.record(&start)?;
@@ -229,7 +232,7 @@ impl GpuEngine {
     fn device_random(&self, stream: &Stream, bytes: usize) -> Result<DeviceBuffer, GpuError> {
         let mut buffer = DeviceBuffer::new(stream, bytes)?;
         let staging_len = bytes.clamp(16, 64 << 20);
-        let mut staging = PinnedBuffer::new(&self.device, staging_len)?;
+        let mut staging = PinnedBuffer::new(self.device.context(), staging_len)?;
         pseudo_random_fill(staging.bytes_mut()?);
         let mut at = 0;
         while at < bytes {
