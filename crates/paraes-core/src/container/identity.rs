@@ -5,14 +5,14 @@
 //! checksum. X25519 (`paraes1...`, `PARAES-SECRET-KEY-1...`) and the post-quantum hybrid
 //! ML-KEM-768 + X25519 (X-Wing; `paraespq1...`, `PARAES-PQ-SECRET-KEY-1...`). A kind may also
 //! have another text form ([`TextKeys`]: OpenSSH's public key lines and private key files), which
-//! is tried before Bech32. Text is parsed through the stanza registry (the `FromStr` impls are
-//! in `stanza/mod.rs`, beside it), which gives each kind's forms; this file knows no kind. An
+//! is tried before Bech32. Text is parsed through the stanza registry (the `FromStr` impls and
+//! the readers of whole identity and recipient files are in `stanza/text.rs`, beside it), which
+//! gives each kind's forms; this file knows no kind, and names no stanza. An
 //! identity whose secret is locked (an SSH key with a passphrase) asks the caller's
 //! [`AskPassphrase`] only when a stanza needs it.
 
 use std::any::Any;
 use std::fmt;
-use std::str::FromStr;
 use std::sync::Arc;
 
 use bech32::primitives::decode::{CheckedHrpstring, CheckedHrpstringError};
@@ -169,15 +169,6 @@ pub trait AskPassphrase: Send + Sync {
     /// The passphrase of `what` (e.g. "SSH key /home/me/.ssh/id_ed25519"), or why there is none
     /// (a sentence that says what to do: it ends the error).
     fn ask(&self, what: &str) -> Result<Zeroizing<Vec<u8>>, String>;
-}
-
-/// An [`AskPassphrase`] that has no one to ask: a locked identity stays locked.
-struct NoOneToAsk;
-
-impl AskPassphrase for NoOneToAsk {
-    fn ask(&self, _what: &str) -> Result<Zeroizing<Vec<u8>>, String> {
-        Err("it has a passphrase and there is no way to ask for it here".into())
-    }
 }
 
 /// A public-key recipient, of any public-key stanza kind (X25519, ML-KEM-768 + X25519).
@@ -342,29 +333,6 @@ pub(crate) fn parse_recipient(
     }
 }
 
-/// The values of a text file with one per line; blank lines and lines starting with `#` are
-/// ignored. Errors name the line (never its contents, which may be secret), through `wrap`.
-fn parse_lines<T: FromStr<Err = ContainerError>>(
-    text: &str,
-    wrap: fn(String) -> ContainerError,
-) -> Result<Vec<T>, ContainerError> {
-    let mut out = Vec::new();
-    for (number, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        out.push(line.parse().map_err(|e: ContainerError| {
-            let why = match e {
-                ContainerError::BadIdentity(why) | ContainerError::BadRecipient(why) => why,
-                other => other.to_string(),
-            };
-            wrap(format!("line {}: {why}", number + 1))
-        })?);
-    }
-    Ok(out)
-}
-
 /// Whether key-file contents are an identity file rather than a raw or hex key, judged by the
 /// whole content (a raw key may start with `#` or `P`): text whose lines are blank, `#`
 /// comments, or start like an identity (`PARAES-`, either case), with at least one of those.
@@ -397,43 +365,10 @@ pub fn is_identity_text(contents: &[u8]) -> bool {
     identities > 0
 }
 
-/// The identities of an identity file (at least one). A locked identity in it (an SSH key
-/// with a passphrase) cannot be unlocked: see [`parse_identity_file`].
-pub fn parse_identities(text: &str) -> Result<Vec<SecretIdentity>, ContainerError> {
-    parse_identity_file(text, "the identity", Arc::new(NoOneToAsk))
-}
-
-/// The identities of the identity file `name` whose content is `text` (at least one): a whole
-/// file in one of the registry's other text forms (an OpenSSH private key), or Bech32
-/// identities one a line. A locked identity asks `ask` for its passphrase when a stanza may
-/// open with it, and never before.
-pub fn parse_identity_file(
-    text: &str,
-    name: &str,
-    ask: Arc<dyn AskPassphrase>,
-) -> Result<Vec<SecretIdentity>, ContainerError> {
-    if let Some(parsed) = super::stanza::text_forms()
-        .iter()
-        .find_map(|form| form.identities(text, name, &ask))
-    {
-        return parsed.map_err(ContainerError::BadIdentity);
-    }
-    let out = parse_lines(text, ContainerError::BadIdentity)?;
-    if out.is_empty() {
-        return Err(ContainerError::NoIdentity);
-    }
-    Ok(out)
-}
-
-/// The recipients of a recipients file.
-pub fn parse_recipients(text: &str) -> Result<Vec<PublicRecipient>, ContainerError> {
-    parse_lines(text, ContainerError::BadRecipient)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::container::stanza::Identity;
+    use crate::container::stanza::{parse_identities, parse_recipients, Identity};
 
     #[test]
     fn identities_and_recipients_round_trip_as_text() {

@@ -7,9 +7,11 @@
 //! over the old one. docs/FORMAT.md, "Rekey without re-encrypting".
 
 use super::body::BodyAccess;
+use super::header::Parsed;
+use super::seal::slotted_header;
 use super::stanza::Stanza;
 use super::v2::{self, HeaderKeys, Preamble, GENERATION_LEN, MAX_GENERATION};
-use super::{slotted_header, ContainerError, NewStanzas, Opened, Parsed, Recipient};
+use super::{ContainerError, NewStanzas, Opened, Recipient};
 
 /// One write of an in-place rekey: `bytes` at byte `offset` of the container.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -15,6 +15,8 @@ use crate::key::Key;
 
 /// The version byte of format v2.
 pub(crate) const VERSION: u8 = 2;
+/// The version byte of format v3, whose header is this one too (its body is `v3.rs`'s).
+pub(crate) const V3_VERSION: u8 = 3;
 /// Bytes of the preamble.
 pub(crate) const PREAMBLE_LEN: usize = 64;
 /// The preamble bytes that bind the body (magic .. counter): the chunk keys are derived from
@@ -73,7 +75,7 @@ impl Preamble {
         let version = bytes[8];
         let params = BodyParams::decode(&bytes[9..16], version)?;
         // v3 has no counter block (the message derives its nonces): those bytes are reserved.
-        let reserved_counter = version == super::v3::VERSION && bytes[16..32] != [0; 16];
+        let reserved_counter = version == V3_VERSION && bytes[16..32] != [0; 16];
         if bytes[11] != 0 || reserved_counter || bytes[36..].iter().any(|&b| b != 0) {
             return Err(ContainerError::BadHeader(
                 "reserved bytes are not zero".into(),
@@ -119,7 +121,7 @@ pub(crate) struct HeaderKeys {
 impl HeaderKeys {
     /// The slot MAC key of a file of format `version` (2 or 3), each in its own domain.
     pub(crate) fn new(file_key: &FileSecret, version: u8) -> Self {
-        let context = if version == super::v3::VERSION {
+        let context = if version == V3_VERSION {
             V3_HEADER_KEY_CONTEXT
         } else {
             HEADER_KEY_CONTEXT

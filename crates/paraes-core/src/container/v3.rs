@@ -13,8 +13,8 @@ use super::v2::PREAMBLE_LEN;
 use crate::cobblestone::{ChunkCipher, MessageKeys, Variant, PREFIX_LEN, SALT_LEN};
 use crate::key::Key;
 
-/// The version byte of format v3.
-pub(crate) const VERSION: u8 = 3;
+// The version byte of format v3, defined with the header that v3 shares with v2.
+pub(crate) use super::v2::V3_VERSION as VERSION;
 /// Bytes of the preamble that are the message's context.
 pub(crate) const CONTEXT_LEN: usize = 16;
 /// BLAKE3 key-derivation context of the body's input key IK.

@@ -10,9 +10,8 @@
 //! Adding a kind: its file here (a unit type implementing [`Kind`]; a public-key kind also
 //! defines its key types, implementing `identity::RecipientKey` and `identity::IdentityKey`,
 //! and may give them a Bech32 text form, [`Bech32Keys`], or another, [`TextKeys`], as the SSH
-//! kinds share OpenSSH's in `ssh.rs`) and one line in the registry.
-
-use std::str::FromStr;
+//! kinds share OpenSSH's, read in `ssh_text.rs` and listed here as [`OPENSSH`]) and one line in
+//! the registry. Keys are read as text through the registry in `text.rs`.
 
 use aes_gcm_siv::aead::{Aead, KeyInit, Payload};
 use aes_gcm_siv::{Aes256GcmSiv, Nonce};
@@ -20,19 +19,27 @@ use hkdf::Hkdf;
 use sha2::Sha256;
 use zeroize::{Zeroize, Zeroizing};
 
-use super::identity::{self, Bech32Keys, PublicRecipient, SecretIdentity, TextKeys};
+use super::identity::{Bech32Keys, TextKeys};
 use super::keys::{Argon2Params, FileSecret, FILE_KEY_LEN};
 use super::ContainerError;
-use crate::key::Key;
 
 pub use hybrid::{HybridIdentity, HybridRecipient};
+pub use recipient::{Identity, Recipient};
 pub use ssh::{MAX_BCRYPT_ROUNDS, MAX_RSA_BITS, MIN_RSA_BITS};
+pub use text::{parse_identities, parse_identity_file, parse_recipients};
 pub use x25519::{X25519Identity, X25519Recipient};
 
-/// What the SSH kinds share (OpenSSH's text forms, the key tag, locked keys): not a kind.
+/// Who a container is sealed for and what may open it.
+mod recipient;
+/// What the SSH kinds share (the key tag, locked keys), naming neither: not a kind.
 mod ssh;
 #[cfg(test)]
 pub(crate) mod ssh_tests;
+/// OpenSSH's text forms (public key lines, private key files), which make keys of both SSH
+/// kinds: not a kind.
+mod ssh_text;
+/// Keys and files of keys read as text, through the registry.
+mod text;
 
 /// Declares each kind's module (its file) and lists its kind in [`KINDS`]: one entry per kind.
 macro_rules! kinds {
@@ -56,6 +63,10 @@ kinds! {
     #[cfg(test)]
     test_key::TestKey,
 }
+
+/// OpenSSH's text forms, shared by both SSH kinds (each kind's `Kind::text` returns it): here
+/// beside the registry, so that the kinds need not name `ssh_text.rs`, which names them.
+static OPENSSH: ssh_text::OpenSsh = ssh_text::OpenSsh;
 
 /// Bytes of a wrapped file key, the end of every stanza body: D and the AES-GCM-SIV tag.
 const WRAPPED_LEN: usize = FILE_KEY_LEN + 16;
@@ -174,93 +185,6 @@ fn lookup(byte: u8) -> Option<&'static dyn Kind> {
 pub(crate) struct Stanza {
     pub(crate) kind: u8,
     pub(crate) body: Vec<u8>,
-}
-
-/// Someone a container is sealed for: each becomes one stanza.
-#[derive(Clone)]
-pub enum Recipient {
-    /// A symmetric key K (a key file): D wrapped under HKDF-SHA256(K, fresh salt).
-    Key(Key),
-    /// A passphrase: D wrapped under a key stretched by Argon2id with these parameters (whose
-    /// salt must be fresh).
-    Passphrase(Zeroizing<Vec<u8>>, Argon2Params),
-    /// A public key: ephemeral-static key agreement (X25519 or X-Wing) then HKDF-SHA256.
-    Public(PublicRecipient),
-}
-
-impl Recipient {
-    /// The public key of this recipient if it is a `T` (a public-key kind's own type).
-    pub(crate) fn public_key<T: 'static>(&self) -> Option<&T> {
-        let Recipient::Public(public) = self else {
-            return None;
-        };
-        public.key()
-    }
-}
-
-/// Something that may open a container: each is tried on the stanzas of its kind.
-#[derive(Clone)]
-pub enum Identity {
-    /// A symmetric key K.
-    Key(Key),
-    /// A passphrase.
-    Passphrase(Zeroizing<Vec<u8>>),
-    /// A public-key identity (secret key).
-    Secret(SecretIdentity),
-}
-
-impl Identity {
-    /// Whether trying this identity on a stanza may ask for a passphrase: true only for a
-    /// public-key identity whose secret is still locked and has not been unlocked (or tried)
-    /// yet ([`SecretIdentity::may_prompt`]); false for keys, passphrases (Argon2id may run,
-    /// but nothing is asked), identities without a passphrase, and unlocked ones. Even then it
-    /// asks only when a stanza's tag names its key. An opener may try the identities for which
-    /// this is false first, so that a passphrase is asked only when no other identity opens
-    /// the file.
-    pub fn may_prompt(&self) -> bool {
-        matches!(self, Identity::Secret(secret) if secret.may_prompt())
-    }
-
-    /// `identities` with each public-key identity given once: an identity that is the same key
-    /// as an earlier one (same kind and public key: equal recipients), such as one key file
-    /// given twice or through two paths, is merged into the first one's place, so that a locked
-    /// key is asked for its passphrase at most once. Of the copies, the first that needs no
-    /// passphrase ([`Identity::may_prompt`] false) is kept, else the first. Keys and
-    /// passphrases are kept as they are, in order.
-    pub fn merge_same_keys(identities: Vec<Identity>) -> Vec<Identity> {
-        let mut out: Vec<Identity> = Vec::with_capacity(identities.len());
-        // The recipient text of each public-key identity kept, and its place in `out`.
-        let mut kept: Vec<(String, usize)> = Vec::new();
-        for identity in identities {
-            let Identity::Secret(secret) = &identity else {
-                out.push(identity);
-                continue;
-            };
-            let public = secret.recipient().to_string();
-            match kept.iter().find(|(text, _)| *text == public) {
-                Some(&(_, at)) => {
-                    if out[at].may_prompt() && !identity.may_prompt() {
-                        out[at] = identity;
-                    }
-                }
-                None => {
-                    kept.push((public, out.len()));
-                    out.push(identity);
-                }
-            }
-        }
-        out
-    }
-}
-
-impl Identity {
-    /// The secret key of this identity if it is a `T` (a public-key kind's own type).
-    pub(crate) fn secret_key<T: 'static>(&self) -> Option<&T> {
-        let Identity::Secret(secret) = self else {
-            return None;
-        };
-        secret.key()
-    }
 }
 
 /// What a stanza is, for `info` and error messages (public, unauthenticated facts): a kind
@@ -487,40 +411,6 @@ pub(crate) fn names_a_key_too_often(stanzas: &[Stanza]) -> bool {
     false
 }
 
-/// The Bech32 text forms of the registered kinds, in registry order.
-fn bech32_forms() -> Vec<&'static dyn Bech32Keys> {
-    KINDS.iter().filter_map(|kind| kind.bech32()).collect()
-}
-
-/// The other text forms of the registered kinds, in registry order, each once.
-pub(crate) fn text_forms() -> Vec<&'static dyn TextKeys> {
-    let mut forms: Vec<&'static dyn TextKeys> = Vec::new();
-    for form in KINDS.iter().filter_map(|kind| kind.text()) {
-        if !forms.iter().any(|seen| std::ptr::addr_eq(*seen, form)) {
-            forms.push(form);
-        }
-    }
-    forms
-}
-
-/// Parsed through the registry (here, beside it); the text itself is `identity.rs`'s.
-impl FromStr for PublicRecipient {
-    type Err = ContainerError;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        identity::parse_recipient(text, &bech32_forms(), &text_forms())
-    }
-}
-
-/// Parsed through the registry (here, beside it); the text itself is `identity.rs`'s.
-impl FromStr for SecretIdentity {
-    type Err = ContainerError;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        identity::parse_identity(text, &bech32_forms())
-    }
-}
-
 /// HKDF-SHA256 (RFC 5869) of `ikm` with `salt` and `info`, 32 bytes: every kind's wrap key.
 ///
 /// What is wiped: the output; the pseudorandom key PRK, which `Hkdf::new` would drop unwiped
@@ -575,228 +465,4 @@ fn open_file_key(key: &[u8; 32], kind: u8, wrapped: &[u8]) -> Option<FileSecret>
 }
 
 #[cfg(test)]
-mod tests {
-    use super::test_key::{TestIdentity, TestRecipient, FIXED_KEY};
-    use super::*;
-    use crate::cobblestone::Variant;
-    use crate::container::identity::SECRET_PREFIX;
-    use crate::container::v2::{slot_bytes_needed, Preamble};
-    use crate::container::{
-        seal_message, Access, BodyAccess, Unlock, UnverifiedHeader, FIRST_GENERATION,
-    };
-    use crate::cpu::CpuEngine;
-    use crate::engine::Direction;
-    use crate::key::KeySize;
-    use crate::pipeline;
-
-    /// A whole v3 container of a short text, whose slot holds `stanzas` (wrapping `file_key`).
-    fn sealed_with(stanzas: &[Stanza], file_key: FileSecret) -> Vec<u8> {
-        let slot_len = Preamble::slot_len_for(slot_bytes_needed(stanzas));
-        let variant = Variant::for_key_size(KeySize::Aes256).unwrap();
-        let (mut file, opened) =
-            seal_message(stanzas, file_key, variant, slot_len, FIRST_GENERATION).unwrap();
-        let engine = CpuEngine::new(Some(1)).unwrap();
-        let spec = opened.stream_spec(&engine, Direction::Encrypt);
-        pipeline::run(&spec, &mut &b"hello"[..], &mut file, &|_| {}).unwrap();
-        file
-    }
-
-    fn cheap() -> Argon2Params {
-        Argon2Params {
-            salt: [3; 16],
-            memory_kib: 64,
-            iterations: 1,
-            lanes: 1,
-        }
-    }
-
-    /// One recipient and one identity of every registered kind.
-    fn every_kind() -> Vec<(Recipient, Identity)> {
-        let x = SecretIdentity::generate_x25519().unwrap();
-        let pq = SecretIdentity::generate_hybrid().unwrap();
-        let key = Key::new(&[5; 32]).unwrap();
-        let passphrase = Zeroizing::new(b"pass words".to_vec());
-        vec![
-            (Recipient::Key(key.clone()), Identity::Key(key)),
-            (
-                Recipient::Passphrase(passphrase.clone(), cheap()),
-                Identity::Passphrase(passphrase),
-            ),
-            (Recipient::Public(x.recipient()), Identity::Secret(x)),
-            (Recipient::Public(pq.recipient()), Identity::Secret(pq)),
-            (
-                Recipient::Public(TestRecipient::fixed(20)),
-                Identity::Secret(TestIdentity::of(FIXED_KEY)),
-            ),
-            (
-                Recipient::Public(ssh_tests::recipient(ssh_tests::ED25519_PUB)),
-                Identity::Secret(ssh_tests::identity(ssh_tests::ED25519)),
-            ),
-            (
-                Recipient::Public(ssh_tests::recipient(ssh_tests::RSA_PUB)),
-                Identity::Secret(ssh_tests::identity(ssh_tests::RSA)),
-            ),
-        ]
-    }
-
-    #[test]
-    fn the_registry_is_consistent() {
-        for (i, kind) in KINDS.iter().enumerate() {
-            let (min, max) = match kind.body_len() {
-                BodyLen::Exact(len) => (len, len),
-                BodyLen::Between(min, max) => (min, max),
-            };
-            assert!(WRAPPED_LEN <= min && min <= max, "{}", kind.name());
-            assert!(max <= usize::from(u16::MAX), "{}", kind.name());
-            for other in &KINDS[i + 1..] {
-                assert_ne!(kind.byte(), other.byte(), "{}", kind.name());
-                assert_ne!(kind.name(), other.name());
-            }
-            assert!(std::ptr::addr_eq(lookup(kind.byte()).unwrap(), *kind));
-        }
-        let forms = bech32_forms();
-        for (i, form) in forms.iter().enumerate() {
-            assert!(form.identity_prefix().starts_with(SECRET_PREFIX));
-            assert!(!form.recipient_prefix().starts_with(SECRET_PREFIX));
-            for other in &forms[i + 1..] {
-                assert_ne!(form.recipient_prefix(), other.recipient_prefix());
-                assert_ne!(form.identity_prefix(), other.identity_prefix());
-            }
-        }
-    }
-
-    /// Each recipient is taken by exactly one kind, and only its own identity opens the stanza.
-    #[test]
-    fn every_kind_wraps_for_its_own_recipients_and_opens_for_its_own_identities() {
-        let file_key = FileSecret::random().unwrap();
-        let all = every_kind();
-        for (i, (recipient, identity)) in all.iter().enumerate() {
-            let takers = KINDS.iter().filter(|k| k.wrap(recipient).is_some()).count();
-            assert_eq!(takers, 1, "recipient {i}");
-            let stanza = Stanza::wrap(recipient, &file_key).unwrap();
-            let opened = stanza.unwrap(identity, u64::MAX).unwrap().unwrap();
-            assert_eq!(opened.as_bytes(), file_key.as_bytes());
-            for (j, (_, other)) in all.iter().enumerate() {
-                if i != j {
-                    assert!(stanza.unwrap(other, u64::MAX).unwrap().is_none(), "{i} {j}");
-                }
-            }
-        }
-    }
-
-    /// What `info` and the error messages say of each kind, word for word.
-    #[test]
-    fn kinds_are_named_as_before() {
-        let file_key = FileSecret::random().unwrap();
-        let names: Vec<String> = every_kind()
-            .iter()
-            .map(|(r, _)| {
-                Stanza::wrap(r, &file_key)
-                    .unwrap()
-                    .kind()
-                    .unwrap()
-                    .to_string()
-            })
-            .collect();
-        assert_eq!(
-            names,
-            [
-                "key file",
-                "passphrase (Argon2id m=64 KiB t=1 p=1)",
-                "X25519 recipient",
-                "ML-KEM-768 + X25519 recipient",
-                "test key",
-                "ssh-ed25519 recipient (SSH key tag f71e6864)",
-                "ssh-rsa recipient (SSH key tag 307b7497)",
-            ]
-        );
-        let wrong = Stanza {
-            kind: 1,
-            body: vec![0; 63],
-        };
-        assert_eq!(
-            wrong.kind().unwrap_err().to_string(),
-            "damaged or hostile container header: a stanza of kind 1 is 63 bytes, not 64"
-        );
-    }
-
-    /// An unknown kind byte, of any length, parses as "unknown stanza kind N", opens nothing
-    /// and is skipped: a file with one opens with the key of another stanza (docs/FORMAT.md).
-    #[test]
-    fn an_unknown_kind_is_listed_and_skipped() {
-        let key = Key::new(&[7; 32]).unwrap();
-        let file_key = FileSecret::random().unwrap();
-        let unknown = [
-            Stanza {
-                kind: 9,
-                body: vec![1, 2, 3],
-            },
-            Stanza {
-                kind: 200,
-                body: Vec::new(),
-            },
-            Stanza {
-                kind: 0,
-                body: vec![0; 2000],
-            },
-        ];
-        for stanza in &unknown {
-            assert!(lookup(stanza.kind).is_none());
-            let kind = stanza.kind().unwrap();
-            assert_eq!(
-                kind.to_string(),
-                format!("unknown stanza kind {}", stanza.kind)
-            );
-            assert_eq!((kind.byte(), kind.name()), (stanza.kind, None));
-            for (_, identity) in every_kind() {
-                assert!(stanza.unwrap(&identity, u64::MAX).unwrap().is_none());
-            }
-        }
-        let mut stanzas = unknown.to_vec();
-        stanzas.insert(
-            1,
-            Stanza::wrap(&Recipient::Key(key.clone()), &file_key).unwrap(),
-        );
-        let file = sealed_with(&stanzas, file_key);
-        let header = UnverifiedHeader::read(&mut &file[..]).unwrap();
-        let Access::Slots { slots, .. } = &header.info().access else {
-            panic!("a v3 file has slots");
-        };
-        let listed: Vec<String> = slots[0].stanzas.iter().map(ToString::to_string).collect();
-        assert_eq!(
-            listed,
-            [
-                "unknown stanza kind 9",
-                "key file",
-                "unknown stanza kind 200",
-                "unknown stanza kind 0"
-            ]
-        );
-        let opens = |identity: Identity| {
-            UnverifiedHeader::read(&mut &file[..])
-                .unwrap()
-                .open(&Unlock::new(vec![identity]), BodyAccess::Bytes(&file))
-        };
-        opens(Identity::Key(key)).unwrap();
-        let refused = opens(Identity::Key(Key::new(&[8; 32]).unwrap()))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            refused.ends_with("(it opens with: unknown stanza kind 9, key file, unknown stanza kind 200, unknown stanza kind 0)"),
-            "{refused}"
-        );
-        // A file whose only stanza is of an unknown kind opens with nothing.
-        let only_unknown = sealed_with(&unknown[..1], FileSecret::random().unwrap());
-        let refused = UnverifiedHeader::read(&mut &only_unknown[..])
-            .unwrap()
-            .open(
-                &Unlock::new(every_kind().into_iter().map(|(_, i)| i).collect()),
-                BodyAccess::Bytes(&only_unknown),
-            )
-            .unwrap_err();
-        assert!(
-            matches!(&refused, ContainerError::NoMatchingStanza(what) if what == "unknown stanza kind 9"),
-            "{refused}"
-        );
-    }
-}
+mod tests;

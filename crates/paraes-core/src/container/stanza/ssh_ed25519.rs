@@ -3,7 +3,7 @@
 //! multiplied by a tweak that binds the SSH key, and D wrapped under HKDF-SHA256 of it; a
 //! 4-byte tag of the key lets a reader skip stanzas for other keys (and ask for a passphrase
 //! only for its own). Its keys are OpenSSH's (`ssh-ed25519 AAAA...` lines, private key files;
-//! `ssh.rs` reads the text).
+//! `ssh_text.rs` reads the text).
 
 use std::sync::Arc;
 
@@ -11,9 +11,11 @@ use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsPoint};
 use sha2::{Digest, Sha512};
 use zeroize::Zeroizing;
 
-use super::ssh::{put_string, secret_text, tag_of, Secret, OPENSSH, TAG_LEN};
+use super::ssh::{put_string, secret_text, tag_of, Secret, TAG_LEN};
 use super::x25519::agree;
-use super::{hkdf, BodyLen, Identity, Kind, Recipient, StanzaKind, Wrap, WrapKey, WRAPPED_LEN};
+use super::{
+    hkdf, BodyLen, Identity, Kind, Recipient, StanzaKind, Wrap, WrapKey, OPENSSH, WRAPPED_LEN,
+};
 use crate::container::identity::{
     degenerate, random_secret, AskPassphrase, IdentityKey, PublicRecipient, RecipientKey,
     SecretIdentity, TextKeys,

@@ -3,7 +3,7 @@
 //! with SHA-256, a paraes label), and D wrapped under HKDF-SHA256 of that secret; a 4-byte
 //! tag of the key lets a reader skip stanzas for other keys. Keys of 2,048 to 16,384 bits,
 //! so the stanza's length varies with the modulus. Its keys are OpenSSH's (`ssh-rsa AAAA...`
-//! lines, private key files, PEM `id_rsa`; `ssh.rs` reads the text).
+//! lines, private key files, PEM `id_rsa`; `ssh_text.rs` reads the text).
 //!
 //! The Marvin timing attack (RUSTSEC-2023-0071) recovers an RSA decryption by timing many
 //! decryptions of chosen ciphertexts; the `rsa` 0.10 release used here does its private-key
@@ -21,9 +21,11 @@ use zeroize::Zeroizing;
 
 use super::ssh::{
     magnitude, put_mpint, put_string, secret_text, tag_of, Secret, MAX_RSA_BITS, MIN_RSA_BITS,
-    OPENSSH, TAG_LEN,
+    TAG_LEN,
 };
-use super::{hkdf, BodyLen, Identity, Kind, Recipient, StanzaKind, Wrap, WrapKey, WRAPPED_LEN};
+use super::{
+    hkdf, BodyLen, Identity, Kind, Recipient, StanzaKind, Wrap, WrapKey, OPENSSH, WRAPPED_LEN,
+};
 use crate::container::identity::{
     random_secret, AskPassphrase, IdentityKey, PublicRecipient, RecipientKey, SecretIdentity,
     TextKeys,
