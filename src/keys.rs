@@ -110,7 +110,6 @@ impl KeyPlan {
             }
             out.extend(list.into_iter().map(Recipient::Public));
         }
-        warn_if_quantum_voided(&out, warn);
         Ok(out)
     }
 
@@ -138,20 +137,6 @@ impl KeyPlan {
             max_kdf_mib: self.max_kdf_mib,
             allow_unverified_slot: self.allow_unverified_slot,
         })
-    }
-}
-
-/// Warns when post-quantum recipients share a file with classical public-key ones (X25519,
-/// SSH): whoever breaks a classical stanza opens the file, so the file is no safer than them.
-fn warn_if_quantum_voided(recipients: &[Recipient], warn: Warn<'_>) {
-    let public = || {
-        recipients.iter().filter_map(|r| match r {
-            Recipient::Public(public) => Some(public),
-            _ => None,
-        })
-    };
-    if public().any(PublicRecipient::is_post_quantum) && public().any(|r| !r.is_post_quantum()) {
-        warn("the post-quantum (paraespq1...) recipients share this file with classical public-key recipients (X25519 or SSH keys), whose stanzas a quantum computer could open: the file is only as safe as those; encrypt to the post-quantum recipients alone to keep their protection");
     }
 }
 

@@ -31,6 +31,9 @@ pub fn run(args: &RekeyPlan) -> Result<()> {
     // writes, nothing waits on the user.
     let unlock = args.open.unlock(&warn)?;
     let new = NewStanzas::prepare(&args.new.recipients(&warn)?)?;
+    for warning in new.warnings() {
+        warn(&warning.to_string());
+    }
     // Through a link, the container rekeyed is the link's target, in place or rewritten
     // beside it; the link stays a link.
     let taken = Taken::take(&args.file).map_err(|e| match e {

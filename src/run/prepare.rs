@@ -73,6 +73,9 @@ pub struct Credentials<'a> {
     raw_key: Mutex<Option<Key>>,
     recipients: Mutex<Option<Arc<Vec<Recipient>>>>,
     unlock: Mutex<Option<Arc<Unlock>>>,
+    /// The seal's warnings about the recipients, said once per run (every file of a many-file
+    /// run is sealed for the same recipients).
+    seal_warnings_said: std::sync::Once,
 }
 
 impl<'a> Credentials<'a> {
@@ -83,6 +86,7 @@ impl<'a> Credentials<'a> {
             raw_key: Mutex::new(None),
             recipients: Mutex::new(None),
             unlock: Mutex::new(None),
+            seal_warnings_said: std::sync::Once::new(),
         }
     }
 
@@ -213,7 +217,13 @@ pub fn prepare(
                 .iter()
                 .any(|r| matches!(r, Recipient::Passphrase(..)));
             let _turn = has_passphrase.then(kdf_turn);
-            container::seal(key_size, &fresh_salts(&recipients)?)?.1
+            let opened = container::seal(key_size, &fresh_salts(&recipients)?)?.1;
+            credentials.seal_warnings_said.call_once(|| {
+                for warning in opened.warnings() {
+                    warn(&warning.to_string());
+                }
+            });
+            opened
         }
         Direction::Decrypt => {
             let unverified = read_header(&mut input)?;

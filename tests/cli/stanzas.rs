@@ -246,3 +246,38 @@ fn raw_ctr_without_iv_draws_and_prints_one() {
     let err = assert_success(&out, "raw enc with a zero IV");
     assert!(err.contains("hand-picked"), "{err}");
 }
+
+/// The post-quantum mixing warning comes from the core's seal as a value, and the CLI says it
+/// once per run: a run of several files sealed for the same mixed recipients says it once,
+/// `-q` silences it, and post-quantum recipients alone get none.
+#[test]
+fn mixing_post_quantum_and_classical_recipients_warns_once_per_run() {
+    let s = Scratch::new();
+    let pq = identity(&s, "pq.id", true);
+    let classical = identity(&s, "x.id", false);
+    for name in ["a", "b", "c"] {
+        s.write(name, &seeded_bytes(7, 1000));
+    }
+    let warning = "only as safe as those";
+    let out = s.run(&["enc", "-r", &pq, "-r", &classical, "a", "b", "c"]);
+    let err = assert_success(&out, "enc to mixed recipients");
+    assert_eq!(err.matches(warning).count(), 1, "{err}");
+    let out = s.run(&[
+        "rekey",
+        "a.paraes",
+        "-i",
+        "pq.id",
+        "--new-recipient",
+        &pq,
+        "--new-recipient",
+        &classical,
+    ]);
+    let err = assert_success(&out, "rekey to mixed recipients");
+    assert_eq!(err.matches(warning).count(), 1, "{err}");
+    let out = s.run(&[
+        "enc", "-q", "-r", &pq, "-r", &classical, "a", "-o", "q.paraes",
+    ]);
+    assert!(!assert_success(&out, "enc -q").contains(warning));
+    let out = s.run(&["enc", "-r", &pq, "a", "-o", "pq.paraes"]);
+    assert!(!assert_success(&out, "enc to pq alone").contains(warning));
+}

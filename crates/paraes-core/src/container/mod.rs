@@ -21,6 +21,7 @@ mod stanza;
 mod v1;
 mod v2;
 mod v3;
+mod warnings;
 
 pub(crate) use body::BodyCheck;
 pub use body::{
@@ -49,6 +50,7 @@ pub use stanza::{
     MAX_RSA_BITS, MIN_RSA_BITS,
 };
 pub use v1::V1KeySource;
+pub use warnings::{seal_warnings, SealWarning};
 
 use crate::cobblestone;
 use errors::read_exact;

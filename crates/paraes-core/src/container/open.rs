@@ -366,6 +366,7 @@ impl UnverifiedHeader {
             body_checked: false,
             batch: DEFAULT_CHUNK_SIZE,
             ignored: None,
+            warnings: Vec::new(),
         }
     }
 }

@@ -50,6 +50,8 @@ pub struct Opened {
     pub(super) batch: usize,
     /// A slot that parses but that the file key does not authenticate, ignored.
     pub(super) ignored: Option<IgnoredSlot>,
+    /// What the seal that made it warns about (empty for a file opened).
+    pub(super) warnings: Vec<super::SealWarning>,
 }
 
 impl std::fmt::Debug for Opened {
@@ -59,6 +61,12 @@ impl std::fmt::Debug for Opened {
 }
 
 impl Opened {
+    /// What [`super::seal`] warns about the recipients it sealed this container for (empty for
+    /// a container opened): the front end tells the user, the core never prints.
+    pub fn warnings(&self) -> &[super::SealWarning] {
+        &self.warnings
+    }
+
     /// The header's facts, now authenticated.
     pub fn info(&self) -> &HeaderInfo {
         &self.info

@@ -6,7 +6,9 @@ use super::info::{Access, BodyParams, HeaderInfo, SlotInfo};
 use super::keys::{random_bytes, FileSecret};
 use super::opened::{BodyKeys, Opened, RekeyState};
 use super::stanza::{self, Recipient, Stanza};
-use super::v2::{self, HeaderKeys, Preamble, SlottedHeader};
+#[cfg(any(test, feature = "testing"))]
+use super::v2::SlottedHeader;
+use super::v2::{self, HeaderKeys, Preamble};
 use super::v3::{self, MessageBody};
 use super::{ContainerError, FIRST_GENERATION, MAX_STANZAS};
 use crate::cobblestone::{self, Variant};
@@ -56,7 +58,8 @@ impl Opened {
 /// Seals a new v3 container for `recipients` with a body of `key_size` (128 or 256 bits): a
 /// fresh file key D and message salt, one stanza per recipient. Returns the bytes to write
 /// before the body's first chunk (header, then the message's salt and commitment), and the
-/// keys to encrypt the body with.
+/// keys to encrypt the body with, which carry the warnings about these recipients
+/// ([`Opened::warnings`]).
 pub fn seal(
     key_size: KeySize,
     recipients: &[Recipient],
@@ -69,7 +72,10 @@ pub fn seal(
     let file_key = FileSecret::random()?;
     let stanzas = make_stanzas(recipients, &file_key)?;
     let slot_len = Preamble::slot_len_for(v2::slot_bytes_needed(&stanzas));
-    seal_message(&stanzas, file_key, variant, slot_len, FIRST_GENERATION)
+    let (header, mut opened) =
+        seal_message(&stanzas, file_key, variant, slot_len, FIRST_GENERATION)?;
+    opened.warnings = super::seal_warnings(recipients);
+    Ok((header, opened))
 }
 
 /// A v3 container with `stanzas` (which wrap `file_key`) in slot 0 of `slot_len` bytes at
@@ -103,6 +109,7 @@ pub(super) fn seal_message(
         body_checked: false,
         batch: DEFAULT_CHUNK_SIZE,
         ignored: None,
+        warnings: Vec::new(),
     };
     Ok((header, opened))
 }
@@ -160,6 +167,7 @@ pub fn seal_v2(
         body_checked: false,
         batch: DEFAULT_CHUNK_SIZE,
         ignored: None,
+        warnings: super::seal_warnings(recipients),
     };
     Ok((header, opened))
 }
@@ -170,6 +178,7 @@ pub fn seal_v2(
 /// encapsulation). A rekey prepares them before it opens the file ([`Opened::rekey_with`]).
 pub struct NewStanzas {
     prepared: Vec<stanza::PreparedStanza>,
+    warnings: Vec<super::SealWarning>,
 }
 
 impl std::fmt::Debug for NewStanzas {
@@ -210,7 +219,15 @@ impl NewStanzas {
             .iter()
             .map(stanza::PreparedStanza::new)
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(NewStanzas { prepared })
+        Ok(NewStanzas {
+            prepared,
+            warnings: super::seal_warnings(recipients),
+        })
+    }
+
+    /// What sealing for these recipients warns about, as [`Opened::warnings`].
+    pub fn warnings(&self) -> &[super::SealWarning] {
+        &self.warnings
     }
 
     /// The stanzas, each wrapping `file_key`.
