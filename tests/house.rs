@@ -25,7 +25,6 @@ const LONG_FILES: &[(&str, usize)] = &[
     ("crates/paraes-core/src/container/tests.rs", 1133),
     ("crates/paraes-core/src/pipeline.rs", 1494),
     ("crates/paraes-gpu/examples/gpu_bench.rs", 1120),
-    ("crates/paraes-py/src/files.rs", 1099),
     ("crates/paraes-sunway-sim/src/schedule.rs", 772),
     ("tests/cli/command_line.rs", 723),
     ("tests/cli/container.rs", 726),
@@ -61,11 +60,6 @@ const CYCLES: &[&[&str]] = &[
     &[
         "crates/paraes-gpu/src/driver/device.rs",
         "crates/paraes-gpu/src/driver/memory.rs",
-    ],
-    &[
-        "crates/paraes-py/src/files.rs",
-        "crates/paraes-py/src/keys.rs",
-        "crates/paraes-py/src/raw.rs",
     ],
 ];
 
