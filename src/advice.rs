@@ -4,6 +4,7 @@
 
 use paraes_core::container::ContainerError;
 use paraes_core::pipeline::PipelineError;
+use paraes_files::keys::KeyFileError;
 use paraes_files::FileError;
 use paraes_gpu::GpuError;
 
@@ -45,6 +46,14 @@ pub fn advice(error: &anyhow::Error) -> Option<String> {
         if let Some(e) = cause.downcast_ref::<FileError>() {
             return file_advice(e);
         }
+        // A key file's error without advice of its own may wrap one with (an identity file
+        // with no identity): the chain goes on.
+        if let Some(advice) = cause
+            .downcast_ref::<KeyFileError>()
+            .and_then(key_file_advice)
+        {
+            return Some(advice);
+        }
         if let Some(PipelineError::BadPadding) = cause.downcast_ref::<PipelineError>() {
             return Some("if the stream was made with --no-pad, add --no-pad".to_owned());
         }
@@ -75,6 +84,7 @@ fn file_advice(error: &FileError) -> Option<String> {
             "many-file runs take regular files only; give it alone to stream it".to_owned()
         }
         FileError::OutputNotRegular { .. }
+        | FileError::OutputIsInput(_)
         | FileError::InputIsDirectory(_)
         | FileError::Io { .. } => return None,
     };
@@ -89,6 +99,23 @@ pub fn rank_failure(failure: &paraes_mpi::JobError) -> String {
         paraes_mpi::Reason::NotShared => format!("{}: use --mpi-io scatter", failure.message),
         paraes_mpi::Reason::Other => failure.message.clone(),
     }
+}
+
+/// What to do about key material given where it does not belong, in this tool's options.
+fn key_file_advice(error: &KeyFileError) -> Option<String> {
+    let advice = match error {
+        KeyFileError::NotAKey(_) => {
+            "make one with `paraes keygen`; a passphrase goes in --passphrase-file"
+        }
+        KeyFileError::IdentityNotKey(_) | KeyFileError::PrivateKeyNotKey(_) => "give it with -i",
+        KeyFileError::KeyNotIdentity(_) => "give it with -k",
+        KeyFileError::NotText(_)
+        | KeyFileError::Directory(_)
+        | KeyFileError::NoRecipient(_)
+        | KeyFileError::Read { .. }
+        | KeyFileError::Parse { .. } => return None,
+    };
+    Some(advice.to_owned())
 }
 
 /// The one line that reports `error`: its chain, then the recommendation if there is one.
@@ -117,5 +144,24 @@ mod tests {
         assert_eq!(advice(&lookalike), None);
         let padding = anyhow::Error::new(PipelineError::BadPadding);
         assert!(advice(&padding).unwrap().contains("--no-pad"));
+    }
+
+    /// Key material in the wrong place is sent to the option that takes it; an identity file
+    /// with no identity in it still gets keygen's advice through the key file's error.
+    #[test]
+    fn key_material_in_the_wrong_place_names_the_option_that_takes_it() {
+        let key_as_identity =
+            anyhow::Error::new(KeyFileError::KeyNotIdentity("identity file k".into()));
+        assert_eq!(
+            error_line(&key_as_identity),
+            "identity file k holds a key, not an identity: give it with -k"
+        );
+        let identity_as_key = anyhow::Error::new(KeyFileError::IdentityNotKey("key file i".into()));
+        assert!(error_line(&identity_as_key).ends_with("not a key: give it with -i"));
+        let empty = anyhow::Error::new(KeyFileError::Parse {
+            name: "identity file e".into(),
+            source: ContainerError::NoIdentity,
+        });
+        assert!(error_line(&empty).ends_with("make one with `paraes keygen --x25519`"));
     }
 }

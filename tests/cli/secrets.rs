@@ -230,3 +230,29 @@ fn a_raw_key_that_starts_with_a_hash_is_a_key() {
         "-k IDENTITY",
     );
 }
+
+#[test]
+fn a_key_file_given_as_an_identity_is_told_as_a_key() {
+    let s = Scratch::new();
+    s.write("f", b"data");
+    let hex_key = s.key_file("hex.key", 256, 11, true);
+    let raw_key = s.key_file("raw.key", 128, 12, false);
+    assert_success(&s.run(&["enc", "-q", "-k", "raw.key", "f"]), "enc");
+    for (name, key) in [("hex.key", hex_key), ("raw.key", raw_key)] {
+        for args in [
+            &["dec", "-i", name, "f.paraes", "-o", "out"][..],
+            &["keygen", "-y", name],
+        ] {
+            let out = s.run(args);
+            let err = assert_error(&out, &format!("{args:?}"));
+            assert!(
+                err.contains(&format!(
+                    "identity file {name} holds a key, not an identity: give it with -k"
+                )),
+                "{args:?}: {err}"
+            );
+            assert_no_part_of(hex::encode(&key).as_bytes(), &out.stderr, name);
+            assert!(out.stdout.is_empty() && !s.exists("out"), "{args:?}");
+        }
+    }
+}

@@ -31,6 +31,9 @@ pub enum FileError {
         /// What it is ("a FIFO", "a device", "a socket").
         kind: &'static str,
     },
+    /// The output names the file the job reads.
+    #[error("{} is both the input and the output", .0.display())]
+    OutputIsInput(PathBuf),
     /// The temporary beside the output could not be made.
     #[error("cannot create {} in {}: {why}", .dest.display(), .dir.display())]
     CannotCreate {
@@ -40,6 +43,8 @@ pub enum FileError {
         dir: PathBuf,
         /// What the failure means.
         why: String,
+        /// The system's error (`why` says it in words; kept for its error number).
+        cause: io::Error,
     },
     /// An input names a directory.
     #[error("{} is a directory, not a file", .0.display())]
@@ -70,6 +75,17 @@ impl FileError {
         FileError::Io {
             what: what.into(),
             source,
+        }
+    }
+
+    /// The system's error number behind the failure, if one is (for front ends whose errors
+    /// carry it, as Python's `OSError` does).
+    pub fn raw_os_error(&self) -> Option<i32> {
+        match self {
+            FileError::Io { source: e, .. } | FileError::CannotCreate { cause: e, .. } => {
+                e.raw_os_error()
+            }
+            _ => None,
         }
     }
 }

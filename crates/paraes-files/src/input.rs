@@ -88,6 +88,30 @@ impl Input {
     pub fn is_empty(&self) -> bool {
         self.len() == Some(0)
     }
+
+    /// The input's file, if it is one.
+    pub fn file(&self) -> Option<&File> {
+        match self {
+            Input::Stdin(_) => None,
+            Input::File(file, _) => Some(file),
+            Input::Replaying(chain) => chain.get_ref().1.file(),
+        }
+    }
+
+    /// Refuses `dest` as the output of a job that reads this input when `dest` names the
+    /// input's own file (through links: compared by device and inode), which writing it would
+    /// destroy.
+    pub fn refuse_as_output(&self, dest: &Path) -> Result<(), FileError> {
+        use std::os::unix::fs::MetadataExt;
+        let (Some(Ok(input)), Ok(output)) = (self.file().map(File::metadata), fs::metadata(dest))
+        else {
+            return Ok(());
+        };
+        if (input.dev(), input.ino()) == (output.dev(), output.ino()) {
+            return Err(FileError::OutputIsInput(dest.to_path_buf()));
+        }
+        Ok(())
+    }
 }
 
 impl Read for Input {
@@ -133,4 +157,54 @@ pub fn open_regular_file(path: &Path) -> Result<File, FileError> {
     let flags = rustix::fs::fcntl_getfl(&file).map_err(|e| read_error(e.into()))?;
     rustix::fs::fcntl_setfl(&file, flags - OFlags::NONBLOCK).map_err(|e| read_error(e.into()))?;
     Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_input_s_own_file_is_refused_as_its_output_through_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        fs::write(&path, b"data").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        let input = Input::open(Some(&path), InputKinds::FilesAndStreams).unwrap();
+        for same in [&path, &link] {
+            let err = input.refuse_as_output(same).unwrap_err();
+            assert!(matches!(err, FileError::OutputIsInput(_)), "{err}");
+        }
+        let other = dir.path().join("g");
+        input.refuse_as_output(&other).unwrap();
+        fs::write(&other, b"data").unwrap();
+        input.refuse_as_output(&other).unwrap();
+        let replaying = input.replaying(b"ahead".to_vec());
+        assert!(replaying.refuse_as_output(&link).is_err());
+    }
+
+    #[test]
+    fn regular_only_refuses_a_fifo_without_opening_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let err = Input::open(Some(&fifo), InputKinds::RegularOnly)
+            .err()
+            .unwrap();
+        assert!(
+            matches!(err, FileError::InputNotRegular { kind: "a FIFO", .. }),
+            "{err}"
+        );
+        let err = Input::open(Some(dir.path()), InputKinds::RegularOnly)
+            .err()
+            .unwrap();
+        assert!(matches!(err, FileError::InputIsDirectory(_)), "{err}");
+    }
 }

@@ -2,13 +2,16 @@
 //! the Python package), so that each gets the same rails: inputs opened by one rule set
 //! ([`Input`], [`InputKinds`]), outputs that take their name only when whole ([`Output`],
 //! [`OutputOptions`]), the leftovers a killed run can leave ([`leftovers`]), and the guards of
-//! a change in place ([`guard`], [`lease`]). Errors are typed ([`FileError`]) and name no
-//! command-line flag: each front end adds its own advice by the error's type.
+//! a change in place ([`guard`], [`lease`]), and key material read by one set of text rules
+//! ([`keys`]: key files, identity files, recipients files). Errors are typed ([`FileError`],
+//! [`keys::KeyFileError`]) and name no command-line flag or keyword argument: each front end
+//! adds its own advice by the error's type.
 #![deny(missing_docs)]
 
 mod error;
 pub mod guard;
 mod input;
+pub mod keys;
 pub mod lease;
 mod leftovers;
 mod output;

@@ -401,5 +401,92 @@ fn cannot_create(dest: &Path, dir: &Path, e: io::Error) -> FileError {
         dest: dest.to_path_buf(),
         dir: dir.to_path_buf(),
         why,
+        cause: e,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Python's rules: nothing streamed into a FIFO, only a regular file replaced.
+    fn files_only(replace: bool) -> OutputOptions {
+        OutputOptions {
+            replace,
+            stream_into_special_files: false,
+            ..OutputOptions::default()
+        }
+    }
+
+    #[test]
+    fn an_output_appears_whole_on_commit_and_replaces_only_when_allowed() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out");
+        let mut output = Output::create(Some(&dest), &files_only(false)).unwrap();
+        output.writer().write_all(b"new").unwrap();
+        assert!(!dest.exists(), "no name before the commit");
+        output.commit().unwrap();
+        assert_eq!(fs::read(&dest).unwrap(), b"new");
+        let err = Output::create(Some(&dest), &files_only(false))
+            .err()
+            .unwrap();
+        assert!(matches!(err, FileError::Exists(_)), "{err}");
+        let mut output = Output::create(Some(&dest), &files_only(true)).unwrap();
+        output.writer().write_all(b"newer").unwrap();
+        drop(output);
+        assert_eq!(
+            fs::read(&dest).unwrap(),
+            b"new",
+            "dropped: nothing replaced"
+        );
+        let output = Output::create(Some(&dest), &files_only(true)).unwrap();
+        output.commit().unwrap();
+        assert_eq!(fs::read(&dest).unwrap(), b"");
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "no temporary left"
+        );
+    }
+
+    #[test]
+    fn a_fifo_is_refused_unless_streams_are_allowed() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mknodat(
+            CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let err = Output::create(Some(&fifo), &files_only(true))
+            .err()
+            .unwrap();
+        assert!(
+            matches!(err, FileError::OutputNotRegular { kind: "a FIFO", .. }),
+            "{err}"
+        );
+        let err = Output::create(Some(dir.path()), &files_only(true))
+            .err()
+            .unwrap();
+        assert!(matches!(err, FileError::OutputIsDirectory(_)), "{err}");
+    }
+
+    #[test]
+    fn a_temporary_that_cannot_be_made_keeps_the_system_s_error_number() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("missing").join("out");
+        let err = Output::create(Some(&dest), &files_only(false))
+            .err()
+            .unwrap();
+        assert!(matches!(err, FileError::CannotCreate { .. }), "{err}");
+        assert!(
+            err.to_string().ends_with("that directory does not exist"),
+            "{err}"
+        );
+        assert_eq!(err.raw_os_error(), Some(libc::ENOENT));
+        assert_eq!(FileError::Exists(dest).raw_os_error(), None);
     }
 }

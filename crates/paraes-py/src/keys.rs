@@ -1,33 +1,29 @@
-//! Key arguments as the CLI takes them: a key is a key file's contents (16, 24 or 32 raw bytes,
-//! or the same as hex text) given as bytes, or the path of such a file (str or os.PathLike);
-//! an identity is an identity file's text (`PARAES-SECRET-KEY-1...`, bytes or a str that starts
-//! with `PARAES-`) or its path; a recipient is a `paraes1...`/`paraespq1...` str, or the path of
-//! a recipients file (os.PathLike); a passphrase is str (UTF-8) or bytes. The rules and the
-//! error lines follow the CLI's `src/keys.rs`, except that a str taken as a path where no file
-//! is found is never shown in an error: it may be a key's hex or a passphrase in the wrong place.
+//! Key arguments as the CLI takes them, read by the same rules (`paraes_files::keys`): a key is
+//! a key file's contents (16, 24 or 32 raw bytes, or the same as hex text) given as bytes, or
+//! the path of such a file (str or os.PathLike); an identity is an identity file's text
+//! (paraes's `PARAES-SECRET-KEY-1...` lines, comments and all, or an OpenSSH private key) given
+//! as bytes or str, or its path; a recipient is a `paraes1...`/`paraespq1...` str or an OpenSSH
+//! public key line (`ssh-ed25519 ...`, `ssh-rsa ...`), or the path of a recipients file
+//! (os.PathLike); a passphrase is str (UTF-8) or bytes. A locked SSH key is unlocked with
+//! `ssh_passphrase=`, never by a prompt. A str taken as a path where no file is found is never
+//! shown in an error: it may be a key's hex or a passphrase in the wrong place.
 
-use std::io::Read;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use paraes_core::container::{
-    parse_identities, parse_recipients, Argon2Params, Identity, PublicRecipient, Recipient,
-    SecretIdentity, Unlock,
+    Argon2Params, AskPassphrase, Identity, PublicRecipient, Recipient, SecretIdentity, Unlock,
+    DEFAULT_MAX_KDF_MIB,
 };
 use paraes_core::Key;
+use paraes_files::keys::{self as rules, KeyFileError, SecretContents};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 use zeroize::Zeroizing;
 
+use crate::buffer::Exported;
 use crate::errors;
-use crate::raw::Exported;
-
-/// Key files are tiny; anything bigger is not one (and is not read whole).
-const MAX_KEY_FILE: u64 = 1024;
-/// Identity and recipient files are small text files.
-const MAX_TEXT_FILE: u64 = 1 << 20;
-/// What every identity's text starts with (either case).
-const IDENTITY_PREFIX: &str = "PARAES-";
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(generate_key, m)?)?;
@@ -36,25 +32,35 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
+/// Which argument a value came in, for the error of a str that names no file.
+#[derive(Clone, Copy)]
+enum Argument {
+    Keys,
+    Identities,
+}
+
 /// What a key or identity argument holds: its contents, or where to read them.
 enum Source {
-    Contents(Zeroizing<Vec<u8>>),
+    /// The contents, and how they were given ("bytes", "a str").
+    Contents(Zeroizing<Vec<u8>>, &'static str),
     /// A path; `from_str` when it came as a str, which may be key material given by mistake
     /// (a key's hex, a passphrase): its text is then never shown unless a file is there.
-    Path {
-        path: PathBuf,
-        from_str: bool,
-    },
+    Path { path: PathBuf, from_str: bool },
 }
 
 impl Source {
-    /// A bytes-like object is the contents; a str or os.PathLike is a path, except a str that
-    /// starts like an identity when `text_prefix` says so.
-    fn of(obj: &Bound<'_, PyAny>, what: &str, identity_text: bool) -> PyResult<Self> {
+    /// A bytes-like object is the contents; a str or os.PathLike is a path, except a str given
+    /// as an identity that holds (or starts like) an identity file's text.
+    fn of(obj: &Bound<'_, PyAny>, argument: Argument) -> PyResult<Self> {
+        let what = match argument {
+            Argument::Keys => "a key",
+            Argument::Identities => "an identity",
+        };
         if let Ok(text) = obj.cast::<PyString>() {
             let text = text.to_str()?;
-            if identity_text && starts_with_ignore_case(text.trim_start(), IDENTITY_PREFIX) {
-                return Ok(Source::Contents(Zeroizing::new(text.as_bytes().to_vec())));
+            if matches!(argument, Argument::Identities) && is_identity_text(text) {
+                let contents = Zeroizing::new(text.as_bytes().to_vec());
+                return Ok(Source::Contents(contents, "a str"));
             }
             return Ok(Source::Path {
                 path: PathBuf::from(text),
@@ -62,7 +68,8 @@ impl Source {
             });
         }
         if let Ok(exported) = Exported::new(obj, what) {
-            return Ok(Source::Contents(Zeroizing::new(exported.bytes().to_vec())));
+            let contents = Zeroizing::new(exported.bytes().to_vec());
+            return Ok(Source::Contents(contents, "bytes"));
         }
         obj.extract::<PathBuf>()
             .map(|path| Source::Path {
@@ -75,155 +82,133 @@ impl Source {
                 ))
             })
     }
+}
 
-    /// The contents, at most `max` bytes of a file (one more, to tell a file that is larger).
-    fn read(self, what: &str, max: u64) -> PyResult<(Zeroizing<Vec<u8>>, String)> {
-        match self {
-            Source::Contents(bytes) => Ok((bytes, format!("the {what} given as bytes"))),
-            Source::Path { path, from_str } => {
-                let name = format!("{what} {}", path.display());
-                let meta = std::fs::metadata(&path).map_err(|e| {
-                    if from_str {
-                        unshown_path_error(&e, what)
-                    } else {
-                        errors::os_error(&e, &format!("cannot read {name}"))
-                    }
-                })?;
-                if meta.is_dir() {
-                    return Err(PyValueError::new_err(errors::one_line(&format!(
-                        "{name} is a directory, not a file"
-                    ))));
-                }
-                let mut contents = Zeroizing::new(Vec::with_capacity(max as usize + 1));
-                std::fs::File::open(&path)
-                    .and_then(|f| f.take(max + 1).read_to_end(&mut contents))
-                    .map_err(|e| errors::os_error(&e, &format!("cannot read {name}")))?;
-                Ok((contents, name))
-            }
-        }
+/// Whether a str given as an identity is an identity file's text rather than its path: it
+/// holds paraes identities or a private key (an OpenSSH key), or starts like an identity (so
+/// that a damaged one is told as such, not looked for as a file).
+fn is_identity_text(text: &str) -> bool {
+    const PREFIX: &[u8] = b"PARAES-";
+    let starts_like_one = text
+        .trim_start()
+        .as_bytes()
+        .get(..PREFIX.len())
+        .is_some_and(|start| start.eq_ignore_ascii_case(PREFIX));
+    starts_like_one
+        || matches!(
+            rules::secret_contents(text.as_bytes()),
+            SecretContents::Identities | SecretContents::PrivateKey
+        )
+}
+
+/// The error of a key file's rules for a path that came as `from_str`: where no file could be
+/// looked at, the str is not shown (the OS's reason is); otherwise the rules' error.
+fn path_error(e: KeyFileError, argument: Argument, from_str: bool) -> PyErr {
+    match e {
+        KeyFileError::Read { source, .. } if from_str => unshown_path_error(&source, argument),
+        other => errors::key_file(other),
     }
 }
 
 /// The error for a str taken as a path where no file can be looked at: it may be a key's hex
 /// or a passphrase given in the wrong place, so the text is not shown (the OS's reason is).
-fn unshown_path_error(e: &std::io::Error, what: &str) -> PyErr {
-    let (argument, instead) = match what {
-        "identity file" => (
-            "identities: a str is an identity's text (PARAES-SECRET-KEY-1...) or the path of an identity file,",
+fn unshown_path_error(e: &std::io::Error, argument: Argument) -> PyErr {
+    let (given, instead) = match argument {
+        Argument::Identities => (
+            "identities: a str is an identity's text (PARAES-SECRET-KEY-1..., or an OpenSSH private key) or the path of an identity file,",
             "pass the identity's text (or its bytes)",
         ),
-        _ => (
+        Argument::Keys => (
             "keys: a str is the path of a key file,",
             "pass the key as bytes (bytes.fromhex(...)) and a passphrase as passphrase=",
         ),
     };
-    let message = if e.kind() == std::io::ErrorKind::NotFound {
-        format!(
-            "{argument} and none exists there; {instead} (the str is not shown: it may be secret)"
-        )
+    let found = if e.kind() == std::io::ErrorKind::NotFound {
+        "and none exists there"
     } else {
-        format!("{argument} and that path cannot be looked at; {instead} (the str is not shown: it may be secret)")
+        "and that path cannot be looked at"
     };
-    errors::os_error(e, &message)
-}
-
-/// Whether `text` starts with `prefix`, in either case.
-fn starts_with_ignore_case(text: &str, prefix: &str) -> bool {
-    text.as_bytes()
-        .get(..prefix.len())
-        .is_some_and(|start| start.eq_ignore_ascii_case(prefix.as_bytes()))
-}
-
-/// The error for contents that are not a key; it says nothing about what was given.
-fn not_a_key(name: &str) -> PyErr {
-    PyValueError::new_err(errors::one_line(&format!(
-        "{name} is not a key: a key is 32, 48 or 64 hex digits, or 16, 24 or 32 random bytes (make one with paraes.generate_key() or `paraes keygen`; a passphrase goes in passphrase=)"
-    )))
+    errors::os_error(
+        e,
+        &format!("{given} {found}; {instead} (the str is not shown: it may be secret)"),
+    )
 }
 
 /// One symmetric key from a key argument.
 fn read_key(obj: &Bound<'_, PyAny>) -> PyResult<Key> {
-    let (contents, name) = Source::of(obj, "key", false)?.read("key file", MAX_KEY_FILE)?;
-    let name = name.replace("the key file given as bytes", "the key given as bytes");
-    if contents.len() as u64 > MAX_KEY_FILE {
-        return Err(not_a_key(&name));
+    match Source::of(obj, Argument::Keys)? {
+        Source::Contents(contents, given) => {
+            rules::key_from_contents(&contents, &format!("the key given as {given}"))
+                .map_err(errors::key_file)
+        }
+        Source::Path { path, from_str } => {
+            let name = format!("key file {}", path.display());
+            rules::open_secret(&path, &name)
+                .and_then(|(file, _)| rules::key_from_reader(file, &name))
+                .map_err(|e| path_error(e, Argument::Keys, from_str))
+        }
     }
-    if paraes_core::container::is_identity_text(&contents) {
-        return Err(PyValueError::new_err(errors::one_line(&format!(
-            "{name} holds an identity, not a key: give it in identities="
-        ))));
-    }
-    let text = contents.trim_ascii();
-    let looks_like_text = !text.is_empty() && text.iter().all(u8::is_ascii_graphic);
-    if looks_like_text
-        && (!matches!(text.len(), 32 | 48 | 64) || !text.iter().all(u8::is_ascii_hexdigit))
-    {
-        return Err(not_a_key(&name));
-    }
-    Key::parse(&contents).map_err(|_| not_a_key(&name))
 }
 
-/// The secret identities of an identity argument.
-fn read_identities(obj: &Bound<'_, PyAny>) -> PyResult<Vec<SecretIdentity>> {
-    let (contents, name) =
-        Source::of(obj, "identity", true)?.read("identity file", MAX_TEXT_FILE)?;
-    let name = name.replace("the identity file given as bytes", "the identity given");
-    let text = std::str::from_utf8(&contents)
-        .map_err(|_| PyValueError::new_err(errors::one_line(&format!("{name} is not text"))))?;
-    parse_identities(text)
-        .map_err(|e| PyValueError::new_err(errors::one_line(&format!("{name}: {e}"))))
+/// The secret identities of an identity argument; a locked SSH key asks `ask`.
+fn read_identities(
+    obj: &Bound<'_, PyAny>,
+    ask: &Arc<dyn AskPassphrase>,
+) -> PyResult<Vec<SecretIdentity>> {
+    match Source::of(obj, Argument::Identities)? {
+        Source::Contents(contents, given) => rules::identities_from_contents(
+            &contents,
+            "the identity given",
+            &format!("(given as {given})"),
+            Arc::clone(ask),
+        )
+        .map_err(errors::key_file),
+        Source::Path { path, from_str } => rules::read_identity_file(&path, Arc::clone(ask))
+            .map_err(|e| path_error(e, Argument::Identities, from_str)),
+    }
 }
 
 /// The public recipients of a recipient argument: a recipient's text, or a recipients file.
 fn read_recipients(obj: &Bound<'_, PyAny>) -> PyResult<Vec<PublicRecipient>> {
     if let Ok(text) = obj.cast::<PyString>() {
-        let text = text.to_str()?;
-        let recipient: PublicRecipient = text
-            .trim()
-            .parse()
-            .map_err(|e| PyValueError::new_err(errors::one_line(&format!("{e}"))))?;
+        let recipient: PublicRecipient = text.to_str()?.trim().parse().map_err(
+            |e: paraes_core::container::ContainerError| {
+                PyValueError::new_err(errors::one_line(&e.to_string()))
+            },
+        )?;
         return Ok(vec![recipient]);
     }
     let path: PathBuf = obj.extract().map_err(|_| {
         PyTypeError::new_err(
-            "a recipient is a str (paraes1... or paraespq1...) or the path of a recipients file (os.PathLike)",
+            "a recipient is a str (paraes1..., paraespq1..., or an ssh-ed25519/ssh-rsa public key line) or the path of a recipients file (os.PathLike)",
         )
     })?;
-    let (contents, name) = Source::Path {
-        path,
-        from_str: false,
-    }
-    .read("recipients file", MAX_TEXT_FILE)?;
-    let text = std::str::from_utf8(&contents)
-        .map_err(|_| PyValueError::new_err(errors::one_line(&format!("{name} is not text"))))?;
-    let list = parse_recipients(text)
-        .map_err(|e| PyValueError::new_err(errors::one_line(&format!("{name}: {e}"))))?;
-    if list.is_empty() {
-        return Err(PyValueError::new_err(errors::one_line(&format!(
-            "{name} lists no recipient"
-        ))));
-    }
-    Ok(list)
+    rules::read_recipients_file(&path).map_err(errors::key_file)
 }
 
-/// A passphrase argument's bytes (str as UTF-8).
-fn passphrase(obj: &Bound<'_, PyAny>) -> PyResult<Zeroizing<Vec<u8>>> {
+/// A passphrase argument's bytes (str as UTF-8); `keyword` names the argument.
+fn passphrase(obj: &Bound<'_, PyAny>, keyword: &str) -> PyResult<Zeroizing<Vec<u8>>> {
     let bytes = if let Ok(text) = obj.cast::<PyString>() {
         Zeroizing::new(text.to_str()?.as_bytes().to_vec())
     } else if let Ok(bytes) = obj.cast::<PyBytes>() {
         Zeroizing::new(bytes.as_bytes().to_vec())
     } else {
-        return Err(PyTypeError::new_err("a passphrase is a str or bytes"));
+        return Err(PyTypeError::new_err(format!(
+            "{keyword}= takes a str or bytes"
+        )));
     };
     if bytes.is_empty() {
-        return Err(PyValueError::new_err("the passphrase is empty"));
+        return Err(PyValueError::new_err(format!("{keyword}= is empty")));
     }
     Ok(bytes)
 }
 
 /// A list argument as its items (a lone str or bytes is refused: it is almost surely one item
-/// given without its list).
-fn items<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Vec<Bound<'py, PyAny>>> {
+/// given without its list); `None` is an empty list.
+fn items<'py>(obj: Option<&Bound<'py, PyAny>>, what: &str) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    let Some(obj) = obj.filter(|obj| !obj.is_none()) else {
+        return Ok(Vec::new());
+    };
     if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
         return Err(PyTypeError::new_err(format!(
             "{what} is a list: write {what}=[...] even for one"
@@ -232,62 +217,108 @@ fn items<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Vec<Bound<'py, Py
     obj.try_iter()?.collect()
 }
 
-/// enc's recipients: one stanza per key, the passphrase, and each public recipient.
-pub fn recipients(
-    keys: &Bound<'_, PyAny>,
-    recipients: &Bound<'_, PyAny>,
-    pass: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Vec<Recipient>> {
-    let mut out = Vec::new();
-    for key in items(keys, "keys")? {
-        out.push(Recipient::Key(read_key(&key)?));
-    }
-    if let Some(pass) = pass {
-        let params =
-            Argon2Params::recommended().map_err(|e| errors::Error::new_err(e.to_string()))?;
-        out.push(Recipient::Passphrase(passphrase(pass)?, params));
-    }
-    for recipient in items(recipients, "recipients")? {
-        out.extend(
-            read_recipients(&recipient)?
-                .into_iter()
-                .map(Recipient::Public),
-        );
-    }
-    if out.is_empty() {
-        return Err(PyValueError::new_err(
-            "no keys, recipients or passphrase: a container needs at least one way to open it",
-        ));
-    }
-    Ok(out)
+/// An optional argument that was given (not left out, not `None`).
+fn given<'a, 'py>(obj: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, PyAny>> {
+    obj.filter(|obj| !obj.is_none())
 }
 
-/// dec's keys, passphrase and identities.
-pub fn unlock(
-    keys: &Bound<'_, PyAny>,
-    identities: &Bound<'_, PyAny>,
-    pass: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Unlock> {
-    let mut out = Vec::new();
-    for key in items(keys, "keys")? {
-        out.push(Identity::Key(read_key(&key)?));
+/// The keyword arguments that say who can open a new container (`encrypt_file`, `Writer`).
+pub struct SealArgs<'a, 'py> {
+    pub keys: Option<&'a Bound<'py, PyAny>>,
+    pub recipients: Option<&'a Bound<'py, PyAny>>,
+    pub passphrase: Option<&'a Bound<'py, PyAny>>,
+}
+
+impl SealArgs<'_, '_> {
+    /// One stanza per key, the passphrase (a short one is warned about, as the CLI does, with
+    /// a `UserWarning`), and each public recipient.
+    pub fn recipients(&self) -> PyResult<Vec<Recipient>> {
+        let mut out = Vec::new();
+        for key in items(self.keys, "keys")? {
+            out.push(Recipient::Key(read_key(&key)?));
+        }
+        if let Some(pass) = given(self.passphrase) {
+            let pass = passphrase(pass, "passphrase")?;
+            if let Some(warning) = rules::short_passphrase_warning(&pass) {
+                errors::warn(&warning)?;
+            }
+            let params =
+                Argon2Params::recommended().map_err(|e| errors::Error::new_err(e.to_string()))?;
+            out.push(Recipient::Passphrase(pass, params));
+        }
+        for recipient in items(self.recipients, "recipients")? {
+            out.extend(
+                read_recipients(&recipient)?
+                    .into_iter()
+                    .map(Recipient::Public),
+            );
+        }
+        if out.is_empty() {
+            return Err(PyValueError::new_err(
+                "no keys, recipients or passphrase: a container needs at least one way to open it",
+            ));
+        }
+        Ok(out)
     }
-    if let Some(pass) = pass {
-        out.push(Identity::Passphrase(passphrase(pass)?));
+}
+
+/// The keyword arguments that open a container (`decrypt_file`, `Reader`), as the CLI's
+/// `-k`, `-p`, `-i`, `--max-kdf-mib` and `--allow-unverified-slot`.
+pub struct UnlockArgs<'a, 'py> {
+    pub keys: Option<&'a Bound<'py, PyAny>>,
+    pub identities: Option<&'a Bound<'py, PyAny>>,
+    pub passphrase: Option<&'a Bound<'py, PyAny>>,
+    /// The passphrase of the locked SSH keys among the identities.
+    pub ssh_passphrase: Option<&'a Bound<'py, PyAny>>,
+    /// The most Argon2id work (MiB x passes) the passphrase stanzas may ask (`None`: the
+    /// CLI's default).
+    pub max_kdf_mib: Option<u64>,
+    pub allow_unverified_slot: bool,
+}
+
+impl UnlockArgs<'_, '_> {
+    /// What the stanzas are tried with; one key given twice is tried once.
+    pub fn unlock(&self) -> PyResult<Unlock> {
+        let mut out = Vec::new();
+        for key in items(self.keys, "keys")? {
+            out.push(Identity::Key(read_key(&key)?));
+        }
+        if let Some(pass) = given(self.passphrase) {
+            out.push(Identity::Passphrase(passphrase(pass, "passphrase")?));
+        }
+        let ssh_passphrase = given(self.ssh_passphrase)
+            .map(|pass| passphrase(pass, "ssh_passphrase"))
+            .transpose()?;
+        let ask: Arc<dyn AskPassphrase> = Arc::new(GivenSshPassphrase(ssh_passphrase));
+        for identity in items(self.identities, "identities")? {
+            out.extend(
+                read_identities(&identity, &ask)?
+                    .into_iter()
+                    .map(Identity::Secret),
+            );
+        }
+        if out.is_empty() {
+            return Err(PyValueError::new_err(
+                "no keys, identities or passphrase: give what opens the file",
+            ));
+        }
+        Ok(Unlock {
+            identities: Identity::merge_same_keys(out),
+            max_kdf_mib: self.max_kdf_mib.unwrap_or(DEFAULT_MAX_KDF_MIB),
+            allow_unverified_slot: self.allow_unverified_slot,
+        })
     }
-    for identity in items(identities, "identities")? {
-        out.extend(
-            read_identities(&identity)?
-                .into_iter()
-                .map(Identity::Secret),
-        );
+}
+
+/// The passphrase of a locked SSH key, as given in `ssh_passphrase=` (nothing is ever asked).
+struct GivenSshPassphrase(Option<Zeroizing<Vec<u8>>>);
+
+impl AskPassphrase for GivenSshPassphrase {
+    fn ask(&self, _what: &str) -> Result<Zeroizing<Vec<u8>>, String> {
+        self.0
+            .clone()
+            .ok_or_else(|| "it has a passphrase: give it with ssh_passphrase=".to_owned())
     }
-    if out.is_empty() {
-        return Err(PyValueError::new_err(
-            "no keys, identities or passphrase: give what opens the file",
-        ));
-    }
-    Ok(Unlock::new(out))
 }
 
 /// A fresh random AES key of `bits` (128, 192 or 256) bits, as raw bytes.

@@ -1,22 +1,36 @@
 //! `paraes._paraes`: the native half of the `paraes` Python package (PyO3, CPython 3.11+ stable
-//! ABI). The Python package (`python/paraes/`) wraps it: containers as files and streams
-//! (`files`), AES-CTR/ECB over any buffer and bare Cobblestone messages (`raw`), the key
-//! arguments shared by both (`keys`), and how Rust errors become Python exceptions (`errors`).
+//! ABI). The Python package (`python/paraes/`) wraps it: containers as whole files (`files`),
+//! as a writable stream (`writer`) and as a seekable reader (`reader`), over what they share
+//! (`containers`); AES-CTR/ECB over any buffer and bare Cobblestone messages (`raw`); the key
+//! arguments (`keys`); Python buffers (`buffer`); and how Rust errors become Python exceptions
+//! (`errors`). Files, outputs and the text rules of keys are paraes-files', as the CLI's.
 //!
 //! Every call that does real work releases the GIL. Work runs on one `CpuEngine` of all cores,
 //! which runs a buffer under its parallel threshold (512 KiB) on the calling thread, so a
-//! 23 KB call pays for no thread fan-out; containers under [`files::THREADED_FROM`] bytes go
+//! 23 KB call pays for no thread fan-out; containers under [`THREADED_FROM`] bytes go
 //! through the pipeline's steps in turn on the calling thread instead of its threads.
 
+mod buffer;
+mod containers;
 mod errors;
 mod files;
 mod keys;
 mod raw;
+mod reader;
+mod writer;
 
 use std::sync::OnceLock;
 
 use paraes_core::{CpuEngine, Engine};
 use pyo3::prelude::*;
+
+/// Containers of at least this many bytes run on the pipeline's threads (reader, engine,
+/// tags, writer) with the engine's threads; smaller ones run the same steps in turn on the
+/// calling thread, so a small file pays for no thread fan-out. Bare messages use it too.
+pub const THREADED_FROM: usize = 1 << 20;
+
+/// Calls on at least this many bytes release the GIL while they run.
+pub const DETACH_FROM: usize = 16 << 10;
 
 /// The CPU engine of the process: every core, the fastest AES implementation of the CPU.
 fn engine() -> PyResult<&'static CpuEngine> {
@@ -57,5 +71,8 @@ fn _paraes(m: &Bound<'_, PyModule>) -> PyResult<()> {
     raw::register(m)?;
     keys::register(m)?;
     files::register(m)?;
+    m.add_class::<writer::Writer>()?;
+    m.add_class::<reader::Reader>()?;
+    m.add("THREADED_FROM", THREADED_FROM)?;
     Ok(())
 }

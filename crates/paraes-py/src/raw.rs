@@ -16,18 +16,15 @@ use paraes_core::container::random_bytes;
 use paraes_core::engine::{Counters, Direction, Engine, Job, Mode};
 use paraes_core::pipeline::{self, Segment, Stages, StreamSpec};
 use paraes_core::{ExpandedKey, Key};
-use pyo3::buffer::PyUntypedBuffer;
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 use zeroize::Zeroizing;
 
+use crate::buffer::Exported;
 use crate::errors;
-use crate::files::THREADED_FROM;
-
-/// Calls on at least this many bytes release the GIL while they run.
-pub const DETACH_FROM: usize = 16 << 10;
+use crate::{DETACH_FROM, THREADED_FROM};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(aes_ctr, m)?)?;
@@ -43,64 +40,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BlockCipher>()?;
     m.add("DETACH_FROM", DETACH_FROM)?;
     Ok(())
-}
-
-/// An exported buffer of any object that has one, read as its bytes.
-pub struct Exported {
-    buffer: PyUntypedBuffer,
-}
-
-impl Exported {
-    /// Exports `obj`'s buffer; refuses non-contiguous buffers (a strided numpy view).
-    pub fn new(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Self> {
-        let buffer = PyUntypedBuffer::get(obj).map_err(|_| {
-            PyTypeError::new_err(format!(
-                "{what} must be a bytes-like object (bytes, bytearray, memoryview, a numpy array...), not {}",
-                obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
-            ))
-        })?;
-        if !buffer.is_c_contiguous() {
-            return Err(PyValueError::new_err(format!(
-                "{what} is not a contiguous buffer: pass a contiguous copy (numpy: np.ascontiguousarray)"
-            )));
-        }
-        Ok(Exported { buffer })
-    }
-
-    pub fn len(&self) -> usize {
-        self.buffer.len_bytes()
-    }
-
-    pub fn readonly(&self) -> bool {
-        self.buffer.readonly()
-    }
-
-    /// The buffer's bytes.
-    pub fn bytes(&self) -> &[u8] {
-        let len = self.len();
-        if len == 0 {
-            return &[];
-        }
-        // SAFETY: a contiguous buffer of `len` bytes at `buf_ptr`, valid while the export
-        // (`self`) lives: its owner may not resize or free it meanwhile.
-        unsafe { std::slice::from_raw_parts(self.buffer.buf_ptr().cast::<u8>(), len) }
-    }
-
-    /// The buffer's bytes to change in place; refused for a read-only buffer.
-    pub fn bytes_mut(&mut self, what: &str) -> PyResult<&mut [u8]> {
-        if self.readonly() {
-            return Err(PyTypeError::new_err(format!(
-                "{what} is read-only (bytes, or a read-only memoryview): pass a writable buffer such as a bytearray, or use the function that returns new bytes"
-            )));
-        }
-        let len = self.len();
-        if len == 0 {
-            return Ok(&mut []);
-        }
-        // SAFETY: a writable contiguous buffer of `len` bytes, valid while the export lives
-        // (as in `bytes`); this exclusive borrow of the export is the only Rust view of it.
-        Ok(unsafe { std::slice::from_raw_parts_mut(self.buffer.buf_ptr().cast::<u8>(), len) })
-    }
 }
 
 /// A new `bytes` of `len` bytes and its memory, which only the caller may write until the

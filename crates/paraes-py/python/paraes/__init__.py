@@ -179,8 +179,8 @@ class Reader(io.RawIOBase):
     Each read authenticates and decrypts only the 16 KiB chunks it touches (the last chunk is
     checked when the reader opens, so :attr:`size` is authentic); a damaged chunk raises
     :class:`AuthenticationError` and returns none of its bytes. Wrap it in
-    ``io.BufferedReader`` for line-oriented reading. Keys, identities and passphrase are as for
-    :func:`decrypt_file`.
+    ``io.BufferedReader`` for line-oriented reading. Keys, identities, passphrase,
+    ssh_passphrase, max_kdf_mib and allow_unverified_slot are as for :func:`decrypt_file`.
     """
 
     def __init__(
@@ -190,6 +190,9 @@ class Reader(io.RawIOBase):
         keys: Iterable[KeyArg] = (),
         identities: Iterable[Union[bytes, StrPath]] = (),
         passphrase: Optional[Union[str, bytes]] = None,
+        ssh_passphrase: Optional[Union[str, bytes]] = None,
+        max_kdf_mib: Optional[int] = None,
+        allow_unverified_slot: bool = False,
     ) -> None:
         super().__init__()
         self._r = _paraes.Reader(
@@ -197,6 +200,9 @@ class Reader(io.RawIOBase):
             keys=list(keys),
             identities=list(identities),
             passphrase=passphrase,
+            ssh_passphrase=ssh_passphrase,
+            max_kdf_mib=max_kdf_mib,
+            allow_unverified_slot=allow_unverified_slot,
         )
 
     @property

@@ -8,9 +8,11 @@ from typing_extensions import Buffer
 StrPath = Union[str, os.PathLike[str]]
 # A key: a key file's contents (16/24/32 raw bytes or hex) as bytes, or a key file's path.
 KeyArg = Union[Buffer, StrPath]
-# An identity: an identity file's text (bytes, or a str starting with PARAES-) or its path.
+# An identity: an identity file's text (paraes's, or an OpenSSH private key; bytes or str) or
+# its path.
 IdentityArg = Union[Buffer, StrPath]
-# A recipient: paraes1.../paraespq1... as str, or a recipients file's path (os.PathLike).
+# A recipient: paraes1.../paraespq1... or an ssh-ed25519/ssh-rsa public key line as str, or a
+# recipients file's path (os.PathLike).
 RecipientArg = Union[str, os.PathLike[str]]
 Passphrase = Union[str, bytes]
 
@@ -76,9 +78,17 @@ def decrypt_file(
     keys: Optional[Iterable[KeyArg]] = None,
     identities: Optional[Iterable[IdentityArg]] = None,
     passphrase: Optional[Passphrase] = None,
+    ssh_passphrase: Optional[Passphrase] = None,
+    max_kdf_mib: Optional[int] = None,
+    allow_unverified_slot: bool = False,
     overwrite: bool = False,
 ) -> None:
-    """Decrypts the container src into dst, which appears only if all of it was authentic."""
+    """Decrypts the container src into dst, which appears only if all of it was authentic.
+
+    ssh_passphrase unlocks the SSH private keys among the identities that have one;
+    max_kdf_mib caps the Argon2id work (MiB x passes) a passphrase stanza may ask (default
+    3072, as the CLI's --max-kdf-mib); allow_unverified_slot opens a format v2 file whose
+    second stanza slot the opening key does not authenticate (--allow-unverified-slot)."""
 
 def generate_key(bits: int = 256) -> bytes:
     """A fresh random AES key of 128, 192 or 256 bits, as raw bytes."""
@@ -118,6 +128,9 @@ class Reader:
         keys: Optional[Iterable[KeyArg]] = None,
         identities: Optional[Iterable[IdentityArg]] = None,
         passphrase: Optional[Passphrase] = None,
+        ssh_passphrase: Optional[Passphrase] = None,
+        max_kdf_mib: Optional[int] = None,
+        allow_unverified_slot: bool = False,
     ) -> None: ...
     @property
     def size(self) -> int: ...
