@@ -67,10 +67,16 @@ pub fn write_out(output: &mut Output, bytes: &[u8]) -> PyResult<()> {
         .map_err(|e| errors::os_error(&e, &format!("writing {} failed", output.name())))
 }
 
-/// Seals a new container for `recipients` (Argon2id runs here for a passphrase).
+/// Seals a new container for `recipients` (Argon2id runs here for a passphrase), saying the
+/// core's warnings about them as `UserWarning`s.
 pub fn seal(key_size: KeySize, recipients: &[Recipient]) -> PyResult<(Vec<u8>, Opened)> {
     let (header, mut opened) =
         container::seal(key_size, recipients).map_err(|e| errors::container(e, "the container"))?;
+    // The core's warnings about these recipients, before anything is written: a filter that
+    // makes warnings errors leaves no output.
+    for warning in opened.warnings() {
+        errors::warn(&warning.to_string())?;
+    }
     opened.set_batch(BATCH);
     Ok((header, opened))
 }
