@@ -157,6 +157,7 @@ fn share_cores(settings: &mut EngineSettings, ranks_here: usize) {
 }
 
 /// Engines registered by the tests only.
+// recipe-example: engine (the test-only engine's registry entry)
 #[cfg(test)]
 const TEST_ENGINES: &[EngineEntry] = &[reference::ENTRY];
 #[cfg(not(test))]

@@ -1,6 +1,7 @@
 //! A test-only engine registered beside the real ones, to show (and test) that adding an
 //! engine takes one registry entry: the plain, one-thread reference path of `paraes-core`
 //! (`modes::apply` on the portable AES), with no options of its own.
+// recipe-example: engine (the engine itself, with its conformance test)
 
 use paraes_core::{modes, AesImpl, Engine, EngineError, Job};
 

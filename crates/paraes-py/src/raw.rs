@@ -37,6 +37,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open_message, m)?)?;
     m.add_function(wrap_pyfunction!(pyaes_ctr, m)?)?;
     m.add_function(wrap_pyfunction!(xor, m)?)?;
+    // recipe-example: python-function (its registration)
+    m.add_function(wrap_pyfunction!(recipe_example, m)?)?;
     m.add_class::<BlockCipher>()?;
     m.add("DETACH_FROM", DETACH_FROM)?;
     Ok(())
@@ -518,4 +520,14 @@ fn pyaes_ctr<'py>(
         }
     }
     Ok(Some(PyTuple::new(py, [out.into_any(), rest.into_any()])?))
+}
+
+/// The worked example of ARCHITECTURE.md's recipe for a Python function (test-only by name:
+/// underscored and not exported by the package): how many 16-byte AES blocks `length` bytes
+/// span.
+// recipe-example: python-function (the function)
+#[pyfunction]
+#[pyo3(name = "_recipe_example")]
+fn recipe_example(length: u64) -> u64 {
+    length.div_ceil(16)
 }

@@ -28,6 +28,10 @@ class NoMatchingKeyError(Error):
 DETACH_FROM: int
 THREADED_FROM: int
 
+# recipe-example: python-function (its stub)
+def _recipe_example(length: int) -> int:
+    """How many 16-byte AES blocks `length` bytes span (ARCHITECTURE.md's worked example)."""
+
 def implementation() -> str:
     """The AES implementation the engine runs: vaes512, vaes256, aesni or portable."""
 

@@ -60,6 +60,7 @@ kinds! {
     hybrid::Hybrid,
     ssh_ed25519::SshEd25519,
     ssh_rsa::SshRsa,
+    // recipe-example: stanza-kind (the test-only kind's registry line)
     #[cfg(test)]
     test_key::TestKey,
 }

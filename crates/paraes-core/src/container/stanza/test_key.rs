@@ -4,6 +4,7 @@
 //! by this file and one registry line, and its tests show that this is all it takes: a
 //! container sealed for it opens and decrypts, `info` names it, and its lengths are enforced.
 //! Its recipient is its key (a test kind keeps nothing secret).
+// recipe-example: stanza-kind (the kind itself)
 
 use std::ops::RangeInclusive;
 

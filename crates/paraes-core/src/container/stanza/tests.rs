@@ -49,6 +49,7 @@ fn every_kind() -> Vec<(Recipient, Identity)> {
         ),
         (Recipient::Public(x.recipient()), Identity::Secret(x)),
         (Recipient::Public(pq.recipient()), Identity::Secret(pq)),
+        // recipe-example: stanza-kind (its pair, checked against every other kind)
         (
             Recipient::Public(TestRecipient::fixed(20)),
             Identity::Secret(TestIdentity::of(FIXED_KEY)),
