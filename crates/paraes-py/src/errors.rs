@@ -121,7 +121,7 @@ pub fn file(e: FileError) -> PyErr {
 pub fn key_file(e: KeyFileError) -> PyErr {
     let with = |advice: &str| PyValueError::new_err(one_line(&format!("{e}: {advice}")));
     match &e {
-        // The CLI's words, in parentheses, as before.
+        // The advice in parentheses, as Python said it before.
         KeyFileError::NotAKey(_) => PyValueError::new_err(one_line(&format!(
             "{e} (make one with paraes.generate_key() or `paraes keygen`; a passphrase goes in passphrase=)"
         ))),
