@@ -166,7 +166,7 @@ pub fn check_engine(engine: &dyn Engine, seed: u64, budget: Budget) -> Checked {
         let offset = kit.offset(mode);
         kit.check(&key, mode, direction, counter, offset, len);
     }
-    let records = records::check_engine_records(engine, seed ^ 0x7265_636f_7264_73, budget);
+    let records = records::check_engine_records(engine, seed ^ 0x0072_6563_6f72_6473, budget);
     kit.checked.jobs += records.jobs;
     kit.checked.bytes += records.bytes;
     kit.checked
