@@ -6,7 +6,7 @@
 
 use aes::cipher::{inout::InOutBuf, BlockEncrypt, KeyInit, KeyIvInit, StreamCipher};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use paraes_core::{AesImpl, Counters, CpuEngine, Direction, Engine, Job, Key, KeySize, Mode};
+use paraes_core::{AesImpl, CpuEngine, Direction, Engine, Job, Key, KeySize, Mode};
 use std::time::Duration;
 
 const SIZES: [usize; 4] = [16 << 10, 1 << 20, 4 << 20, 64 << 20];
@@ -56,14 +56,7 @@ fn engine_seam(c: &mut Criterion) {
         for size in [KeySize::Aes128, KeySize::Aes256] {
             let raw_key = vec![0x42u8; size.bytes()];
             let key = Key::new(&raw_key).expect("key").expand();
-            let job = Job {
-                mode,
-                direction: Direction::Encrypt,
-                key: &key,
-                counter: [0; 16],
-                offset: 0,
-                counters: Counters::Stream,
-            };
+            let job = Job::new(mode, Direction::Encrypt, &key, [0; 16], 0);
             let mut group = c.benchmark_group(format!(
                 "{}-aes{}",
                 format!("{mode:?}").to_lowercase(),

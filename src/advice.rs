@@ -80,6 +80,7 @@ fn file_advice(error: &FileError) -> Option<String> {
             "use --force to overwrite it".to_owned()
         }
         FileError::CannotCreate { .. } => WRITE_ELSEWHERE.to_owned(),
+        FileError::OutputIsRead { .. } => "choose another output".to_owned(),
         FileError::InputNotRegular { .. } => {
             "many-file runs take regular files only; give it alone to stream it".to_owned()
         }
@@ -112,6 +113,7 @@ fn key_file_advice(error: &KeyFileError) -> Option<String> {
         KeyFileError::NotText(_)
         | KeyFileError::Directory(_)
         | KeyFileError::NoRecipient(_)
+        | KeyFileError::TooLarge(_)
         | KeyFileError::Read { .. }
         | KeyFileError::Parse { .. } => return None,
     };

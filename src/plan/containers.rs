@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use paraes_core::{Direction, KeySize};
 
-use super::file_id::path_id;
 use super::keys::{KeyPlan, KeySource, PassphraseSource};
 use super::many::say_skipped;
 use super::{RekeyPlan, UpgradePlan, VerifyPlan};
 use crate::cli::{RekeyArgs, UpgradeArgs, VerifyArgs};
 use crate::files;
 use crate::files::{Found, Skipped};
+use paraes_files::path_id;
 
 /// Builds the plan of `verify`.
 pub(super) fn verify(args: &VerifyArgs) -> Result<VerifyPlan> {

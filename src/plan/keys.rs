@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use paraes_files::{fd_id, path_id};
 use zeroize::Zeroizing;
 
-use super::file_id::{fd_id, path_id};
 use crate::cli::{KeyArgs, RecipientArgs, UnlockArgs};
 
 /// Where a symmetric key comes from.

@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use paraes_core::Direction;
 
-use super::file_id::path_id;
 use super::naming::{check_not_read, default_name, NamingFix};
 use super::CryptInputs;
 use super::{FileTask, Files, Format, OutputTarget, Runner};
 use crate::files;
 use crate::files::{Found, Skipped};
+use paraes_files::path_id;
 
 /// The files of a many-file run: every input with its output, checked as a whole (no two
 /// inputs write one output, no output is a file the run reads).

@@ -28,7 +28,6 @@ macro_rules! usage {
 mod containers;
 mod crypt;
 mod engine;
-mod file_id;
 mod keys;
 mod many;
 mod naming;

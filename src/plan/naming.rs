@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 use paraes_core::Direction;
+use paraes_files::{fd_id, path_id, FilesRead};
 
-use super::file_id::{fd_id, file_id, path_id};
 use super::keys::KeyPlan;
 use super::OutputTarget;
 
@@ -144,35 +144,24 @@ pub(super) fn check_not_read(
     input: Option<&Path>,
     keys: &KeyPlan,
 ) -> Result<()> {
-    let out_meta = match output {
-        OutputTarget::Path { path, .. } => fs::metadata(path).ok(),
-        OutputTarget::Stdout => fs::metadata("/proc/self/fd/1").ok(),
-    };
-    let Some(out_meta) = out_meta.filter(|m| m.is_file()) else {
-        // Nothing there yet, or a pipe, terminal or device: nothing to overwrite.
-        return Ok(());
-    };
-    let out_id = Some(file_id(&out_meta));
-    let out_name = match output {
-        OutputTarget::Path { path, .. } => path.display().to_string(),
-        OutputTarget::Stdout => "standard output".to_owned(),
-    };
-    let mut read: Vec<(String, Option<(u64, u64)>)> = Vec::new();
+    let mut read = FilesRead::new();
     match input {
-        Some(path) => read.push(("the input".to_owned(), path_id(path))),
+        Some(path) => read.path("the input", path),
         // Data from standard input: `paraes enc < f >> f` would read what it writes.
-        None => read.push(("the input (standard input)".to_owned(), fd_id(0))),
+        None => read.id("the input (standard input)", fd_id(0)),
     }
     for (what, path) in keys.paths() {
-        read.push((format!("{what} {}", path.display()), path_id(path)));
+        read.path(format!("{what} {}", path.display()), path);
     }
     for (what, fd) in keys.descriptors() {
-        read.push((what.to_owned(), fd_id(fd)));
+        read.id(what, fd_id(fd));
     }
-    for (what, id) in read {
-        if id.is_some() && id == out_id {
-            bail!("{out_name} is the same file as {what}, which this command reads: writing to it would destroy it; choose another output");
-        }
+    match output {
+        OutputTarget::Path { path, .. } => read.refuse_as_output_path(path)?,
+        OutputTarget::Stdout => read.refuse_as_output(
+            "standard output",
+            fs::metadata("/proc/self/fd/1").ok().as_ref(),
+        )?,
     }
     Ok(())
 }

@@ -45,7 +45,9 @@ fn the_output_is_never_a_file_the_command_reads() {
         let before = s.names();
         let message = s.assert_refused(&s.run(args), &before, &what);
         assert!(
-            message.contains("which this command reads"),
+            message.contains(
+                "which is read to make it (writing to it would destroy it): choose another output"
+            ),
             "{what}: {message}"
         );
         assert_eq!(s.read("key"), key, "{what}: the key changed");
@@ -100,7 +102,9 @@ fn keys_and_data_on_descriptors_are_kept_off_the_output_too() {
     ] {
         let message = assert_error(&s.bash(script), script);
         assert!(
-            message.contains("which this command reads"),
+            message.contains(
+                "which is read to make it (writing to it would destroy it): choose another output"
+            ),
             "{script}: {message}"
         );
         assert_eq!(s.read("key"), key, "{script}: the key changed");

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use paraes_core::cobblestone::{CHUNK_LEN, TAG_LEN};
 use paraes_core::container::{self, Opened, Recipient};
 use paraes_core::pipeline::{self, Chunk, PipelineError, StreamSpec};
-use paraes_core::{Counters, Direction, Engine, EngineError, ExpandedKey, Job, Key, Mode};
+use paraes_core::{Direction, Engine, EngineError, ExpandedKey, Job, Key, Mode};
 
 use crate::stats::Stats;
 
@@ -52,14 +52,7 @@ impl Timing {
 fn fill(buf: &mut [u8]) {
     buf.fill(0);
     let key = Key::new(&[0x5e; 16]).expect("16 bytes").expand();
-    let job = Job {
-        mode: Mode::Ctr,
-        direction: Direction::Encrypt,
-        key: &key,
-        counter: [0; 16],
-        offset: 0,
-        counters: Counters::Stream,
-    };
+    let job = Job::ctr(&key, [0; 16], 0);
     paraes_core::modes::apply(paraes_core::AesImpl::detect(), &job, buf)
         .expect("CTR takes any length");
 }
@@ -101,14 +94,7 @@ pub fn measure_engine(
 ) -> Result<Stats, EngineError> {
     let mut buf = vec![0u8; bytes];
     fill(&mut buf);
-    let job = Job {
-        mode,
-        direction: Direction::Encrypt,
-        key,
-        counter: [0x5a; 16],
-        offset: 0,
-        counters: Counters::Stream,
-    };
+    let job = Job::new(mode, Direction::Encrypt, key, [0x5a; 16], 0);
     job.check(bytes)?;
     time_calls(timing, || {
         engine.process(&job, black_box(&mut buf))?;
@@ -166,9 +152,9 @@ fn gcm_stretch(
 }
 
 impl GcmStretch {
-    /// Seals every chunk as the pipeline does ([`pipeline::seal`]: the data moved apart to make
-    /// room for the tags, then every GCM chunk sealed whole by the engine where it can, else
-    /// the engine's CTR with GCM chunk counters and each GCM chunk's GHASH tag and E(J0)), each
+    /// Seals every chunk as the pipeline does ([`pipeline::seal`]: every GCM chunk sealed whole
+    /// by the engine's records job, out of place, where the engine runs it, else the engine's
+    /// CTR with GCM chunk counters and each GCM chunk's GHASH tag and E(J0)), each
     /// first cut back to its plaintext length (each call seals the previous call's output
     /// again: the bytes do not change the time).
     fn seal(&mut self, spec: &StreamSpec<'_>) -> Result<(), PipelineError> {
@@ -185,8 +171,9 @@ impl GcmStretch {
 /// chunks of `batch` bytes as the pipeline cuts a stream (`paraes enc` uses
 /// [`pipeline::DEFAULT_CHUNK_SIZE`]), each sealed by [`pipeline::seal`], the step the pipeline
 /// runs on every chunk it encrypts: C2SP Cobblestone's 16 KiB AES-GCM chunks, each sealed whole
-/// (CTR and GHASH in one pass) by an engine that can ([`Engine::gcm_records`]: the CPU engine
-/// with the stitched kernel, over its threads), otherwise the CTR of all of a pipeline chunk's
+/// (CTR and GHASH in one pass) by an engine that runs the records job
+/// ([`Engine::runs_records`], [`Engine::process_records`]: the CPU engine with the stitched
+/// kernel, over its threads), otherwise the CTR of all of a pipeline chunk's
 /// in one engine call (counters `nonce_i || be32(2 + j)`), then each one's tag (GHASH and
 /// E(J0)) on the calling thread. Reading and writing are not timed, nor is
 /// the container's header (key wrapping and derivation, once per file). A size that is not

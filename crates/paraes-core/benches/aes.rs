@@ -5,7 +5,7 @@
 //! run both binaries alternately on the same machine (see docs/RESULTS.md).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use paraes_core::{AesImpl, Counters, CpuEngine, Direction, Engine, Job, Key, KeySize, Mode};
+use paraes_core::{AesImpl, CpuEngine, Direction, Engine, Job, Key, KeySize, Mode};
 use std::time::Duration;
 
 /// A size with a partial last batch (4 KiB + 3 blocks) and one large enough to stream.
@@ -24,14 +24,7 @@ fn kernels(c: &mut Criterion) {
     for (name, mode, direction) in cases {
         for size in [KeySize::Aes128, KeySize::Aes256] {
             let key = Key::new(&vec![0x42u8; size.bytes()]).expect("key").expand();
-            let job = Job {
-                mode,
-                direction,
-                key: &key,
-                counter: [0xff; 16],
-                offset: 0,
-                counters: Counters::Stream,
-            };
+            let job = Job::new(mode, direction, &key, [0xff; 16], 0);
             let mut group = c.benchmark_group(format!("{name}-aes{}", size.bits()));
             group
                 .warm_up_time(Duration::from_millis(500))

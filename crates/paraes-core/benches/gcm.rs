@@ -9,7 +9,7 @@
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use paraes_core::cobblestone::{MessageKeys, Variant, CHUNK_LEN, SALT_LEN};
 use paraes_core::ghash::Ghash;
-use paraes_core::{Counters, CpuEngine, Direction, Engine, Job, Key, Mode};
+use paraes_core::{Counters, CpuEngine, Engine, Job, Key};
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -18,21 +18,11 @@ const LEN: usize = 1 << 20;
 fn gcm_body(c: &mut Criterion) {
     let engine = CpuEngine::new(Some(1)).expect("one thread");
     let key = Key::new(&[0x42u8; 32]).expect("key").expand();
-    let stream = Job {
-        mode: Mode::Ctr,
-        direction: Direction::Encrypt,
-        key: &key,
-        counter: [0; 16],
-        offset: 0,
-        counters: Counters::Stream,
-    };
-    let chunked = Job {
-        counters: Counters::GcmChunks {
-            base_nonce: [7; 12],
-            stride: CHUNK_LEN,
-        },
-        ..stream
-    };
+    let stream = Job::ctr(&key, [0; 16], 0);
+    let chunked = stream.with_counters(Counters::GcmChunks {
+        base_nonce: [7; 12],
+        stride: CHUNK_LEN,
+    });
     let keys = MessageKeys::derive(Variant::Cobblestone256, &[1; 32], &[2; SALT_LEN], b"")
         .expect("a 32-byte key");
     let cipher = keys.chunks();

@@ -23,12 +23,12 @@ use zeroize::Zeroizing;
 
 use crate::aes::{AesImpl, StitchedGcm};
 use crate::chunk_tag::constant_time_eq;
-use crate::engine::{Counters, Direction, EngineError, Job, Mode, RecordsError};
 use crate::ghash::Ghash;
+use crate::job::{Direction, Job, RecordsJob, GCM_CHUNK_LEN, GCM_RECORD_LEN, GCM_TAG_LEN};
 use crate::key::{ExpandedKey, Key, KeySize};
 
 /// Plaintext bytes of every chunk but the last (which is always shorter).
-pub const CHUNK_LEN: usize = 16 << 10;
+pub const CHUNK_LEN: usize = GCM_CHUNK_LEN;
 /// Bytes of the random salt that starts a message.
 pub const SALT_LEN: usize = 24;
 /// Bytes of the key commitment after the salt.
@@ -36,9 +36,9 @@ pub const COMMITMENT_LEN: usize = 32;
 /// Bytes of a message before its first chunk: salt and commitment.
 pub const PREFIX_LEN: usize = SALT_LEN + COMMITMENT_LEN;
 /// Bytes of a GCM tag after each chunk's ciphertext.
-pub const TAG_LEN: usize = 16;
+pub const TAG_LEN: usize = GCM_TAG_LEN;
 /// Bytes of a whole chunk record: a full chunk's ciphertext and its tag.
-pub const RECORD_LEN: usize = CHUNK_LEN + TAG_LEN;
+pub const RECORD_LEN: usize = GCM_RECORD_LEN;
 /// Most chunks a message may have (the spec's limit: a writer aborts beyond it).
 pub const MAX_CHUNKS: u64 = 1 << 38;
 /// The spec and version every derivation names.
@@ -184,10 +184,13 @@ fn hkdf_expand_sha512(prk: &[u8], info: &[u8], out: &mut [u8]) {
 ///
 /// [`ChunkCipher::seal`] and [`ChunkCipher::open`] run the stitched kernel (CTR and GHASH in
 /// one pass, `crate::aes::gcm_x86`) where the CPU has VAES-512 and VPCLMULQDQ, and CTR then
-/// GHASH elsewhere; both give the same bytes.
+/// GHASH elsewhere; both give the same bytes. An engine seals or opens many chunks at once from
+/// the [`RecordsJob`] the cipher describes ([`ChunkCipher::records_job`]).
 #[derive(Clone)]
 pub struct ChunkCipher {
     expanded: ExpandedKey,
+    /// GHASH's hash key H = E(0^128), for the records jobs engines run.
+    hash_key: Zeroizing<[u8; 16]>,
     ghash: Ghash,
     base_nonce: [u8; 12],
     aes_impl: AesImpl,
@@ -204,14 +207,14 @@ impl ChunkCipher {
     pub(crate) fn new(key: &Key, base_nonce: [u8; 12]) -> Self {
         let expanded = key.expand();
         let aes_impl = AesImpl::detect();
-        let mut h = [0u8; 16];
-        aes_impl.encrypt_blocks(&expanded, &mut h);
-        let ghash = Ghash::new(&h);
-        zeroize::Zeroize::zeroize(&mut h);
+        let mut hash_key = Zeroizing::new([0u8; 16]);
+        aes_impl.encrypt_blocks(&expanded, &mut hash_key[..]);
+        let ghash = Ghash::new(&hash_key);
         // The kernel hashes with the fast GHASH path's powers of H: both or neither.
         let stitched = StitchedGcm::detect(aes_impl).filter(|_| ghash.powers().is_some());
         ChunkCipher {
             expanded,
+            hash_key,
             ghash,
             base_nonce,
             aes_impl,
@@ -230,35 +233,17 @@ impl ChunkCipher {
         self.stitched().is_some()
     }
 
-    /// Whether [`ChunkCipher::seal`] and [`ChunkCipher::open`] run the stitched kernel here and
-    /// it is `aes`'s: its rounds are VAES-512's, so an engine that runs another implementation
-    /// (a forced portable or AES-NI one) must not take it.
-    pub(crate) fn stitched_for(&self, aes: AesImpl) -> bool {
-        StitchedGcm::detect(aes).is_some() && self.stitched().is_some()
-    }
-
-    /// Seals or opens, on this thread, the GCM chunk records `records` laid out as in a message
-    /// from chunk `first_index` on, with [`ChunkCipher::seal`] or [`ChunkCipher::open`] (the
-    /// contract of [`crate::engine::Engine::gcm_records`]); stops at the first record whose tag
-    /// does not verify, which keeps its ciphertext.
-    pub(crate) fn crypt_records(
-        &self,
-        direction: Direction,
-        first_index: u64,
-        records: &mut [u8],
-    ) -> Result<(), RecordsError> {
-        check_records(records.len())?;
-        for (k, record) in records.chunks_mut(RECORD_LEN).enumerate() {
-            let index = first_index + k as u64;
-            let (data, tag) = record.split_at_mut(record.len() - TAG_LEN);
-            match direction {
-                Direction::Encrypt => tag.copy_from_slice(&self.seal(index, data)),
-                Direction::Decrypt => self
-                    .open(index, data, tag)
-                    .map_err(|_| RecordsError::Tampered(index))?,
-            }
-        }
-        Ok(())
+    /// The job of sealing ([`Direction::Encrypt`]) or opening ([`Direction::Decrypt`]) this
+    /// message's chunk records from chunk `first_index` on, for an engine that runs it
+    /// ([`crate::engine::Engine::process_records`]): the key, H and the base nonce as data.
+    pub fn records_job(&self, direction: Direction, first_index: u64) -> RecordsJob<'_> {
+        RecordsJob::new(
+            direction,
+            &self.expanded,
+            &self.hash_key,
+            self.base_nonce,
+            first_index,
+        )
     }
 
     /// The expanded AES key (for an engine's CTR job over many chunks).
@@ -273,7 +258,7 @@ impl ChunkCipher {
 
     /// Chunk `index`'s 96-bit nonce: the base nonce XOR `be96(index)`.
     pub fn nonce(&self, index: u64) -> [u8; 12] {
-        self.counter(index)[..12].try_into().expect("12 bytes")
+        crate::job::gcm_chunk_nonce(&self.base_nonce, index)
     }
 
     /// Chunk `index`'s CTR counter block for its first data block: `nonce || be32(2)` (the
@@ -303,14 +288,7 @@ impl ChunkCipher {
     /// once with the same counters).
     pub fn ctr(&self, index: u64, data: &mut [u8]) {
         debug_assert!(data.len() <= CHUNK_LEN);
-        let job = Job {
-            mode: Mode::Ctr,
-            direction: Direction::Encrypt,
-            key: &self.expanded,
-            counter: self.counter(index),
-            offset: 0,
-            counters: Counters::Stream,
-        };
+        let job = Job::ctr(&self.expanded, self.counter(index), 0);
         crate::modes::apply(self.aes_impl, &job, data).expect("CTR takes any length");
     }
 
@@ -350,18 +328,6 @@ impl ChunkCipher {
         }
         Ok(())
     }
-}
-
-/// Checks that `len` bytes are GCM chunk records as a message lays them out: whole records and
-/// at most one shorter last one that still holds its tag.
-pub(crate) fn check_records(len: usize) -> Result<(), EngineError> {
-    let tail = len % RECORD_LEN;
-    if tail != 0 && tail < TAG_LEN {
-        return Err(EngineError::Unsupported(format!(
-            "{len} bytes are not GCM chunk records: the last one has no room for its tag"
-        )));
-    }
-    Ok(())
 }
 
 /// The length of the message that seals `plaintext_len` bytes.

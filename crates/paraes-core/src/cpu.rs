@@ -1,15 +1,16 @@
 //! The CPU engine: a buffer spread over rayon threads in cache-sized slices, each slice run by
 //! the fastest AES implementation of the CPU (or one chosen explicitly, e.g. for tests).
-//! GCM chunk records are sealed and opened whole by the stitched kernel where the engine's
-//! implementation has one (VAES-512 with VPCLMULQDQ), over the same threads.
+//! GCM chunk records are sealed and opened whole, out of place ([`crate::RecordsJob`], in
+//! `records`), by the stitched kernel where the engine's implementation has one (VAES-512 with
+//! VPCLMULQDQ), over the same threads.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use crate::aes::AesImpl;
-use crate::cobblestone::{self, ChunkCipher, RECORD_LEN};
-use crate::engine::{Direction, Engine, EngineError, Job, RecordsError};
+use crate::engine::{Engine, EngineError, Job, RecordsError, RecordsJob};
 use crate::modes;
+
+mod records;
 
 /// Buffers shorter than this run on the calling thread alone: waking another core costs more
 /// than it saves (measured on a 2-vCPU Zen 4 VM: splitting 256 KiB ran at 0.8x one thread,
@@ -120,50 +121,6 @@ impl CpuEngine {
             work();
         });
     }
-
-    /// [`Engine::gcm_records`] with the stitched kernel: whole records shared out among the
-    /// threads in groups of at most `max_slice` bytes (at least one record each).
-    fn stitched_records(
-        &self,
-        cipher: &ChunkCipher,
-        direction: Direction,
-        first_index: u64,
-        records: &mut [u8],
-    ) -> Result<(), RecordsError> {
-        cobblestone::check_records(records.len())?;
-        let Some(pool) = self.pool_for(records.len()) else {
-            return cipher.crypt_records(direction, first_index, records);
-        };
-        let per_group = (self.slice_len(records.len()) / RECORD_LEN).max(1);
-        let group = per_group * RECORD_LEN;
-        // Groups are taken in order, and none after a failure: every group before a failing
-        // one has been taken by then and finishes, so the lowest failing index is found.
-        let groups = Mutex::new(records.chunks_mut(group).enumerate());
-        let failed = AtomicBool::new(false);
-        let lowest = Mutex::new(None::<u64>);
-        self.on_all_threads(pool, || loop {
-            if failed.load(Ordering::Relaxed) {
-                break;
-            }
-            let next = groups.lock().unwrap_or_else(|e| e.into_inner()).next();
-            let Some((i, piece)) = next else { break };
-            let first = first_index + (i * per_group) as u64;
-            if let Err(e) = cipher.crypt_records(direction, first, piece) {
-                let index = match e {
-                    RecordsError::Tampered(index) => index,
-                    // Records were checked above; the kernel fails in no other way.
-                    RecordsError::Engine(_) => first,
-                };
-                failed.store(true, Ordering::Relaxed);
-                let mut lowest = lowest.lock().unwrap_or_else(|e| e.into_inner());
-                *lowest = Some(lowest.map_or(index, |l| l.min(index)));
-            }
-        });
-        match lowest.into_inner().unwrap_or_else(|e| e.into_inner()) {
-            Some(index) => Err(RecordsError::Tampered(index)),
-            None => Ok(()),
-        }
-    }
 }
 
 impl Engine for CpuEngine {
@@ -208,162 +165,27 @@ impl Engine for CpuEngine {
         }
     }
 
-    /// Whole records with the stitched kernel where `cipher` runs it and it is this engine's
-    /// implementation's (so a CPU engine forced to another implementation answers `None`, and
-    /// its CTR runs that implementation).
-    fn gcm_records(
+    /// `true` where the engine's implementation is the stitched kernel's (VAES-512 with
+    /// VPCLMULQDQ), for every job; elsewhere `false`, and the caller's CTR job and tags, on
+    /// stages of their own, are faster than records here.
+    fn runs_records(&self, job: &RecordsJob<'_>) -> bool {
+        let _ = job;
+        self.stitches_records()
+    }
+
+    /// Runs on every CPU engine, whatever [`Engine::runs_records`] answers: each record by the
+    /// stitched kernel where the engine has it, otherwise by CTR and then GHASH (slower than the
+    /// caller's stages, but the same bytes). The stitched kernel works in place: the chunks'
+    /// data is copied to where it goes in `output` (each thread its share of records) and sealed
+    /// or opened there, the one copy the pipeline made before when it moved a batch's pieces
+    /// apart in place for their tags, so it costs nothing more. A record whose tag fails leaves
+    /// zeros in `output`.
+    fn process_records(
         &self,
-        cipher: &ChunkCipher,
-        direction: Direction,
-        first_index: u64,
-        records: &mut [u8],
-    ) -> Option<Result<(), RecordsError>> {
-        if !cipher.stitched_for(self.implementation) {
-            return None;
-        }
-        Some(self.stitched_records(cipher, direction, first_index, records))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cobblestone::{MessageKeys, Variant, CHUNK_LEN, SALT_LEN, TAG_LEN};
-
-    fn cipher(variant: Variant) -> ChunkCipher {
-        let input_key = vec![0x3c; variant.key_size().bytes()];
-        MessageKeys::derive(variant, &input_key, &[7; SALT_LEN], b"cpu")
-            .unwrap()
-            .chunks()
-    }
-
-    fn data(len: usize) -> Vec<u8> {
-        (0..len).map(|i| (i * 13 + i / 251) as u8).collect()
-    }
-
-    /// Engines on the detected implementation, single-threaded, split into one record per
-    /// piece, and with the default split.
-    fn stitched_engines() -> Vec<CpuEngine> {
-        vec![
-            CpuEngine::new(Some(1)).unwrap(),
-            CpuEngine::new(Some(3)).unwrap().with_split(0, 4096),
-            CpuEngine::new(Some(2)).unwrap(),
-        ]
-    }
-
-    /// Only an engine whose implementation is the stitched kernel's seals whole records; the
-    /// others answer `None`, so `bench --impl` rows and forced implementations stay honest.
-    #[test]
-    fn only_the_kernels_own_implementation_seals_records() {
-        let cipher = cipher(Variant::Cobblestone256);
-        for imp in AesImpl::available() {
-            let engine = CpuEngine::with_aes_impl(imp, Some(2)).unwrap();
-            let answer = engine.gcm_records(&cipher, Direction::Encrypt, 0, &mut []);
-            assert_eq!(answer.is_some(), cipher.stitched_for(imp), "{imp}");
-            if imp != AesImpl::Vaes512 {
-                assert!(answer.is_none(), "{imp}");
-            }
-        }
-        let detected = CpuEngine::new(Some(1)).unwrap();
-        let answer = detected.gcm_records(&cipher, Direction::Decrypt, 0, &mut []);
-        assert_eq!(answer.is_some(), cipher.runs_stitched());
-        if !cipher.runs_stitched() {
-            eprintln!("no stitched GCM kernel on this CPU: the CPU engine seals no records");
-        }
-    }
-
-    /// Records sealed and opened by the engine, on any number of threads, are
-    /// [`ChunkCipher::seal`] and [`ChunkCipher::open`] of each record.
-    #[test]
-    fn records_are_the_chunk_ciphers_seals_and_opens() {
-        let r = RECORD_LEN;
-        let lens = [
-            0,
-            TAG_LEN,
-            r,
-            r + TAG_LEN,
-            5 * r + 100 + TAG_LEN,
-            40 * r,
-            40 * r + 17,
-        ];
-        for variant in [Variant::Cobblestone128, Variant::Cobblestone256] {
-            let cipher = cipher(variant);
-            for engine in stitched_engines() {
-                for first in [0, 3, crate::cobblestone::MAX_CHUNKS - 41] {
-                    for len in lens {
-                        let plain = data(len);
-                        let mut expected = plain.clone();
-                        for (k, record) in expected.chunks_mut(r).enumerate() {
-                            let (d, tag) = record.split_at_mut(record.len() - TAG_LEN);
-                            tag.copy_from_slice(&cipher.seal(first + k as u64, d));
-                        }
-                        let mut sealed = plain.clone();
-                        let what = format!("{variant:?} {} {first} {len}", engine.name());
-                        let Some(done) =
-                            engine.gcm_records(&cipher, Direction::Encrypt, first, &mut sealed)
-                        else {
-                            assert!(!cipher.runs_stitched(), "{what}");
-                            return;
-                        };
-                        done.unwrap();
-                        assert!(sealed == expected, "{what}");
-                        let mut opened = sealed.clone();
-                        engine
-                            .gcm_records(&cipher, Direction::Decrypt, first, &mut opened)
-                            .unwrap()
-                            .unwrap();
-                        for (k, (o, p)) in opened.chunks(r).zip(plain.chunks(r)).enumerate() {
-                            let n = o.len() - TAG_LEN;
-                            assert!(o[..n] == p[..n], "{what} record {k}");
-                            assert_eq!(o[n..], sealed[k * r + n..k * r + o.len()], "{what}");
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// A record whose tag fails keeps its ciphertext, and the answer names the lowest failing
-    /// index however the records were shared out; records without room for a tag are refused
-    /// before anything is touched.
-    #[test]
-    fn failures_name_the_lowest_record_and_keep_its_ciphertext() {
-        let cipher = cipher(Variant::Cobblestone256);
-        let r = RECORD_LEN;
-        for engine in stitched_engines() {
-            let mut sealed = data(12 * r + 50);
-            let Some(done) = engine.gcm_records(&cipher, Direction::Encrypt, 9, &mut sealed) else {
-                return;
-            };
-            done.unwrap();
-            for bad in [vec![4], vec![4, 9], vec![11], vec![0, 11]] {
-                let mut tampered = sealed.clone();
-                for &k in &bad {
-                    // Data of one, the tag of another.
-                    let at = if k % 2 == 0 {
-                        k * r + 77
-                    } else {
-                        k * r + CHUNK_LEN + 3
-                    };
-                    tampered[at] ^= 0x40;
-                }
-                let mut opened = tampered.clone();
-                let err = engine
-                    .gcm_records(&cipher, Direction::Decrypt, 9, &mut opened)
-                    .unwrap();
-                match err {
-                    Err(RecordsError::Tampered(index)) => assert_eq!(index, 9 + bad[0] as u64),
-                    other => panic!("{bad:?}: {other:?}"),
-                }
-                for &k in &bad {
-                    let record = k * r..((k + 1) * r).min(opened.len());
-                    assert!(opened[record.clone()] == tampered[record], "{bad:?}");
-                }
-            }
-            let mut short = vec![0u8; 2 * r + TAG_LEN - 1];
-            let err = engine.gcm_records(&cipher, Direction::Encrypt, 0, &mut short);
-            assert!(matches!(err, Some(Err(RecordsError::Engine(_)))), "{err:?}");
-            assert!(short.iter().all(|&b| b == 0));
-        }
+        job: &RecordsJob<'_>,
+        input: &[u8],
+        output: &mut [u8],
+    ) -> Result<(), RecordsError> {
+        self.records(job, input, output)
     }
 }

@@ -8,10 +8,12 @@ pub mod cobblestone;
 pub mod container;
 pub mod cpu;
 pub mod engine;
+mod features;
 #[cfg(feature = "testing")]
 pub mod fuzzing;
 pub mod gf256;
 pub mod ghash;
+pub mod job;
 pub mod key;
 pub mod modes;
 pub mod names;
@@ -30,7 +32,9 @@ pub mod throughput;
 
 pub use aes::AesImpl;
 pub use cpu::CpuEngine;
-pub use engine::{Counters, Direction, Engine, EngineError, Job, Mode, Modelled};
+pub use engine::{
+    Counters, Direction, Engine, EngineError, Job, Mode, Modelled, RecordsError, RecordsJob,
+};
 pub use key::{ExpandedKey, Key, KeyError, KeySize};
 pub use names::{UnknownKeySize, UnknownMode};
 pub use throughput::Throughput;

@@ -9,7 +9,7 @@
 use zeroize::Zeroize;
 
 use crate::aes::AesImpl;
-use crate::engine::{Counters, Direction, EngineError, Job, Mode, GCM_CHUNK_LEN};
+use crate::job::{gcm_chunk_nonce, Counters, Direction, EngineError, Job, Mode, GCM_CHUNK_LEN};
 use crate::key::ExpandedKey;
 
 /// The counter of block `block` of a stream whose block 0 has counter block `counter`.
@@ -37,10 +37,7 @@ pub fn apply(imp: AesImpl, job: &Job<'_>, buf: &mut [u8]) -> Result<(), EngineEr
 /// || be32(2)`.
 pub fn gcm_chunk_counter(base_nonce: &[u8; 12], record: u64) -> [u8; 16] {
     let mut counter = [0u8; 16];
-    counter[..12].copy_from_slice(base_nonce);
-    for (c, r) in counter[4..12].iter_mut().zip(record.to_be_bytes()) {
-        *c ^= r;
-    }
+    counter[..12].copy_from_slice(&gcm_chunk_nonce(base_nonce, record));
     counter[15] = 2;
     counter
 }

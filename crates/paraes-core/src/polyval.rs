@@ -10,7 +10,7 @@
 
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
-use crate::aes::fast_polyval_available;
+use crate::features::fast_polyval_available;
 
 /// Blocks folded per reduction on the fast path: 16 registers of 4 blocks. Measured on Zen 4
 /// (criterion `mac` bench, one core): 16 blocks 17.5 GB/s, 32 blocks 23.7, 64 blocks 26.8, as the

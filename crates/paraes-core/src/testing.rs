@@ -3,7 +3,8 @@
 //! 2^32, 2^64 and 2^128, chunked calls, and GCM chunk counters (format v3 bodies, back to back
 //! and as records with a tag's room), and compares each result with [`modes::apply`] on the
 //! portable path, which the kit itself checks against the RustCrypto `aes` + `ctr` and
-//! `aes-gcm` oracles.
+//! `aes-gcm` oracles; and, for an engine that runs records jobs ([`Engine::runs_records`]),
+//! whole GCM chunk records sealed and opened against `aes-gcm` ([`records`]).
 //!
 //! Adding an engine to the workspace takes its own file plus one call:
 //!
@@ -26,6 +27,7 @@ use crate::key::{ExpandedKey, Key, KeySize};
 use crate::modes;
 use crate::seeded::SplitMix64;
 
+pub mod records;
 #[cfg(unix)]
 pub mod sparse;
 #[cfg(unix)]
@@ -112,7 +114,8 @@ const CARRIES: [u128; 3] = [(1u128 << 32) - 3, (1u128 << 64) - 3, u128::MAX - 2]
 /// `budget.max_len`), starting counters just before each carry, odd CTR offsets (any byte of a
 /// block) and block-aligned ECB ones, one buffer split into odd-sized chunks called one by one
 /// with [`Job::advanced`], and ECB on a partial block (which must fail as the reference does);
-/// then `budget.random_jobs` random jobs.
+/// then `budget.random_jobs` random jobs; then, where the engine runs them, records jobs
+/// ([`records::check_engine_records`]).
 pub fn check_engine(engine: &dyn Engine, seed: u64, budget: Budget) -> Checked {
     let mut kit = Kit {
         engine,
@@ -163,6 +166,9 @@ pub fn check_engine(engine: &dyn Engine, seed: u64, budget: Budget) -> Checked {
         let offset = kit.offset(mode);
         kit.check(&key, mode, direction, counter, offset, len);
     }
+    let records = records::check_engine_records(engine, seed ^ 0x0072_6563_6f72_6473, budget);
+    kit.checked.jobs += records.jobs;
+    kit.checked.bytes += records.bytes;
     kit.checked
 }
 
@@ -205,14 +211,7 @@ impl Kit<'_> {
             Mode::Ctr => len,
             Mode::Ecb => len / 16 * 16,
         };
-        let job = Job {
-            mode,
-            direction,
-            key,
-            counter,
-            offset,
-            counters: Counters::Stream,
-        };
+        let job = Job::new(mode, direction, key, counter, offset);
         self.check_job(&job, len);
     }
 
@@ -233,14 +232,7 @@ impl Kit<'_> {
     /// equals the reference on the whole buffer.
     fn check_chunked(&mut self, key: &ExpandedKey, mode: Mode, direction: Direction, max: usize) {
         let len = max.min(300_000) / 16 * 16;
-        let job = Job {
-            mode,
-            direction,
-            key,
-            counter: self.rng.array(),
-            offset: self.offset(mode),
-            counters: Counters::Stream,
-        };
+        let job = Job::new(mode, direction, key, self.rng.array(), self.offset(mode));
         let input = self.rng.bytes(len);
         let mut expected = input.clone();
         modes::apply(AesImpl::Portable, &job, &mut expected).expect("a valid job");
@@ -283,25 +275,12 @@ impl Kit<'_> {
                 ((self.rng.next_u64() >> 24) / 16 * 16, 2 * stride),
             ];
             for (offset, len) in cases {
-                let job = Job {
-                    mode: Mode::Ctr,
-                    direction: Direction::Encrypt,
-                    key,
-                    counter: [0; 16],
-                    offset,
-                    counters,
-                };
+                let job = Job::ctr(key, [0; 16], offset).with_counters(counters);
                 self.check_job(&job, len.min(max));
             }
             let len = (3 * stride + 77).min(max);
-            let job = Job {
-                mode: Mode::Ctr,
-                direction: Direction::Decrypt,
-                key,
-                counter: [0; 16],
-                offset: 2 * record,
-                counters,
-            };
+            let job = Job::new(Mode::Ctr, Direction::Decrypt, key, [0; 16], 2 * record)
+                .with_counters(counters);
             let input = self.rng.bytes(len);
             let mut expected = input.clone();
             modes::apply(AesImpl::Portable, &job, &mut expected).expect("a valid job");
@@ -322,10 +301,7 @@ impl Kit<'_> {
             }
             self.compare(&job, &got, &expected);
             self.checked.bytes += len as u64;
-            let ecb = Job {
-                mode: Mode::Ecb,
-                ..job
-            };
+            let ecb = job.with_mode(Mode::Ecb);
             assert!(
                 self.engine.process(&ecb, &mut [0u8; 32]).is_err(),
                 "{}: ECB with GCM chunk counters was accepted",
@@ -337,14 +313,7 @@ impl Kit<'_> {
     /// ECB on a partial block or an unaligned position is refused, as the reference refuses it.
     fn check_refused(&mut self, key: &ExpandedKey, direction: Direction) {
         for (offset, len) in [(0u64, 17usize), (8, 32)] {
-            let job = Job {
-                mode: Mode::Ecb,
-                direction,
-                key,
-                counter: [0; 16],
-                offset,
-                counters: Counters::Stream,
-            };
+            let job = Job::ecb(key, direction).at(offset);
             assert!(
                 self.engine.process(&job, &mut vec![0u8; len]).is_err(),
                 "{}: {} was accepted, but ECB needs whole blocks",
@@ -387,14 +356,7 @@ fn oracle_agrees(key: &Key, rng: &mut SplitMix64) {
     let expanded = key.expand();
     let data = rng.bytes(16 * 37);
     for direction in [Direction::Encrypt, Direction::Decrypt] {
-        let job = Job {
-            mode: Mode::Ecb,
-            direction,
-            key: &expanded,
-            counter: [0; 16],
-            offset: 0,
-            counters: Counters::Stream,
-        };
+        let job = Job::ecb(&expanded, direction);
         let mut ours = data.clone();
         modes::apply(AesImpl::Portable, &job, &mut ours).expect("whole blocks");
         let mut theirs = data.clone();
@@ -407,14 +369,7 @@ fn oracle_agrees(key: &Key, rng: &mut SplitMix64) {
     }
     let counter = ((1u128 << 64) - 2).to_be_bytes();
     let offset = 5;
-    let job = Job {
-        mode: Mode::Ctr,
-        direction: Direction::Encrypt,
-        key: &expanded,
-        counter,
-        offset,
-        counters: Counters::Stream,
-    };
+    let job = Job::ctr(&expanded, counter, offset);
     let mut ours = data.clone();
     modes::apply(AesImpl::Portable, &job, &mut ours).expect("CTR takes any length");
     let mut theirs = data;
@@ -447,14 +402,7 @@ fn gcm_oracle_agrees(key: &Key, rng: &mut SplitMix64) {
     let base_nonce: [u8; 12] = rng.array();
     let stride = GCM_CHUNK_LEN + 16;
     let data = rng.bytes(stride + 1000);
-    let job = Job {
-        mode: Mode::Ctr,
-        direction: Direction::Encrypt,
-        key: &expanded,
-        counter: [0; 16],
-        offset: 0,
-        counters: Counters::GcmChunks { base_nonce, stride },
-    };
+    let job = Job::gcm_chunks(&expanded, base_nonce, stride, 0);
     let mut ours = data.clone();
     modes::apply(AesImpl::Portable, &job, &mut ours).expect("a valid job");
     for (record, start) in [(0u64, 0), (1, stride)] {
@@ -552,5 +500,55 @@ mod tests {
     fn the_kit_catches_a_wrong_engine() {
         let engine = OffByOne(CpuEngine::new(Some(1)).unwrap());
         check_engine(&engine, 2, Budget::new(100, 0));
+    }
+
+    /// A CPU engine that says it runs every records job (the CPU engine runs them on every
+    /// implementation), optionally one chunk index off.
+    struct Records(CpuEngine, u64);
+
+    impl Engine for Records {
+        fn name(&self) -> String {
+            "records".into()
+        }
+        fn workers(&self) -> usize {
+            1
+        }
+        fn process(&self, job: &Job<'_>, buf: &mut [u8]) -> Result<(), crate::EngineError> {
+            self.0.process(job, buf)
+        }
+        fn runs_records(&self, _: &crate::RecordsJob<'_>) -> bool {
+            true
+        }
+        fn process_records(
+            &self,
+            job: &crate::RecordsJob<'_>,
+            input: &[u8],
+            output: &mut [u8],
+        ) -> Result<(), crate::RecordsError> {
+            self.0.process_records(&job.advanced(self.1), input, output)
+        }
+    }
+
+    /// The records part of the kit passes the CPU engine's records jobs (on every key size,
+    /// and on the stitched kernel where the CPU has it), and catches one that seals the wrong
+    /// chunks (below); an engine that runs none is not asked.
+    #[test]
+    fn the_kit_checks_records_jobs() {
+        let budget = Budget::new(3 * GCM_CHUNK_LEN, 0);
+        let engine = Records(CpuEngine::new(Some(2)).unwrap().with_split(0, 4096), 0);
+        let checked = records::check_engine_records(&engine, 3, budget);
+        assert!(checked.jobs > 100, "{checked:?}");
+        let portable = CpuEngine::with_aes_impl(AesImpl::Portable, Some(1)).unwrap();
+        assert_eq!(
+            records::check_engine_records(&portable, 3, budget),
+            Checked::default()
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "differs from AES-GCM")]
+    fn the_kit_catches_a_wrong_records_job() {
+        let wrong = Records(CpuEngine::new(Some(1)).unwrap(), 1);
+        records::check_engine_records(&wrong, 4, Budget::new(GCM_CHUNK_LEN, 0));
     }
 }

@@ -7,7 +7,7 @@ use aes::cipher::{
     generic_array::GenericArray, BlockCipher, BlockDecrypt, BlockEncrypt, KeyInit, KeyIvInit,
     StreamCipher, StreamCipherSeek,
 };
-use paraes_core::{AesImpl, Counters, CpuEngine, Direction, Engine, Job, Key, KeySize, Mode};
+use paraes_core::{AesImpl, CpuEngine, Direction, Engine, Job, Key, KeySize, Mode};
 use proptest::prelude::*;
 
 /// The oracle's answer for the job.
@@ -69,14 +69,7 @@ fn paraes(
     data: &[u8],
 ) -> Vec<u8> {
     let key = Key::new(key).unwrap().expand();
-    let job = Job {
-        mode,
-        direction,
-        key: &key,
-        counter: iv.to_be_bytes(),
-        offset,
-        counters: Counters::Stream,
-    };
+    let job = Job::new(mode, direction, &key, iv.to_be_bytes(), offset);
     let mut buf = data.to_vec();
     engine.process(&job, &mut buf).unwrap();
     buf
@@ -186,20 +179,10 @@ fn counter_after_all_ones_is_zero() {
     let key = Key::new(&[1u8; 16]).unwrap().expand();
     let engine = CpuEngine::with_aes_impl(AesImpl::fastest(), Some(1)).unwrap();
     let mut stream = [0u8; 32];
-    let job = Job {
-        mode: Mode::Ctr,
-        direction: Direction::Encrypt,
-        key: &key,
-        counter: [0xff; 16],
-        offset: 0,
-        counters: Counters::Stream,
-    };
+    let job = Job::ctr(&key, [0xff; 16], 0);
     engine.process(&job, &mut stream).unwrap();
     let mut from_zero = [0u8; 16];
-    let job_zero = Job {
-        counter: [0; 16],
-        ..job
-    };
+    let job_zero = job.with_counter([0; 16]);
     engine.process(&job_zero, &mut from_zero).unwrap();
     assert_eq!(stream[16..], from_zero);
 }
@@ -240,14 +223,7 @@ fn large_buffers_with_default_slices_match_oracle() {
 fn ecb_rejects_partial_blocks() {
     let key = Key::new(&[0u8; 16]).unwrap().expand();
     let engine = CpuEngine::new(Some(2)).unwrap();
-    let job = Job {
-        mode: Mode::Ecb,
-        direction: Direction::Encrypt,
-        key: &key,
-        counter: [0; 16],
-        offset: 0,
-        counters: Counters::Stream,
-    };
+    let job = Job::ecb(&key, Direction::Encrypt);
     let err = engine.process(&job, &mut [0u8; 17]).unwrap_err();
     assert!(err.to_string().contains("whole 16-byte blocks"), "{err}");
     assert!(engine.process(&job.advanced(8), &mut [0u8; 16]).is_err());

@@ -34,6 +34,17 @@ pub enum FileError {
     /// The output names the file the job reads.
     #[error("{} is both the input and the output", .0.display())]
     OutputIsInput(PathBuf),
+    /// The output names a file the job reads ([`crate::FilesRead`]): a key, passphrase,
+    /// identity or recipients file, or the input.
+    #[error(
+        "{output} is the same file as {read}, which is read to make it (writing to it would destroy it)"
+    )]
+    OutputIsRead {
+        /// The output, as the user called it.
+        output: String,
+        /// The file read, in words ("key file k.key").
+        read: String,
+    },
     /// The temporary beside the output could not be made.
     #[error("cannot create {} in {}: {why}", .dest.display(), .dir.display())]
     CannotCreate {

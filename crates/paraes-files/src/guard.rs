@@ -116,7 +116,10 @@ impl Snapshot {
     /// Right before a copy is renamed over `path`: `path` still names this file, and
     /// [`Snapshot::recheck`] passes (nobody rewrote it in place while the copy was made).
     pub fn recheck_path(&self, path: &Path, file: &File, header: &[u8]) -> Result<()> {
-        let now = fs::metadata(path).map_err(GuardError::Disappeared)?;
+        // The name itself, not what a link there points at: a link put in the file's place
+        // (`mv f g; ln -s g f`) is a file moved over it, and renaming over it would leave the
+        // original (at `g`) unchanged.
+        let now = fs::symlink_metadata(path).map_err(GuardError::Disappeared)?;
         if (now.dev(), now.ino()) != (self.dev, self.ino) {
             return Err(GuardError::MovedOver);
         }
@@ -148,6 +151,19 @@ mod tests {
         let snapshot = Snapshot::of(&file.metadata().unwrap());
         assert_eq!(snapshot.recheck(&file, b"HEADER").unwrap(), b"HEADER");
         snapshot.recheck_path(&path, &file, b"HEADER").unwrap();
+    }
+
+    /// A link put in the file's place (`mv f g; ln -s g f`) is a file moved over it: renaming
+    /// a copy over the link would leave the original, at `g`, unchanged.
+    #[test]
+    fn a_link_put_in_the_files_place_is_a_file_moved_over_it() {
+        let (dir, path, file) = scratch(b"HEADERbody");
+        let snapshot = Snapshot::of(&file.metadata().unwrap());
+        let moved = dir.path().join("g");
+        fs::rename(&path, &moved).unwrap();
+        std::os::unix::fs::symlink(&moved, &path).unwrap();
+        let err = snapshot.recheck_path(&path, &file, b"HEADER").unwrap_err();
+        assert!(matches!(err, GuardError::MovedOver), "{err:?}");
     }
 
     #[test]

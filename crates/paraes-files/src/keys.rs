@@ -20,7 +20,8 @@ use zeroize::Zeroizing;
 
 /// Key files are tiny; anything bigger is not one (and is not read whole).
 pub const MAX_KEY_FILE: u64 = 1024;
-/// Identity and recipients files are small text files; only this much of one is read.
+/// Identity and recipients files are small text files; a bigger one is refused whole (never
+/// read in part: a recipients list cut short would seal for fewer recipients than it lists).
 pub const MAX_TEXT_FILE: u64 = 1 << 20;
 /// Passphrases shorter than this (in characters) are warned about when a file is encrypted
 /// with one.
@@ -52,6 +53,12 @@ pub enum KeyFileError {
     /// A recipients file with no recipient in it.
     #[error("{0} lists no recipient")]
     NoRecipient(String),
+    /// An identity or recipients file over [`MAX_TEXT_FILE`] bytes.
+    #[error(
+        "{0} is over 1 MiB, more than an identity or recipients file holds: split a long list \
+         into several files"
+    )]
+    TooLarge(String),
     /// It could not be read.
     #[error("cannot read {name}")]
     Read {
@@ -169,6 +176,16 @@ fn read_at_most(
     Ok(contents)
 }
 
+/// The whole of the identity or recipients file `file` (`name` says which), refused when it is
+/// over [`MAX_TEXT_FILE`] bytes rather than cut short.
+fn read_text_file(file: File, name: &str) -> Result<Zeroizing<Vec<u8>>, KeyFileError> {
+    let contents = read_at_most(file, MAX_TEXT_FILE + 1, name)?;
+    if contents.len() as u64 > MAX_TEXT_FILE {
+        return Err(KeyFileError::TooLarge(name.to_owned()));
+    }
+    Ok(contents)
+}
+
 /// The key read from `reader` (a key file, a pipe, a descriptor): its contents as
 /// [`key_from_contents`] takes them. A reader holding more than a key file can is not one.
 pub fn key_from_reader(reader: impl Read, name: &str) -> Result<Key, KeyFileError> {
@@ -226,7 +243,7 @@ pub fn read_identity_file(
     let file_name = path.display().to_string();
     let name = format!("identity file {file_name}");
     let (file, _) = open_secret(path, &name)?;
-    let contents = read_at_most(file, MAX_TEXT_FILE, &name)?;
+    let contents = read_text_file(file, &name)?;
     identities_from_contents(&contents, &name, &file_name, ask)
 }
 
@@ -251,7 +268,7 @@ pub fn recipients_from_contents(
 pub fn read_recipients_file(path: &Path) -> Result<Vec<PublicRecipient>, KeyFileError> {
     let name = format!("recipients file {}", path.display());
     let (file, _) = open_secret(path, &name)?;
-    let contents = read_at_most(file, MAX_TEXT_FILE, &name)?;
+    let contents = read_text_file(file, &name)?;
     recipients_from_contents(&contents, &name)
 }
 
@@ -387,6 +404,30 @@ mod tests {
         assert_eq!(list, vec![recipient]);
         let err = recipients_from_contents(b"# nobody\n", "recipients file r").unwrap_err();
         assert_eq!(err.to_string(), "recipients file r lists no recipient");
+    }
+
+    /// A recipients or identity file over the limit is refused whole, never read in part: cut
+    /// at the limit on a line's end, the first part alone parses, and a file sealed for it would
+    /// leave out every recipient after the cut.
+    #[test]
+    fn a_text_file_over_the_limit_is_refused_not_cut_short() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = SecretIdentity::generate_x25519().unwrap().recipient();
+        let second = SecretIdentity::generate_x25519().unwrap().recipient();
+        let head = format!("{first}\n");
+        let filler = MAX_TEXT_FILE as usize - head.len() - 2;
+        let text = format!("{head}#{}\n{second}\n", "x".repeat(filler));
+        assert_eq!(text.find(&second.to_string()), Some(MAX_TEXT_FILE as usize));
+        let path = dir.path().join("team.txt");
+        fs::write(&path, &text).unwrap();
+        let err = read_recipients_file(&path).unwrap_err();
+        assert!(matches!(err, KeyFileError::TooLarge(_)), "{err:?}");
+        assert!(err.to_string().contains("split a long list"), "{err}");
+        let err = read_identity_file(&path, Arc::new(NoAnswer)).unwrap_err();
+        assert!(matches!(err, KeyFileError::TooLarge(_)), "{err:?}");
+        // At the limit exactly, it is read whole.
+        fs::write(&path, &text.as_bytes()[..MAX_TEXT_FILE as usize]).unwrap();
+        assert_eq!(read_recipients_file(&path).unwrap(), vec![first]);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! the Python package), so that each gets the same rails: inputs opened by one rule set
 //! ([`Input`], [`InputKinds`]), outputs that take their name only when whole ([`Output`],
 //! [`OutputOptions`]), the leftovers a killed run can leave ([`leftovers`]), and the guards of
-//! a change in place ([`guard`], [`lease`]), and key material read by one set of text rules
+//! a change in place ([`guard`], [`lease`]), the files a job reads, never its output
+//! ([`FilesRead`]), and key material read by one set of text rules
 //! ([`keys`]: key files, identity files, recipients files). Errors are typed ([`FileError`],
 //! [`keys::KeyFileError`]) and name no command-line flag or keyword argument: each front end
 //! adds its own advice by the error's type.
@@ -16,9 +17,11 @@ pub mod lease;
 mod leftovers;
 mod output;
 pub mod pending;
+mod reads;
 pub mod replace;
 
 pub use error::{one_line, FileError};
 pub use input::{check_regular, open_regular_file, Input, InputKinds};
 pub use leftovers::{leftovers, leftovers_warning};
 pub use output::{sync_directory, Output, OutputOptions, Reach, Temporary};
+pub use reads::{fd_id, file_id, path_id, FilesRead};

@@ -38,10 +38,13 @@ pub struct OutputOptions {
 }
 
 impl OutputOptions {
-    /// A copy that replaces the regular file it is named after (rekey and upgrade by rewrite).
+    /// A copy that replaces the regular file it is named after (rekey and upgrade by rewrite):
+    /// a FIFO or device found at the name instead (the file swapped meanwhile, a link to
+    /// `/dev/null`) is refused, never written as a stream nor waited on.
     pub fn replacing() -> Self {
         OutputOptions {
             replace: true,
+            stream_into_special_files: false,
             ..OutputOptions::default()
         }
     }

@@ -6,6 +6,7 @@
 //! then renamed over it. Any failure before the rename leaves the file as it was.
 
 use std::fs::{self, File, Metadata};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::guard::{self, GuardError, Snapshot};
@@ -55,9 +56,12 @@ impl Taken {
     /// Takes the container `path` names.
     pub fn take(path: &Path) -> Result<Self, TakeError> {
         let target = fs::canonicalize(path).map_err(TakeError::Open)?;
+        // The canonical path has no link in it; one swapped in since is refused (ELOOP), not
+        // followed to another file.
         let file = fs::OpenOptions::new()
             .read(true)
             .write(true)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&target)
             .map_err(TakeError::Open)?;
         let meta = file.metadata().map_err(TakeError::Open)?;
@@ -92,7 +96,15 @@ impl Taken {
         let output = Output::create(Some(&self.target), &OutputOptions::replacing())
             .map_err(E::from)
             .map_err(at(Step::Write))?;
-        let copy = output.file().expect("a path gives a file output");
+        let copy = output
+            .file()
+            .ok_or_else(|| {
+                E::from(FileError::OutputNotRegular {
+                    path: self.target.clone(),
+                    kind: "not a regular file",
+                })
+            })
+            .map_err(at(Step::Write))?;
         guard::keep_owner_and_mode(copy, &self.meta)
             .map_err(E::from)
             .map_err(at(Step::Write))?;
@@ -103,5 +115,89 @@ impl Taken {
             .map_err(E::from)
             .map_err(at(Step::Recheck))?;
         output.commit().map_err(E::from).map_err(at(Step::Commit))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a caller's error holds: either kind [`Taken::replace_by_copy`] may give.
+    #[derive(Debug)]
+    enum Failure {
+        File(FileError),
+        // Read only by `Debug`, in a failing test's message.
+        Guard(#[allow(dead_code)] GuardError),
+    }
+
+    impl From<FileError> for Failure {
+        fn from(e: FileError) -> Self {
+            Failure::File(e)
+        }
+    }
+
+    impl From<GuardError> for Failure {
+        fn from(e: GuardError) -> Self {
+            Failure::Guard(e)
+        }
+    }
+
+    fn copy_of(taken: &Taken) -> Result<(), (Step, Failure)> {
+        taken.replace_by_copy(
+            b"HEADER",
+            |copy| {
+                let mut copy = copy;
+                std::io::Write::write_all(&mut copy, b"HEADERnew")
+                    .map_err(|e| Failure::File(FileError::io("cannot write the copy", e)))
+            },
+            |_, ()| Ok(()),
+        )
+    }
+
+    #[test]
+    fn a_copy_replaces_the_file_it_took() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        fs::write(&path, b"HEADERold").unwrap();
+        let taken = Taken::take(&path).unwrap();
+        copy_of(&taken).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"HEADERnew");
+    }
+
+    /// The file swapped for a link to a device or for a FIFO after it was taken: the copy is
+    /// refused at its first step (no panic on a stream output, no wait on a FIFO's reader), and
+    /// nothing is written through the name.
+    #[test]
+    fn a_file_swapped_for_a_device_or_fifo_is_refused_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        for swap in ["link to /dev/null", "fifo"] {
+            fs::write(&path, b"HEADERold").unwrap();
+            let taken = Taken::take(&path).unwrap();
+            fs::remove_file(&path).unwrap();
+            match swap {
+                "fifo" => rustix::fs::mknodat(
+                    rustix::fs::CWD,
+                    &path,
+                    rustix::fs::FileType::Fifo,
+                    rustix::fs::Mode::from_raw_mode(0o600),
+                    0,
+                )
+                .unwrap(),
+                _ => std::os::unix::fs::symlink("/dev/null", &path).unwrap(),
+            }
+            let err = copy_of(&taken).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    (
+                        Step::Write,
+                        Failure::File(FileError::OutputNotRegular { .. })
+                    )
+                ),
+                "{swap}: {err:?}"
+            );
+            fs::remove_file(&path).unwrap();
+        }
     }
 }

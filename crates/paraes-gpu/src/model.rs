@@ -326,7 +326,7 @@ mod tests {
     use super::*;
     use crate::plan::{counter_halves, RoundKeyWords};
     use paraes_core::seeded::SplitMix64;
-    use paraes_core::{modes, AesImpl, Counters, Direction, Job, Key, Mode};
+    use paraes_core::{modes, AesImpl, Direction, Job, Key, Mode};
     use std::cell::RefCell;
 
     #[test]
@@ -404,14 +404,7 @@ mod tests {
                         KernelKind::EcbDecrypt => (Mode::Ecb, Direction::Decrypt),
                         _ => (Mode::Ctr, Direction::Encrypt),
                     };
-                    let job = Job {
-                        mode,
-                        direction,
-                        key: &key,
-                        counter: iv,
-                        offset: start_block * 16,
-                        counters: Counters::Stream,
-                    };
+                    let job = Job::new(mode, direction, &key, iv, start_block * 16);
                     let mut expect = if kind == KernelKind::CtrKeystream {
                         vec![0; data.len()]
                     } else {

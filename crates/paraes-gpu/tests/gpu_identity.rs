@@ -14,7 +14,7 @@ mod standin;
 
 use paraes_core::seeded::SplitMix64;
 use paraes_core::testing::{check_engine, Budget};
-use paraes_core::{modes, AesImpl, Counters, Direction, Engine, Job, Key, Mode};
+use paraes_core::{modes, AesImpl, Direction, Engine, Job, Key, Mode};
 use paraes_gpu::{
     CtrVariant, GpuEngine, GpuOptions, ImageChoice, KernelImage, KernelVariant, SyncMode,
 };
@@ -193,14 +193,8 @@ fn many_gcm_chunks_in_one_call_match() {
         let first_record = (1u64 << 33) + 12_345;
         let offset = first_record * stride as u64 + 7;
         let len = chunks * stride + 5_000;
-        let job = Job {
-            mode: Mode::Ctr,
-            direction: Direction::Decrypt,
-            key: &key,
-            counter: [0; 16],
-            offset,
-            counters: Counters::GcmChunks { base_nonce, stride },
-        };
+        let job =
+            Job::gcm_chunks(&key, base_nonce, stride, offset).with_direction(Direction::Decrypt);
         let input = rng.bytes(len);
         let mut expect = input.clone();
         modes::apply(AesImpl::detect(), &job, &mut expect).unwrap();
@@ -267,14 +261,7 @@ fn eight_gib_in_one_call_matches() {
             Mode::Ctr => len,
             Mode::Ecb => len / 16 * 16,
         }];
-        let job = Job {
-            mode,
-            direction: Direction::Encrypt,
-            key: &key,
-            counter: rng.array(),
-            offset,
-            counters: Counters::Stream,
-        };
+        let job = Job::new(mode, Direction::Encrypt, &key, rng.array(), offset);
         let mut expect = data.to_vec();
         modes::apply(AesImpl::detect(), &job, &mut expect).unwrap();
         let mut got = data.to_vec();

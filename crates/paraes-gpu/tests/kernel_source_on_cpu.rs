@@ -156,18 +156,18 @@ fn kernel_source_matches_the_core_on_the_cpu() {
                 "ecb_decrypt" => (Mode::Ecb, Direction::Decrypt),
                 _ => (Mode::Ctr, Direction::Encrypt),
             };
-            let job = Job {
+            let job = Job::new(
                 mode,
                 direction,
                 key,
-                counter: iv,
-                offset: if gcm { gcm_start } else { start } * 16,
-                counters: if gcm {
-                    Counters::GcmChunks { base_nonce, stride }
-                } else {
-                    Counters::Stream
-                },
-            };
+                iv,
+                if gcm { gcm_start } else { start } * 16,
+            )
+            .with_counters(if gcm {
+                Counters::GcmChunks { base_nonce, stride }
+            } else {
+                Counters::Stream
+            });
             let mut expect = if kind == "ctr_keystream" {
                 vec![0u8; input.len()]
             } else {

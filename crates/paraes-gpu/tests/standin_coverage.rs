@@ -42,14 +42,14 @@ fn run_every_kind(engine: &GpuEngine) {
         } else {
             input.len()
         };
-        let job = Job {
+        let job = Job::new(
             mode,
             direction,
-            key: &key,
-            counter: [0xfe; 16],
-            offset: if mode == Mode::Ecb { 32 } else { 5 },
-            counters,
-        };
+            &key,
+            [0xfe; 16],
+            if mode == Mode::Ecb { 32 } else { 5 },
+        )
+        .with_counters(counters);
         let variants: &[CtrVariant] = match mode {
             Mode::Ecb => &[CtrVariant::Auto],
             Mode::Ctr => &[CtrVariant::Fused, CtrVariant::Keystream],
@@ -67,14 +67,7 @@ fn run_every_kind(engine: &GpuEngine) {
         }
     }
     let mut got = input.clone();
-    let job = Job {
-        mode: Mode::Ctr,
-        direction: Direction::Decrypt,
-        key: &key,
-        counter: [1; 16],
-        offset: 0,
-        counters: Counters::Stream,
-    };
+    let job = Job::new(Mode::Ctr, Direction::Decrypt, &key, [1; 16], 0);
     engine.process(&job, &mut got).unwrap();
     let mut want = input;
     modes::apply(AesImpl::Portable, &job, &mut want).unwrap();

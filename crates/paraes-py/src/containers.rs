@@ -18,7 +18,7 @@ use std::path::Path;
 use paraes_core::container::{self, BodyAccess, Opened, Recipient, Unlock, UnverifiedHeader};
 use paraes_core::pipeline::{self, Stages};
 use paraes_core::KeySize;
-use paraes_files::{Output, OutputOptions};
+use paraes_files::{FilesRead, Output, OutputOptions};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -49,8 +49,10 @@ pub fn stages(len: Option<u64>) -> Stages {
 }
 
 /// The output `dst` by Python's rules: a regular file only (never a stream into a FIFO or
-/// device), replaced only with `overwrite`.
-pub fn create_output(dst: &Path, overwrite: bool) -> PyResult<Output> {
+/// device), replaced only with `overwrite`, and never one of the files the call reads (`read`:
+/// its key, identity or recipients files), even with `overwrite`.
+pub fn create_output(dst: &Path, overwrite: bool, read: &FilesRead) -> PyResult<Output> {
+    read.refuse_as_output_path(dst).map_err(errors::file)?;
     let options = OutputOptions {
         replace: overwrite,
         stream_into_special_files: false,

@@ -104,7 +104,9 @@ pub fn file(e: FileError) -> PyErr {
         FileError::InputNotRegular { .. } => PyValueError::new_err(with(
             "paraes.Reader reads a container at offsets; decrypt a stream with decrypt_file",
         )),
-        FileError::OutputIsInput(_) => PyValueError::new_err(with("write to another file")),
+        FileError::OutputIsInput(_) | FileError::OutputIsRead { .. } => {
+            PyValueError::new_err(with("write to another file"))
+        }
         FileError::Io { what, source } => os_error(source, what),
         FileError::CannotCreate { .. } => match e.raw_os_error() {
             Some(errno) => PyOSError::new_err((errno, one_line(&e.to_string()))),
@@ -137,7 +139,10 @@ pub fn key_file(e: KeyFileError) -> PyErr {
         KeyFileError::Parse { name, source } => {
             PyValueError::new_err(one_line(&format!("{name}: {source}")))
         }
-        KeyFileError::NotText(_) | KeyFileError::Directory(_) | KeyFileError::NoRecipient(_) => {
+        KeyFileError::NotText(_)
+        | KeyFileError::Directory(_)
+        | KeyFileError::NoRecipient(_)
+        | KeyFileError::TooLarge(_) => {
             PyValueError::new_err(one_line(&e.to_string()))
         }
     }

@@ -45,16 +45,17 @@ fn encrypt_file(
     overwrite: bool,
 ) -> PyResult<()> {
     let key_size = containers::key_size(bits)?;
-    let recipients = SealArgs {
+    let args = SealArgs {
         keys,
         recipients,
         passphrase,
-    }
-    .recipients()?;
+    };
+    let read = args.files_read()?;
+    let recipients = args.recipients()?;
     let engine = crate::engine()?;
     py.detach(|| {
         let mut input = open_input(&src, &dst)?;
-        let mut output = containers::create_output(&dst, overwrite)?;
+        let mut output = containers::create_output(&dst, overwrite, &read)?;
         let (header, opened) = containers::seal(key_size, &recipients)?;
         containers::write_out(&mut output, &header)?;
         let spec = opened.stream_spec(engine, Direction::Encrypt);
@@ -95,20 +96,21 @@ fn decrypt_file(
     allow_unverified_slot: bool,
     overwrite: bool,
 ) -> PyResult<()> {
-    let unlock = UnlockArgs {
+    let args = UnlockArgs {
         keys,
         identities,
         passphrase,
         ssh_passphrase,
         max_kdf_mib,
         allow_unverified_slot,
-    }
-    .unlock()?;
+    };
+    let read = args.files_read()?;
+    let unlock = args.unlock()?;
     let engine = crate::engine()?;
     py.detach(|| {
         let mut input = open_input(&src, &dst)?;
         // Refused before anything is read: the output's checks come first.
-        let mut output = containers::create_output(&dst, overwrite)?;
+        let mut output = containers::create_output(&dst, overwrite, &read)?;
         let (input_name, output_name) = (input.name(), output.name());
         let len = input.len();
         let (opened, ahead) = match input.file().filter(|_| len.is_some()) {

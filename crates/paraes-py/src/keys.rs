@@ -17,6 +17,7 @@ use paraes_core::container::{
 };
 use paraes_core::Key;
 use paraes_files::keys::{self as rules, KeyFileError, SecretContents};
+use paraes_files::FilesRead;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
@@ -222,6 +223,45 @@ fn given<'a, 'py>(obj: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, P
     obj.filter(|obj| !obj.is_none())
 }
 
+/// Notes each of `objs` given as the path of a file (`what` says what kind, as "key file") in
+/// `read`: an output must not be one of them.
+fn note_paths(
+    objs: Option<&Bound<'_, PyAny>>,
+    keyword: &str,
+    what: &str,
+    argument: Option<Argument>,
+    read: &mut FilesRead,
+) -> PyResult<()> {
+    for obj in items(objs, keyword)? {
+        let path = match argument {
+            Some(argument) => match Source::of(&obj, argument) {
+                Ok(Source::Path { path, .. }) => path,
+                _ => continue,
+            },
+            None => match obj.extract::<PathBuf>() {
+                Ok(path) => path,
+                Err(_) => continue,
+            },
+        };
+        read.path(format!("{what} {}", path.display()), &path);
+    }
+    Ok(())
+}
+
+/// The files a call reads, which its output must not be: the key files among `keys`, and the
+/// files among `others` (its argument, keyword, and what its files are called), read as
+/// `argument` says ([`note_paths`]).
+fn files_read(
+    keys: Option<&Bound<'_, PyAny>>,
+    (others, keyword, what): (Option<&Bound<'_, PyAny>>, &str, &str),
+    argument: Option<Argument>,
+) -> PyResult<FilesRead> {
+    let mut read = FilesRead::new();
+    note_paths(keys, "keys", "key file", Some(Argument::Keys), &mut read)?;
+    note_paths(others, keyword, what, argument, &mut read)?;
+    Ok(read)
+}
+
 /// The keyword arguments that say who can open a new container (`encrypt_file`, `Writer`).
 pub struct SealArgs<'a, 'py> {
     pub keys: Option<&'a Bound<'py, PyAny>>,
@@ -230,6 +270,12 @@ pub struct SealArgs<'a, 'py> {
 }
 
 impl SealArgs<'_, '_> {
+    /// The key and recipients files among the arguments, which the output must not be.
+    pub fn files_read(&self) -> PyResult<FilesRead> {
+        let recipients = (self.recipients, "recipients", "recipients file");
+        files_read(self.keys, recipients, None)
+    }
+
     /// One stanza per key, the passphrase (a short one is warned about, as the CLI does, with
     /// a `UserWarning`), and each public recipient.
     pub fn recipients(&self) -> PyResult<Vec<Recipient>> {
@@ -277,6 +323,12 @@ pub struct UnlockArgs<'a, 'py> {
 }
 
 impl UnlockArgs<'_, '_> {
+    /// The key and identity files among the arguments, which the output must not be.
+    pub fn files_read(&self) -> PyResult<FilesRead> {
+        let identities = (self.identities, "identities", "identity file");
+        files_read(self.keys, identities, Some(Argument::Identities))
+    }
+
     /// What the stanzas are tried with; one key given twice is tried once.
     pub fn unlock(&self) -> PyResult<Unlock> {
         let mut out = Vec::new();

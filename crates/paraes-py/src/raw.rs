@@ -13,7 +13,7 @@ use std::ffi::c_char;
 use paraes_core::aes::AesImpl;
 use paraes_core::cobblestone::{self, MessageKeys, Variant};
 use paraes_core::container::random_bytes;
-use paraes_core::engine::{Counters, Direction, Engine, Job, Mode};
+use paraes_core::engine::{Direction, Engine, Job};
 use paraes_core::pipeline::{self, Segment, Stages, StreamSpec};
 use paraes_core::{ExpandedKey, Key};
 use pyo3::exceptions::PyValueError;
@@ -102,28 +102,6 @@ fn run_job(py: Python<'_>, job: &Job<'_>, buf: &mut [u8]) -> PyResult<()> {
     result.map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
-fn ctr_job(key: &ExpandedKey, iv: [u8; 16], offset: u64) -> Job<'_> {
-    Job {
-        mode: Mode::Ctr,
-        direction: Direction::Encrypt,
-        key,
-        counter: iv,
-        offset,
-        counters: Counters::Stream,
-    }
-}
-
-fn ecb_job(key: &ExpandedKey, direction: Direction) -> Job<'_> {
-    Job {
-        mode: Mode::Ecb,
-        direction,
-        key,
-        counter: [0; 16],
-        offset: 0,
-        counters: Counters::Stream,
-    }
-}
-
 /// AES-CTR of `data` under `key` from counter block `iv` (a 128-bit big-endian counter, as NIST
 /// SP 800-38A and OpenSSL: block i uses iv + i), starting `offset` bytes into the stream.
 /// Returns new bytes; encryption and decryption are the same operation.
@@ -140,7 +118,7 @@ fn aes_ctr<'py>(
     let iv = counter_block(iv)?;
     let input = Exported::new(data, "data")?;
     let (out, buf) = bytes_copy(py, input.bytes())?;
-    run_job(py, &ctr_job(&key, iv, offset), buf)?;
+    run_job(py, &Job::ctr(&key, iv, offset), buf)?;
     Ok(out)
 }
 
@@ -159,7 +137,7 @@ fn aes_ctr_inplace(
     let mut exported = Exported::new(buffer, "buffer")?;
     run_job(
         py,
-        &ctr_job(&key, iv, offset),
+        &Job::ctr(&key, iv, offset),
         exported.bytes_mut("buffer")?,
     )
 }
@@ -173,7 +151,7 @@ fn ecb<'py>(
     let key = aes_key(key)?.expand();
     let input = Exported::new(data, "data")?;
     let (out, buf) = bytes_copy(py, input.bytes())?;
-    run_job(py, &ecb_job(&key, direction), buf)?;
+    run_job(py, &Job::ecb(&key, direction), buf)?;
     Ok(out)
 }
 
@@ -185,7 +163,11 @@ fn ecb_inplace(
 ) -> PyResult<()> {
     let key = aes_key(key)?.expand();
     let mut exported = Exported::new(buffer, "buffer")?;
-    run_job(py, &ecb_job(&key, direction), exported.bytes_mut("buffer")?)
+    run_job(
+        py,
+        &Job::ecb(&key, direction),
+        exported.bytes_mut("buffer")?,
+    )
 }
 
 /// AES-ECB encryption of whole 16-byte blocks (no padding). Returns new bytes.
@@ -366,7 +348,7 @@ impl BlockCipher {
         let mut out: [u8; 16] = block
             .try_into()
             .map_err(|_| PyValueError::new_err("wrong block length"))?;
-        paraes_core::modes::apply(self.imp, &ecb_job(&self.key, direction), &mut out)
+        paraes_core::modes::apply(self.imp, &Job::ecb(&self.key, direction), &mut out)
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
         Ok(out)
     }
@@ -491,7 +473,7 @@ fn pyaes_ctr<'py>(
     for (o, k) in buf.iter_mut().zip(left) {
         *o ^= k;
     }
-    let job = ctr_job(&cipher.key, value, 0);
+    let job = Job::ctr(&cipher.key, value, 0);
     let tail = &mut buf[l..];
     if tail.len() >= DETACH_FROM {
         let engine = crate::engine()?;

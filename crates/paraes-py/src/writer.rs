@@ -255,19 +255,20 @@ impl Writer {
         overwrite: bool,
     ) -> PyResult<Self> {
         let key_size = containers::key_size(bits)?;
-        let recipients = SealArgs {
+        let args = SealArgs {
             keys,
             recipients,
             passphrase,
-        }
-        .recipients()?;
+        };
+        let read = args.files_read()?;
+        let recipients = args.recipients()?;
         let is_path = dst.is_instance_of::<PyString>() || !dst.hasattr("write")?;
         let state = if is_path {
             let dst: PathBuf = dst.extract().map_err(|_| {
                 PyTypeError::new_err("dst is a path (str or os.PathLike) or a binary file object")
             })?;
             py.detach(|| {
-                let mut output = containers::create_output(&dst, overwrite)?;
+                let mut output = containers::create_output(&dst, overwrite, &read)?;
                 let (header, opened) = containers::seal(key_size, &recipients)?;
                 let name = output.name();
                 containers::write_out(&mut output, &header)?;

@@ -149,6 +149,40 @@ def test_failures_leave_nothing_behind(tmp_path):
     assert files_in(tmp_path) == sorted(before + ["bad.paraes", "cut.paraes"])
 
 
+def test_a_file_the_call_reads_is_never_its_output(tmp_path, private):
+    """A key, identity or recipients file given as the output (by its name or a link to it)
+    is refused even with overwrite=True, and left as it was: writing it would lose the key of
+    every other file it opens."""
+    key = paraes.generate_key()
+    key_file = private("k.key", key.hex() + "\n")
+    identity, recipient = paraes.generate_identity()
+    identity_file = private("id.txt", identity + "\n")
+    recipients_file = private("team.txt", recipient + "\n")
+    link = tmp_path / "link"
+    link.symlink_to(key_file)
+    src = tmp_path / "p.bin"
+    src.write_bytes(b"data")
+    sealed = tmp_path / "c.paraes"
+    paraes.encrypt_file(src, sealed, keys=[key_file], recipients=[recipients_file])
+    kept = {p: p.read_bytes() for p in (key_file, identity_file, recipients_file)}
+    calls = [
+        (lambda dst: paraes.encrypt_file(src, dst, keys=[key_file], overwrite=True),
+         (key_file, link)),
+        (lambda dst: paraes.encrypt_file(src, dst, recipients=[recipients_file],
+                                         overwrite=True), (recipients_file,)),
+        (lambda dst: paraes.decrypt_file(sealed, dst, keys=[key_file], overwrite=True),
+         (key_file, link)),
+        (lambda dst: paraes.decrypt_file(sealed, dst, identities=[identity_file],
+                                         overwrite=True), (identity_file,)),
+        (lambda dst: paraes.Writer(dst, keys=[str(key_file)], overwrite=True), (key_file,)),
+    ]
+    for call, outputs in calls:
+        for dst in outputs:
+            with pytest.raises(ValueError, match="is the same file as (key|identity|recipients) file"):
+                call(dst)
+    assert {p: p.read_bytes() for p in kept} == kept
+
+
 def test_existing_outputs_and_bad_arguments(tmp_path):
     key = paraes.generate_key()
     (tmp_path / "p.bin").write_bytes(b"data")

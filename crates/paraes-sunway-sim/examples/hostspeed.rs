@@ -1,7 +1,7 @@
 //! Measures the host speed of the simulator's data path per variant (one thread: set
 //! RAYON_NUM_THREADS=1), in MB of simulated input per second.
 use paraes_core::Key;
-use paraes_core::{Counters, Direction, Engine, Job, Mode};
+use paraes_core::{Engine, Job};
 use paraes_sunway_sim::{Buffering, SimConfig, SunwaySimEngine, Variant};
 fn main() {
     let key = Key::new(&[7u8; 16]).expect("a 16-byte key").expand();
@@ -9,14 +9,7 @@ fn main() {
     for variant in Variant::ALL {
         let engine =
             SunwaySimEngine::new(SimConfig::new(variant, Buffering::Double, 4)).expect("valid");
-        let job = Job {
-            mode: Mode::Ctr,
-            direction: Direction::Encrypt,
-            key: &key,
-            counter: [0; 16],
-            offset: 0,
-            counters: Counters::Stream,
-        };
+        let job = Job::ctr(&key, [0; 16], 0);
         let mut best = f64::MAX;
         for _ in 0..3 {
             let start = std::time::Instant::now();

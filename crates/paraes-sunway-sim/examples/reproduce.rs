@@ -53,14 +53,7 @@ fn run(engine: &SunwaySimEngine, buffer: &mut [u8]) -> Run {
     ])
     .expect("a 16-byte key")
     .expand();
-    let job = Job {
-        mode: Mode::Ecb,
-        direction: Direction::Encrypt,
-        key: &key,
-        counter: [0; 16],
-        offset: 0,
-        counters: Counters::Stream,
-    };
+    let job = Job::ecb(&key, Direction::Encrypt);
     let cpu = cpu_seconds();
     let start = Instant::now();
     let report = engine.process_timed(&job, buffer).expect("simulation runs");
@@ -435,14 +428,7 @@ fn gcm_chunks() {
             .expect("the default parameters");
         let reports = |len: u64| {
             layouts.map(|counters| {
-                let job = Job {
-                    mode: Mode::Ctr,
-                    direction: Direction::Encrypt,
-                    key: &key,
-                    counter: [0; 16],
-                    offset: 0,
-                    counters,
-                };
+                let job = Job::ctr(&key, [0; 16], 0).with_counters(counters);
                 engine.predict_job(&job, len).expect("a valid job")
             })
         };

@@ -32,19 +32,14 @@ fn pseudo_random(len: usize, seed: u64) -> Vec<u8> {
 }
 
 fn gcm_job(key: &paraes_core::ExpandedKey, stride: usize, offset: u64) -> Job<'_> {
-    Job {
-        mode: Mode::Ctr,
-        direction: Direction::Decrypt,
-        key,
-        counter: [0xee; 16],
-        offset,
-        counters: Counters::GcmChunks {
+    Job::new(Mode::Ctr, Direction::Decrypt, key, [0xee; 16], offset).with_counters(
+        Counters::GcmChunks {
             base_nonce: [
                 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0xfe, 0xdc, 0xba, 0x98,
             ],
             stride,
         },
-    }
+    )
 }
 
 #[test]
@@ -187,12 +182,10 @@ fn the_counter_blocks_are_gcm_s_across_a_record_boundary() {
         let mut counter = gcm_chunk_counter(&base_nonce, record);
         counter[12..].copy_from_slice(&(2 + j as u32).to_be_bytes());
         let mut expected = counter;
-        let ecb = Job {
-            mode: Mode::Ecb,
-            direction: Direction::Encrypt,
-            counters: Counters::Stream,
-            ..job
-        };
+        let ecb = job
+            .with_mode(Mode::Ecb)
+            .with_direction(Direction::Encrypt)
+            .with_counters(Counters::Stream);
         modes::apply(AesImpl::Portable, &ecb, &mut expected).unwrap();
         assert_eq!(chunk, expected, "block {block}");
     }
@@ -202,10 +195,7 @@ fn the_counter_blocks_are_gcm_s_across_a_record_boundary() {
 fn modelled(engine: &SunwaySimEngine, stride: Option<usize>, len: u64) -> SimReport {
     let key = Key::new(&[1; 16]).unwrap().expand();
     let job = match stride {
-        None => Job {
-            counters: Counters::Stream,
-            ..gcm_job(&key, GCM_CHUNK_LEN, 0)
-        },
+        None => gcm_job(&key, GCM_CHUNK_LEN, 0).with_counters(Counters::Stream),
         Some(stride) => gcm_job(&key, stride, 0),
     };
     engine.predict_job(&job, len).unwrap()

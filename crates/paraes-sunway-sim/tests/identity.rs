@@ -5,7 +5,7 @@
 use paraes_core::testing::{check_engine, Budget};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use paraes_core::{Counters, Direction, Engine, EngineError, Job, Key, Mode};
+use paraes_core::{Direction, Engine, EngineError, Job, Key};
 use paraes_sunway_sim::{Buffering, SimConfig, SunwaySimEngine, Variant};
 
 /// The longest buffers of the sweep: more than one LDM chunk on some CPEs in release builds,
@@ -90,14 +90,7 @@ fn rustcrypto_agrees_on_a_fips_vector() {
     aes::Aes128::new_from_slice(&key_bytes)
         .unwrap()
         .encrypt_block(&mut expected);
-    let job = Job {
-        mode: Mode::Ecb,
-        direction: Direction::Encrypt,
-        key: &key,
-        counter: [0; 16],
-        offset: 0,
-        counters: Counters::Stream,
-    };
+    let job = Job::ecb(&key, Direction::Encrypt);
     engine.process(&job, &mut block).unwrap();
     assert_eq!(block, expected.to_vec());
     // FIPS-197 C.1: 00112233...ff under 000102...0f.

@@ -3,7 +3,7 @@
 //! simulated time responds to its parameters.
 
 use paraes_core::Key;
-use paraes_core::{Counters, Direction, Job, KeySize, Mode};
+use paraes_core::{Direction, Job, KeySize, Mode};
 use paraes_sunway_sim::kernel::layout::{byte_transpose, columns_to_states, states_to_columns};
 use paraes_sunway_sim::kernel::{
     record_batch, record_variant, run_batch, ByteFlavor, CipherShape, Counter, ExtractFlavor,
@@ -426,14 +426,7 @@ fn time_responds_to_parameters() {
 fn simulating_256_mb_runs_and_matches_the_prediction() {
     let engine = SunwaySimEngine::new(SimConfig::default()).unwrap();
     let key = Key::new(&[0x42; 32]).unwrap().expand();
-    let job = Job {
-        mode: Mode::Ctr,
-        direction: Direction::Encrypt,
-        key: &key,
-        counter: [3; 16],
-        offset: 0,
-        counters: Counters::Stream,
-    };
+    let job = Job::ctr(&key, [3; 16], 0);
     // 256 MiB in release builds (a couple of seconds); 16 MiB in unoptimised ones.
     let size: usize = if cfg!(debug_assertions) {
         16 << 20

@@ -15,10 +15,9 @@ pub(crate) mod sbox;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
+pub use crate::features::{cpu_features, FORCE_PORTABLE_ENV};
+use crate::features::{fast_polyval_available, portable_forced};
 use crate::key::ExpandedKey;
-
-/// Setting this environment variable to `1` makes [`AesImpl::detect`] pick the portable path.
-pub const FORCE_PORTABLE_ENV: &str = "PARAES_FORCE_PORTABLE";
 
 /// Calls the same-named whole-block operation of the implementation `$imp`.
 macro_rules! dispatch {
@@ -179,46 +178,6 @@ impl AesImpl {
         debug_assert_eq!(blocks.len() % 16, 0);
         dispatch!(self, ctr_blocks(key, counter, blocks))
     }
-}
-
-/// Every CPU feature paraes looks at, with whether this CPU has it (x86 names as in
-/// /proc/cpuinfo; empty off x86-64). Dispatch and reports (`paraes bench`) both read this.
-pub fn cpu_features() -> Vec<(&'static str, bool)> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        vec![
-            ("aes", is_x86_feature_detected!("aes")),
-            ("ssse3", is_x86_feature_detected!("ssse3")),
-            ("pclmulqdq", is_x86_feature_detected!("pclmulqdq")),
-            ("avx2", is_x86_feature_detected!("avx2")),
-            ("vaes", is_x86_feature_detected!("vaes")),
-            ("vpclmulqdq", is_x86_feature_detected!("vpclmulqdq")),
-            ("avx512f", is_x86_feature_detected!("avx512f")),
-            ("avx512bw", is_x86_feature_detected!("avx512bw")),
-        ]
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    Vec::new()
-}
-
-/// Whether [`FORCE_PORTABLE_ENV`] asks for the portable paths.
-fn portable_forced() -> bool {
-    std::env::var(FORCE_PORTABLE_ENV).is_ok_and(|v| v == "1")
-}
-
-/// Whether the CPU has the AVX-512 carry-less multiplier of the fast POLYVAL path
-/// (`crate::polyval`); detection of every CPU feature paraes uses lives in this file.
-pub(crate) fn fast_polyval_available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        !portable_forced()
-            && is_x86_feature_detected!("pclmulqdq")
-            && is_x86_feature_detected!("avx2")
-            && is_x86_feature_detected!("avx512f")
-            && is_x86_feature_detected!("vpclmulqdq")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    false
 }
 
 /// The stitched AES-GCM chunk kernel (CTR and GHASH in one pass, `gcm_x86`): a value exists

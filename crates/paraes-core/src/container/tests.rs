@@ -10,7 +10,7 @@ use super::v2::{Preamble, SlottedHeader};
 use super::*;
 use crate::cobblestone::Variant;
 use crate::cpu::CpuEngine;
-use crate::engine::{Counters, Direction, Mode};
+use crate::engine::{Direction, Mode};
 use crate::key::{Key, KeySize};
 use crate::pipeline;
 

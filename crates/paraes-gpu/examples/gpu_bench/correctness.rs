@@ -65,14 +65,7 @@ pub(crate) fn check(args: &Args, report: &mut Value, gpu: &GpuEngine, cpu: &CpuE
                     12345 * 16 + 7
                 };
                 let iv: [u8; 16] = random(16, len as u64).try_into().unwrap();
-                let job = Job {
-                    mode,
-                    direction,
-                    key: &key,
-                    counter: iv,
-                    offset,
-                    counters,
-                };
+                let job = Job::new(mode, direction, &key, iv, offset).with_counters(counters);
                 let data = random(len, 7 + len as u64);
                 let mut want = data.clone();
                 cpu.process(&job, &mut want).unwrap();

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use paraes_core::{Counters, CpuEngine, Direction, Engine, Job, KeySize, Mode};
+use paraes_core::{CpuEngine, Direction, Engine, Job, KeySize, Mode};
 use paraes_gpu::{CtrVariant, GpuEngine, GpuOptions, KernelVariant, SyncMode};
 use serde_json::{json, Value};
 
@@ -36,14 +36,7 @@ pub(crate) fn end_to_end(
     );
     let key = make_key(KeySize::Aes128, 400);
     let iv = [0x5au8; 16];
-    let job = Job {
-        mode: Mode::Ctr,
-        direction: Direction::Encrypt,
-        key: &key,
-        counter: iv,
-        offset: 0,
-        counters: Counters::Stream,
-    };
+    let job = Job::ctr(&key, iv, 0);
     let fused_engine = GpuEngine::new(GpuOptions {
         ctr_variant: CtrVariant::Fused,
         ..GpuOptions::default()
@@ -135,14 +128,7 @@ pub(crate) fn end_to_end(
         (KeySize::Aes128, Mode::Ecb, Direction::Decrypt),
     ] {
         let key = make_key(size, 500);
-        let job = Job {
-            mode,
-            direction,
-            key: &key,
-            counter: iv,
-            offset: 0,
-            counters: Counters::Stream,
-        };
+        let job = Job::new(mode, direction, &key, iv, 0);
         let mut buf = random(big, 9);
         let run = |engine: &dyn Engine, buf: &mut [u8]| {
             engine.process(&job, buf).unwrap();

@@ -2,7 +2,7 @@
 //! copies each way (for `gpu_bench` and the device runs; not used by the Engine path).
 
 use paraes_core::engine::GCM_CHUNK_LEN;
-use paraes_core::{modes, AesImpl, Counters, Direction, ExpandedKey, Job, Mode};
+use paraes_core::{modes, AesImpl, ExpandedKey, Job};
 
 use crate::driver::{DeviceBuffer, Event, Launch, Operands, PinnedBuffer, Stream};
 use crate::error::GpuError;
@@ -251,13 +251,6 @@ fn pseudo_random_fill(buf: &mut [u8]) {
     let key = paraes_core::Key::new(&[0x25; 16])
         .expect("16 bytes")
         .expand();
-    let job = Job {
-        mode: Mode::Ctr,
-        direction: Direction::Encrypt,
-        key: &key,
-        counter: [0; 16],
-        offset: 0,
-        counters: Counters::Stream,
-    };
+    let job = Job::ctr(&key, [0; 16], 0);
     modes::apply(AesImpl::detect(), &job, buf).expect("CTR takes any length");
 }

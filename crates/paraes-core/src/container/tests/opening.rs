@@ -86,14 +86,8 @@ fn the_body_is_plain_ctr_under_the_body_key_and_counter() {
         .flat_map(|c| c[..c.len() - TAG_LEN].to_vec())
         .collect();
     let mut expected = data.clone();
-    let job = crate::Job {
-        mode: Mode::Ctr,
-        direction: Direction::Encrypt,
-        key: &opened.data_key().expand(),
-        counter: opened.info().counter,
-        offset: 0,
-        counters: Counters::Stream,
-    };
+    let key = opened.data_key().expand();
+    let job = crate::Job::ctr(&key, opened.info().counter, 0);
     crate::modes::apply(crate::AesImpl::Portable, &job, &mut expected).unwrap();
     assert!(body == expected);
     assert_eq!(header_len % v2::HEADER_ALIGN, 0, "the body starts aligned");

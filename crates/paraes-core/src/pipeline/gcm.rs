@@ -1,0 +1,185 @@
+//! GCM chunk records (C2SP chunked encryption) in the pipeline: a pipeline chunk is a batch of
+//! 16 KiB GCM chunks, each followed by its tag in the stream's ciphertext. Either the engine
+//! seals or opens a batch's records whole ([`crate::RecordsJob`], out of place) where it runs
+//! that job, or the batch goes through the engine's CTR job ([`super::steps`]) and the tags are
+//! computed and checked here.
+
+use std::cell::Cell;
+
+use super::{Chunk, PipelineError, StreamSpec, Tags};
+use crate::cobblestone::{ChunkCipher, MAX_CHUNKS};
+use crate::engine::{
+    Direction, EngineError, RecordsError, RecordsJob, GCM_CHUNK_LEN, GCM_RECORD_LEN, GCM_TAG_LEN,
+};
+
+impl StreamSpec<'_> {
+    /// The records job of the pipeline chunk `index` of a GCM chunk stream, `None` for any
+    /// other stream.
+    fn records_job(&self, index: u64) -> Option<RecordsJob<'_>> {
+        match self.tags {
+            Tags::Gcm(cipher) => {
+                let first = index * self.gcm_per_chunk() as u64;
+                Some(cipher.records_job(self.direction, first))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the stream is GCM chunks and its engine runs their records job itself
+    /// ([`crate::Engine::runs_records`]): then each pipeline chunk is sealed or opened whole by
+    /// [`crypt_records`], and there are no separate CTR and tag steps.
+    pub(super) fn runs_records(&self) -> bool {
+        self.records_job(0)
+            .is_some_and(|job| self.engine.runs_records(&job))
+    }
+}
+
+thread_local! {
+    /// The output buffer of [`super::seal`] and [`super::open`] where the engine runs the
+    /// records job: one per thread that calls them, kept between calls so its allocation is
+    /// reused, as the pipeline's own buffers are.
+    static SPARE: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// Runs `work` with this thread's spare buffer.
+pub(super) fn with_spare<T>(work: impl FnOnce(&mut Vec<u8>) -> T) -> T {
+    let mut spare = SPARE.take();
+    let done = work(&mut spare);
+    SPARE.set(spare);
+    done
+}
+
+/// Seals or opens (by `spec`'s direction) the GCM records of `chunk` with the engine's records
+/// job, out of place into `spare`; then the buffers change places: `chunk.data` holds the
+/// output and `spare` the input's buffer, for the next chunk. Sealing writes the pipeline
+/// chunk's GCM chunks as records (the stream's last chunk ends in a short, possibly empty,
+/// one); opening checks the chunk's shape, and releases its plaintext only when every tag
+/// verified (on an error `chunk.data` is left as it was).
+pub(super) fn crypt_records(
+    spec: &StreamSpec<'_>,
+    chunk: &mut Chunk,
+    spare: &mut Vec<u8>,
+) -> Result<(), PipelineError> {
+    let (first, output_len) = match spec.direction {
+        Direction::Encrypt => {
+            let (first, pieces) = gcm_pieces(spec, chunk)?;
+            (first, chunk.data.len() + pieces * GCM_TAG_LEN)
+        }
+        Direction::Decrypt => {
+            let first = check_records(spec, chunk)?;
+            let plain = RecordsJob::plaintext_len(chunk.data.len()).expect("shape checked");
+            (first, plain)
+        }
+    };
+    let job = spec
+        .records_job(chunk.index)
+        .ok_or_else(|| EngineError::Unsupported("GCM records of a stream without them".into()))?;
+    debug_assert_eq!(job.first_index, first);
+    if spare.capacity() < output_len {
+        // A fresh allocation of the size needed, not a copy of the old bytes into a doubled one
+        // (a buffer read as input has just its input's capacity).
+        *spare = Vec::with_capacity(output_len);
+    }
+    // A recycled buffer keeps its length, so only bytes past it are zeroed.
+    spare.resize(output_len, 0);
+    spec.engine
+        .process_records(&job, &chunk.data, spare)
+        .map_err(|e| match e {
+            RecordsError::Tampered(index) => PipelineError::Tampered(index),
+            RecordsError::Engine(e) => PipelineError::Engine(e),
+        })?;
+    std::mem::swap(&mut chunk.data, spare);
+    Ok(())
+}
+
+/// The index of the first GCM chunk of a plaintext pipeline chunk and how many GCM chunks it
+/// holds: 16 KiB pieces, and the stream's last chunk ends in a short, possibly empty, one.
+fn gcm_pieces(spec: &StreamSpec<'_>, chunk: &Chunk) -> Result<(u64, usize), PipelineError> {
+    let len = chunk.data.len();
+    let pieces = if chunk.last {
+        len / GCM_CHUNK_LEN + 1
+    } else {
+        len / GCM_CHUNK_LEN
+    };
+    let first = chunk.index * spec.gcm_per_chunk() as u64;
+    if first + pieces as u64 > MAX_CHUNKS {
+        return Err(PipelineError::TooLong);
+    }
+    Ok((first, pieces))
+}
+
+/// Adds the tags of a pipeline chunk encrypted by the engine's CTR job: its 16 KiB pieces move
+/// apart to their places as GCM records, each with room for its tag after it (from the back, so
+/// nothing is overwritten before it moves), and each tag is computed right after its piece
+/// moved, while it is in the cache.
+pub(super) fn tag_records(
+    spec: &StreamSpec<'_>,
+    cipher: &ChunkCipher,
+    chunk: &mut Chunk,
+) -> Result<(), PipelineError> {
+    let (first, pieces) = gcm_pieces(spec, chunk)?;
+    let len = chunk.data.len();
+    chunk.data.resize(len + pieces * GCM_TAG_LEN, 0);
+    for k in (0..pieces).rev() {
+        let start = k * GCM_CHUNK_LEN;
+        let data_len = (len - start).min(GCM_CHUNK_LEN);
+        let at = k * GCM_RECORD_LEN;
+        chunk.data.copy_within(start..start + data_len, at);
+        let (data, tag) = chunk.data[at..at + data_len + GCM_TAG_LEN].split_at_mut(data_len);
+        tag.copy_from_slice(&cipher.tag(first + k as u64, data));
+    }
+    Ok(())
+}
+
+/// Checks every GCM tag of a pipeline chunk of records, and its shape (see [`check_records`]),
+/// leaving the tags in place for the engine's CTR job ([`join_records`] removes them after).
+pub(super) fn verify_records(
+    spec: &StreamSpec<'_>,
+    cipher: &ChunkCipher,
+    chunk: &Chunk,
+) -> Result<(), PipelineError> {
+    let first = check_records(spec, chunk)?;
+    for (k, record) in chunk.data.chunks(GCM_RECORD_LEN).enumerate() {
+        let (data, tag) = record.split_at(record.len() - GCM_TAG_LEN);
+        if !cipher.verify(first + k as u64, data, tag) {
+            return Err(PipelineError::Tampered(first + k as u64));
+        }
+    }
+    Ok(())
+}
+
+/// Removes the tags from a pipeline chunk of GCM records (checked and decrypted in place),
+/// closing the gaps.
+pub(super) fn join_records(chunk: &mut Chunk) {
+    let records = chunk.data.len().div_ceil(GCM_RECORD_LEN);
+    let mut plaintext = 0;
+    for k in 0..records {
+        let start = k * GCM_RECORD_LEN;
+        let data_len = (chunk.data.len() - start).min(GCM_RECORD_LEN) - GCM_TAG_LEN;
+        chunk.data.copy_within(start..start + data_len, plaintext);
+        plaintext += data_len;
+    }
+    chunk.data.truncate(plaintext);
+}
+
+/// Checks the shape of a pipeline chunk of GCM records read from a stream: the stream's last
+/// chunk ends in a record shorter than a full one (a full chunk's records are all full), every
+/// record holds its tag, and no index passes the limit. Returns the index of its first GCM
+/// chunk.
+fn check_records(spec: &StreamSpec<'_>, chunk: &Chunk) -> Result<u64, PipelineError> {
+    let first = chunk.index * spec.gcm_per_chunk() as u64;
+    let len = chunk.data.len();
+    let records = len.div_ceil(GCM_RECORD_LEN) as u64;
+    if chunk.last && len.is_multiple_of(GCM_RECORD_LEN) {
+        // No final short chunk: the message was cut at a chunk boundary.
+        return Err(PipelineError::Truncated(first + records));
+    }
+    if first + records > MAX_CHUNKS {
+        return Err(PipelineError::TooLong);
+    }
+    // Only the last record can be short; it must still hold its tag.
+    if RecordsJob::records(len).is_none() {
+        return Err(PipelineError::Truncated(first + records - 1));
+    }
+    Ok(first)
+}
