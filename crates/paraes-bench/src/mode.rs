@@ -23,12 +23,13 @@ pub enum BenchMode {
 /// What the `gcm` rows measure, in one paragraph (for the table's header and the summary).
 pub const GCM_NOTE: &str = "gcm rows: format v3's body (C2SP Cobblestone: 16 KiB AES-GCM \
     chunks) sealed in memory as the pipeline seals it: the buffer in `paraes enc`'s 1 MiB \
-    pipeline chunks, each through the pipeline's seal step (the data moved apart to make room \
-    for the tags, then every GCM chunk sealed whole, CTR and GHASH in one pass, by the CPU \
-    engine's stitched VAES-512 + VPCLMULQDQ kernel over the engine's threads; on other engines, \
-    other AES implementations or CPUs without the kernel: the CTR of the GCM chunks in one \
-    engine call, counters nonce_i || be32(2+j), then each GCM chunk's GHASH tag and E(J0) on \
-    one thread); a size that is not whole 16 KiB chunks is a stream's end, whose last GCM \
+    pipeline chunks, each through the pipeline's seal step (on the CPU engine with more than \
+    one thread, or with its stitched VAES-512 + VPCLMULQDQ kernel: every GCM chunk sealed \
+    whole into a second buffer, its records shared out among the engine's threads, each by \
+    the kernel, CTR and GHASH in one pass, or by CTR and then GHASH; on other engines and a \
+    one-thread CPU engine without the kernel: the CTR of the GCM chunks in one engine call, \
+    counters nonce_i || be32(2+j), then each GCM chunk's GHASH tag and E(J0) on one thread, \
+    the data moved apart to make room for the tags); a size that is not whole 16 KiB chunks is a stream's end, whose last GCM \
     chunk is short. openssl gcm rows: `openssl speed -evp aes-BITS-gcm`, one GCM context \
     streamed over every buffer (CTR and GHASH, no tag per buffer).";
 

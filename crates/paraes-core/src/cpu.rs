@@ -1,8 +1,9 @@
 //! The CPU engine: a buffer spread over rayon threads in cache-sized slices, each slice run by
 //! the fastest AES implementation of the CPU (or one chosen explicitly, e.g. for tests).
 //! GCM chunk records are sealed and opened whole, out of place ([`crate::RecordsJob`], in
-//! `records`), by the stitched kernel where the engine's implementation has one (VAES-512 with
-//! VPCLMULQDQ), over the same threads.
+//! `records`), over the same threads: each record by the stitched kernel where the engine's
+//! implementation has one (VAES-512 with VPCLMULQDQ), otherwise by CTR and then GHASH, so the
+//! tags are computed in parallel on every implementation.
 
 use std::sync::Mutex;
 
@@ -166,11 +167,14 @@ impl Engine for CpuEngine {
     }
 
     /// `true` where the engine's implementation is the stitched kernel's (VAES-512 with
-    /// VPCLMULQDQ), for every job; elsewhere `false`, and the caller's CTR job and tags, on
-    /// stages of their own, are faster than records here.
+    /// VPCLMULQDQ), and on every implementation where the engine has more than one thread:
+    /// its threads then share out whole records, CTR and tag each, so the tags are computed in
+    /// parallel too (the caller's tag stage is one thread, the bound of a body whose GHASH is
+    /// slower than its CTR). One thread without the kernel answers `false`: the caller's CTR
+    /// and tag stages on threads of their own overlap the two.
     fn runs_records(&self, job: &RecordsJob<'_>) -> bool {
         let _ = job;
-        self.stitches_records()
+        self.stitches_records() || self.pool.is_some()
     }
 
     /// Runs on every CPU engine, whatever [`Engine::runs_records`] answers: each record by the

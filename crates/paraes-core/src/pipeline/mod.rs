@@ -12,9 +12,9 @@
 //! Decryption releases a chunk to the writer only after its tags have verified.
 //!
 //! A GCM chunk stream whose engine runs the records job itself
-//! ([`Engine::runs_records`](crate::Engine::runs_records): the CPU engine's stitched kernel,
-//! CTR and GHASH in one pass) has one stage between the reader and the writer: the engine
-//! seals or opens each pipeline chunk's records whole
+//! ([`Engine::runs_records`](crate::Engine::runs_records): the CPU engine with more than one
+//! thread, its threads sharing out whole records, or with its stitched kernel, CTR and GHASH in
+//! one pass) has one stage between the reader and the writer: the engine seals or opens each pipeline chunk's records whole
 //! ([`Engine::process_records`](crate::Engine::process_records)), out of place into a second
 //! buffer. Any other stream goes through the engine's CTR or ECB job, and a tagged one through
 //! the tags computed here, in a stage of their own.

@@ -169,7 +169,8 @@ fn records_engines(cipher: &ChunkCipher) -> Vec<Box<dyn Engine>> {
     let job = cipher.records_job(Direction::Decrypt, 0);
     let mut engines: Vec<Box<dyn Engine>> = Vec::new();
     for engine in cpus() {
-        assert_eq!(engine.runs_records(&job), cipher.runs_stitched());
+        let threads = engine.workers() > 1;
+        assert_eq!(engine.runs_records(&job), cipher.runs_stitched() || threads);
         engines.push(Box::new(engine));
     }
     for engine in cpus() {
