@@ -85,7 +85,6 @@ fn file_advice(error: &FileError) -> Option<String> {
             "many-file runs take regular files only; give it alone to stream it".to_owned()
         }
         FileError::OutputNotRegular { .. }
-        | FileError::OutputIsInput(_)
         | FileError::InputIsDirectory(_)
         | FileError::Io { .. } => return None,
     };

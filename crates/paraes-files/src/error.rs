@@ -31,9 +31,6 @@ pub enum FileError {
         /// What it is ("a FIFO", "a device", "a socket").
         kind: &'static str,
     },
-    /// The output names the file the job reads.
-    #[error("{} is both the input and the output", .0.display())]
-    OutputIsInput(PathBuf),
     /// The output names a file the job reads ([`crate::FilesRead`]): a key, passphrase,
     /// identity or recipients file, or the input.
     #[error(

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{Mode, OFlags};
 
 use crate::error::{special_kind, FileError};
+use crate::reads::{file_id, FilesRead};
 
 /// Which inputs a call opens.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -101,16 +102,12 @@ impl Input {
     /// Refuses `dest` as the output of a job that reads this input when `dest` names the
     /// input's own file (through links: compared by device and inode), which writing it would
     /// destroy.
+    /// (The rule of [`FilesRead`] for the one file read.)
     pub fn refuse_as_output(&self, dest: &Path) -> Result<(), FileError> {
-        use std::os::unix::fs::MetadataExt;
-        let (Some(Ok(input)), Ok(output)) = (self.file().map(File::metadata), fs::metadata(dest))
-        else {
-            return Ok(());
-        };
-        if (input.dev(), input.ino()) == (output.dev(), output.ino()) {
-            return Err(FileError::OutputIsInput(dest.to_path_buf()));
-        }
-        Ok(())
+        let mut read = FilesRead::new();
+        let input = self.file().and_then(|file| file.metadata().ok());
+        read.id("the input", input.as_ref().map(file_id));
+        read.refuse_as_output_path(dest)
     }
 }
 
@@ -173,7 +170,11 @@ mod tests {
         let input = Input::open(Some(&path), InputKinds::FilesAndStreams).unwrap();
         for same in [&path, &link] {
             let err = input.refuse_as_output(same).unwrap_err();
-            assert!(matches!(err, FileError::OutputIsInput(_)), "{err}");
+            assert!(matches!(err, FileError::OutputIsRead { .. }), "{err}");
+            assert!(
+                err.to_string().contains("is the same file as the input"),
+                "{err}"
+            );
         }
         let other = dir.path().join("g");
         input.refuse_as_output(&other).unwrap();

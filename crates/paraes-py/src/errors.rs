@@ -104,9 +104,7 @@ pub fn file(e: FileError) -> PyErr {
         FileError::InputNotRegular { .. } => PyValueError::new_err(with(
             "paraes.Reader reads a container at offsets; decrypt a stream with decrypt_file",
         )),
-        FileError::OutputIsInput(_) | FileError::OutputIsRead { .. } => {
-            PyValueError::new_err(with("write to another file"))
-        }
+        FileError::OutputIsRead { .. } => PyValueError::new_err(with("write to another file")),
         FileError::Io { what, source } => os_error(source, what),
         FileError::CannotCreate { .. } => match e.raw_os_error() {
             Some(errno) => PyOSError::new_err((errno, one_line(&e.to_string()))),

@@ -190,7 +190,7 @@ def test_existing_outputs_and_bad_arguments(tmp_path):
     with pytest.raises(FileExistsError, match="overwrite=True"):
         paraes.encrypt_file(tmp_path / "p.bin", tmp_path / "c.paraes", keys=[key])
     paraes.encrypt_file(tmp_path / "p.bin", tmp_path / "c.paraes", keys=[key], overwrite=True)
-    with pytest.raises(ValueError, match="both the input and the output"):
+    with pytest.raises(ValueError, match="is the same file as the input"):
         paraes.decrypt_file(tmp_path / "c.paraes", tmp_path / "c.paraes", keys=[key],
                             overwrite=True)
     with pytest.raises(FileNotFoundError, match="cannot open"):

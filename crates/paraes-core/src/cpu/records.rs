@@ -109,13 +109,12 @@ impl<'j, 'a> Records<'j, 'a> {
     /// Seals record `k` in place: `record` holds the chunk's plaintext and then room for its
     /// tag, and comes out as its ciphertext and tag.
     fn seal(&self, k: u64, record: &mut [u8]) {
-        let nonce = self.job.nonce(k);
         let (data, tag) = record.split_at_mut(record.len() - GCM_TAG_LEN);
         let sealed = match self.kernel() {
-            Some((kernel, powers)) => kernel.seal(self.job.key, powers, &nonce, data),
+            Some((kernel, powers)) => kernel.seal(self.job.key, powers, &self.job.nonce(k), data),
             None => {
-                self.ctr(&nonce, data);
-                self.tag(&nonce, data)
+                self.ctr(k, data);
+                self.tag(k, data)
             }
         };
         tag.copy_from_slice(&sealed);
@@ -125,16 +124,15 @@ impl<'j, 'a> Records<'j, 'a> {
     /// tag is `tag`, decrypting `plain` in place; whether the tag verified. A record that fails
     /// leaves zeros in `plain`.
     fn open(&self, k: u64, ciphertext: &[u8], tag: &[u8], plain: &mut [u8]) -> bool {
-        let nonce = self.job.nonce(k);
         let authentic = match self.kernel() {
             Some((kernel, powers)) => {
-                let found = kernel.open(self.job.key, powers, &nonce, plain);
+                let found = kernel.open(self.job.key, powers, &self.job.nonce(k), plain);
                 constant_time_eq(&found, tag)
             }
             None => {
-                let authentic = constant_time_eq(&self.tag(&nonce, ciphertext), tag);
+                let authentic = constant_time_eq(&self.tag(k, ciphertext), tag);
                 if authentic {
-                    self.ctr(&nonce, plain);
+                    self.ctr(k, plain);
                 }
                 authentic
             }
@@ -150,29 +148,27 @@ impl<'j, 'a> Records<'j, 'a> {
         Some((self.stitched?, self.ghash.powers()?))
     }
 
-    /// CTR of one chunk under `nonce`, from the counter block `nonce || be32(2)`.
-    fn ctr(&self, nonce: &[u8; 12], data: &mut [u8]) {
-        let job = Job::ctr(self.job.key, counter_block(nonce, 2), 0);
+    /// The counter block of record `k`'s first data block: `nonce || be32(2)`.
+    fn counter(&self, k: u64) -> [u8; 16] {
+        modes::gcm_chunk_counter(&self.job.base_nonce, self.job.first_index + k)
+    }
+
+    /// CTR of record `k`'s data, from the counter block `nonce || be32(2)`.
+    fn ctr(&self, k: u64, data: &mut [u8]) {
+        let job = Job::ctr(self.job.key, self.counter(k), 0);
         modes::apply(self.imp, &job, data).expect("CTR takes any length");
     }
 
-    /// The tag of one chunk's ciphertext under `nonce`: GHASH XOR E(nonce || be32(1)).
-    fn tag(&self, nonce: &[u8; 12], ciphertext: &[u8]) -> [u8; 16] {
-        let mut tag = counter_block(nonce, 1);
+    /// The tag of record `k`'s ciphertext: GHASH XOR E(J0), J0 = `nonce || be32(1)`.
+    fn tag(&self, k: u64, ciphertext: &[u8]) -> [u8; 16] {
+        let mut tag = self.counter(k);
+        tag[15] = 1;
         self.imp.encrypt_blocks(self.job.key, &mut tag);
         for (t, g) in tag.iter_mut().zip(self.ghash.gcm(ciphertext)) {
             *t ^= g;
         }
         tag
     }
-}
-
-/// The counter block `nonce || be32(counter)`.
-fn counter_block(nonce: &[u8; 12], counter: u32) -> [u8; 16] {
-    let mut block = [0u8; 16];
-    block[..12].copy_from_slice(nonce);
-    block[12..].copy_from_slice(&counter.to_be_bytes());
-    block
 }
 
 impl CpuEngine {
