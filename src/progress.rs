@@ -151,6 +151,27 @@ pub struct Summary {
     pub runner: &'static str,
     /// A many-file run: files done and failed.
     pub files: Option<FileCount>,
+    /// How a file's chunks were read and written, where many were in flight.
+    pub io: Option<IoMode>,
+}
+
+/// How a file's chunks were read and written where many were in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IoMode {
+    /// Read at offsets by the workers (a regular file paraes opened), or as a stream.
+    pub read_at_offsets: bool,
+    /// Written at offsets by the workers (a file paraes created), or as a stream in order.
+    pub write_at_offsets: bool,
+    /// The workers.
+    pub workers: usize,
+}
+
+impl IoMode {
+    /// How each end was reached, in a word (`--stats json`'s values): `offsets` or `stream`.
+    pub fn ends(&self) -> (&'static str, &'static str) {
+        let word = |at_offsets| if at_offsets { "offsets" } else { "stream" };
+        (word(self.read_at_offsets), word(self.write_at_offsets))
+    }
 }
 
 /// The files of a many-file run.
@@ -185,6 +206,13 @@ impl Summary {
                 self.engine,
                 self.runner
             );
+            if let Some(io) = self.io {
+                let (read, write) = io.ends();
+                eprintln!(
+                    "paraes: {}: {} workers; input read as {read}, output written as {write}",
+                    self.command, io.workers
+                );
+            }
             if let Some(files) = self.files {
                 eprintln!(
                     "paraes: {}: {} file(s) done, {} failed",
@@ -204,6 +232,10 @@ impl Summary {
                 "runner": self.runner,
                 "files": self.files.map(|f| f.done + f.failed),
                 "files_failed": self.files.map(|f| f.failed),
+                "io": self.io.map(|io| {
+                    let (read, write) = io.ends();
+                    serde_json::json!({ "read": read, "write": write, "workers": io.workers })
+                }),
             });
             eprintln!("{json}");
         }

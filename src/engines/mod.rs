@@ -216,6 +216,20 @@ impl std::fmt::Debug for EngineEntry {
     }
 }
 
+/// The workers of a local run's chunks in flight on `engine`, the engine `choice` built: one
+/// per engine thread where the engine's work is spread over the CPU's threads (`--threads`:
+/// the CPU engine, the GPU engine's host threads), so `--threads` bounds a run's memory too
+/// (README: 64 MiB + 8 MiB per worker); at least two, so that one chunk is read or written
+/// while another is at the engine.
+pub fn chunk_workers(choice: &EngineChoice, engine: &dyn Engine) -> usize {
+    let threads = if choice.entry.takes.threads {
+        engine.workers()
+    } else {
+        1
+    };
+    threads.max(2)
+}
+
 /// The engine of `choice`.
 pub fn select(choice: &EngineChoice) -> Result<Box<dyn Engine>> {
     Ok((choice.entry.build)(&choice.settings)?.engine)

@@ -1,6 +1,7 @@
-//! The local runner: one process streams a file through the threaded pipeline on its engine
-//! (or, for the small files of a many-file run, through the same chunk steps on the calling
-//! thread), with the progress display, and commits the output.
+//! The local runner: one process runs a file's chunks on its engine, many in flight at once
+//! (read and written at their offsets where the file allows, as streams in order where it
+//! does not), or, for the small files of a many-file run, chunk by chunk on the calling
+//! thread; with the progress display; and commits the output.
 
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -8,29 +9,23 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use anyhow::{Context, Result};
-use paraes_core::pipeline::{self, PipelineError, Segment, Stages};
+use paraes_core::pipeline::{self, PipelineError, Segment, Sink, Source, Stages, Workers};
 use paraes_core::{Direction, Engine};
 
 use crate::plan::{CryptPlan, FileTask};
-use crate::progress::{Progress, Summary};
+use crate::progress::{IoMode, Progress, Summary};
 use crate::run::prepare::{self, Credentials, Prepared};
-use paraes_files::Reach;
+use paraes_files::{Input, Output, Reach};
 
 /// Runs the one file of `plan` in this process.
 pub fn run(plan: &CryptPlan, file: &FileTask) -> Result<Summary> {
     let engine = crate::engines::select(&plan.engine)?;
+    let spread = Spread::Workers(crate::engines::chunk_workers(&plan.engine, engine.as_ref()));
     let credentials = Credentials::on_first_use(plan);
     let job = prepare::prepare(plan, &credentials, file, Reach::ThisMachine)?;
     // After the preparation, which may have asked for a passphrase on the terminal.
     let progress = Progress::start(&plan.ui, job.input.len());
-    let done = crypt_prepared(
-        plan,
-        job,
-        engine.as_ref(),
-        Stages::Threaded,
-        &progress,
-        None,
-    )?;
+    let done = crypt_prepared(plan, job, engine.as_ref(), spread, &progress, None)?;
     let seconds = progress.finish();
     if let (Some(modelled), false) = (engine.modelled(), plan.ui.quiet) {
         eprintln!(
@@ -51,6 +46,7 @@ pub fn run(plan: &CryptPlan, file: &FileTask) -> Result<Summary> {
         workers: engine.workers(),
         runner: "local",
         files: None,
+        io: done.io,
     })
 }
 
@@ -61,17 +57,29 @@ pub struct Done {
     pub read: u64,
     /// Bytes written (with a container's header).
     pub written: u64,
+    /// How its chunks were read and written, when many were in flight.
+    pub io: Option<IoMode>,
 }
 
-/// Runs and commits one prepared file of `plan`: threaded stages for large files, in-turn
-/// stages for the small files of a many-file run (many of which run at once). A threaded run
-/// moves `progress` on from where it stands; an in-turn run leaves it to the caller. With `directories`, the
-/// output's directory is added there to be synced later, instead of synced now.
+/// How a prepared file's chunks run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Spread {
+    /// Many in flight on this many workers (a file alone, or a large file of a many-file run).
+    Workers(usize),
+    /// One after another on the calling thread (the small files of a many-file run, many of
+    /// which run at once).
+    InTurn,
+}
+
+/// Runs and commits one prepared file of `plan`, its chunks spread as `spread` says. A run
+/// of many chunks in flight moves `progress` on from where it stands; an in-turn run leaves it
+/// to the caller. With `directories`, the output's directory is added there to be synced
+/// later, instead of synced now.
 pub fn crypt_prepared(
     plan: &CryptPlan,
     mut job: Prepared,
     engine: &dyn Engine,
-    stages: Stages,
+    spread: Spread,
     progress: &Progress,
     directories: Option<&Mutex<BTreeSet<PathBuf>>>,
 ) -> Result<Done> {
@@ -82,7 +90,7 @@ pub fn crypt_prepared(
             .write_header(job.output.writer())
             .with_context(|| format!("writing {} failed", job.output.name()))?;
     }
-    let read = {
+    let (read, io) = {
         let Prepared {
             stream,
             input,
@@ -90,26 +98,32 @@ pub fn crypt_prepared(
         } = &mut job;
         let spec = stream.spec(engine, plan.direction);
         let (input_name, output_name) = (input.name(), output.name());
-        let mut counted = CountedReader {
-            inner: input,
-            bytes: 0,
-        };
-        let start = progress.position();
-        let moved = |n| {
-            if stages == Stages::Threaded {
-                progress.set(start + n)
+        let named = |e| name_failure(e, &input_name, &output_name);
+        match spread {
+            Spread::Workers(workers) => {
+                let start = progress.position();
+                let moved = |n| progress.set(start + n);
+                let (ran, io) = spread_chunks(&spec, input, output, workers, written, &moved)?;
+                written += ran.written;
+                (ran.read, Some(io))
             }
-        };
-        written += pipeline::run_segment(
-            &spec,
-            Segment::WHOLE,
-            stages,
-            &mut counted,
-            &mut output.writer(),
-            &moved,
-        )
-        .map_err(|e| name_failure(e, &input_name, &output_name))?;
-        counted.bytes
+            Spread::InTurn => {
+                let mut counted = CountedReader {
+                    inner: input,
+                    bytes: 0,
+                };
+                written += pipeline::run_segment(
+                    &spec,
+                    Segment::WHOLE,
+                    Stages::InTurn,
+                    &mut counted,
+                    &mut output.writer(),
+                    &|_| {},
+                )
+                .map_err(named)?;
+                (counted.bytes, None)
+            }
+        }
     };
     match directories {
         None => job.output.commit()?,
@@ -122,7 +136,67 @@ pub fn crypt_prepared(
             }
         }
     }
-    Ok(Done { read, written })
+    Ok(Done { read, written, io })
+}
+
+/// Runs `spec` from `input` to `output` with many chunks in flight on `workers` workers: read
+/// at offsets where the input is a regular file paraes opened, written at offsets (its room
+/// reserved first) where the output is a file paraes created, from byte `header_len` (what
+/// was written before the stream); a pipe at either end widened. Standard input and output
+/// are streams even when they are regular files (their offsets are the shell's).
+fn spread_chunks(
+    spec: &pipeline::StreamSpec<'_>,
+    input: &mut Input,
+    output: &mut Output,
+    workers: usize,
+    header_len: u64,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<(pipeline::Ran, IoMode)> {
+    let (input_name, output_name) = (input.name(), output.name());
+    let named = |e| name_failure(e, &input_name, &output_name);
+    let positioned = input
+        .at_offsets()
+        .map(|(file, at, len)| (file.try_clone(), at, len));
+    let mode = IoMode {
+        read_at_offsets: positioned.is_some(),
+        write_at_offsets: output.at_offsets().is_some(),
+        workers,
+    };
+    if let Input::Stdin(stdin) = &*input {
+        paraes_files::widen_pipe(stdin);
+    }
+    if let Output::Stdout(stdout) = &*output {
+        paraes_files::widen_pipe(stdout);
+    }
+    let input_file;
+    let source = match positioned {
+        Some((file, at, len)) => {
+            input_file = file.with_context(|| format!("reading {input_name} failed"))?;
+            if let Some(out_len) = spec.output_len(len) {
+                output.reserve(header_len + out_len)?;
+            }
+            Source::At {
+                file: &input_file,
+                at,
+                len,
+            }
+        }
+        None => Source::Stream(input),
+    };
+    let output_file = output
+        .at_offsets()
+        .map(|file| file.try_clone())
+        .transpose()?;
+    let sink = match &output_file {
+        Some(file) => Sink::At {
+            file,
+            at: header_len,
+        },
+        None => Sink::Stream(output.writer()),
+    };
+    let ran = pipeline::run_parallel(spec, source, sink, Workers::new(workers), progress)
+        .map_err(named)?;
+    Ok((ran, mode))
 }
 
 /// Names the file that failed (the pipeline only knows "the input" and "the output").

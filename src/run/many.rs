@@ -14,13 +14,12 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use anyhow::{bail, Result};
-use paraes_core::pipeline::Stages;
 use rustix::fs::{mkdirat, openat, statat, AtFlags, FileType, Mode, OFlags, CWD};
 use rustix::io::Errno;
 
 use crate::plan::{CryptPlan, FileTask, OutputTarget};
 use crate::progress::{FileCount, Progress, Summary};
-use crate::run::local;
+use crate::run::local::{self, Spread};
 use crate::run::prepare::{self, Credentials, Reported};
 use crate::units::thousands;
 use paraes_files::{sync_directory, Reach};
@@ -145,6 +144,7 @@ pub fn run(
     refused: &[(PathBuf, String)],
 ) -> Result<Summary> {
     let engine = crate::engines::select(&plan.engine)?;
+    let workers = crate::engines::chunk_workers(&plan.engine, engine.as_ref());
     let credentials = Credentials::read_now(plan)?;
     for (path, why) in refused {
         eprintln!(
@@ -167,15 +167,15 @@ pub fn run(
             make_parents(dir, path)?;
         }
         let job = prepare::prepare(plan, &credentials, file, Reach::ThisMachine)?;
-        let stages = match size {
-            Size::Small => Stages::InTurn,
-            Size::Large => Stages::Threaded,
+        let spread = match size {
+            Size::Small => Spread::InTurn,
+            Size::Large => Spread::Workers(workers),
         };
         let done = local::crypt_prepared(
             plan,
             job,
             engine.as_ref(),
-            stages,
+            spread,
             &progress,
             Some(&directories),
         )?;
@@ -201,6 +201,7 @@ pub fn run(
         workers: engine.workers(),
         runner: "local",
         files: Some(count),
+        io: None,
     };
     Ok(summary)
 }

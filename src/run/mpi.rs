@@ -92,6 +92,7 @@ pub fn run_many(
         workers: mpi.size(),
         runner: "mpi",
         files: Some(count),
+        io: None,
     }))
 }
 
@@ -210,6 +211,7 @@ fn root(
         workers: mpi.size(),
         runner: "mpi",
         files: None,
+        io: None,
     })
 }
 

@@ -63,5 +63,6 @@ pub fn run(plan: &CryptPlan, file: &FileTask, range: ByteRange) -> Result<Summar
         workers: engine.workers(),
         runner: "local",
         files: None,
+        io: None,
     })
 }

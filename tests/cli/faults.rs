@@ -191,8 +191,11 @@ fn a_full_file_system_leaves_no_output_and_no_temporary() {
     assert_eq!(small.names(), ["tiny.paraes"].map(String::from).into());
 }
 
-/// An LD_PRELOAD library whose read() fails with EIO once FAULT_AFTER bytes have been read
-/// from the file FAULT_PATH (other descriptors read normally).
+/// An LD_PRELOAD library of faults. Reads (read, pread) of the file FAULT_PATH fail with EIO
+/// once FAULT_AFTER bytes have been read from it. Writes at offsets (pwrite) into files in the
+/// directory FAULT_WRITE_DIR (an unnamed temporary there too) fail with errno
+/// FAULT_WRITE_ERRNO from the FAULT_WRITE_NTH-th on (counting from 0). Other descriptors work
+/// normally.
 const READ_FAULT_SHIM: &str = r#"
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -203,29 +206,75 @@ const READ_FAULT_SHIM: &str = r#"
 #include <unistd.h>
 
 static long long served;
+static long long pwrites;
+
+static int path_of(int fd, char *path, size_t size) {
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, size - 1);
+    if (n <= 0) return 0;
+    path[n] = 0;
+    return 1;
+}
+
+static int is_target(int fd) {
+    const char *target = getenv("FAULT_PATH");
+    char path[4096];
+    return target && getenv("FAULT_AFTER") && fd > 2 && path_of(fd, path, sizeof path)
+        && strcmp(path, target) == 0;
+}
+
+/* How many of `count` bytes of the target may be read now, or -1 with errno set: the fault. */
+static long long allowed(size_t count) {
+    long long limit = atoll(getenv("FAULT_AFTER"));
+    long long done = __atomic_load_n(&served, __ATOMIC_SEQ_CST);
+    if (done >= limit) { errno = EIO; return -1; }
+    return (long long)count > limit - done ? limit - done : (long long)count;
+}
 
 ssize_t read(int fd, void *buf, size_t count) {
-    static ssize_t (*real_read)(int, void *, size_t);
-    if (!real_read) real_read = (ssize_t (*)(int, void *, size_t))dlsym(RTLD_NEXT, "read");
-    const char *target = getenv("FAULT_PATH");
-    const char *after = getenv("FAULT_AFTER");
-    if (target && after && fd > 2) {
-        char link[64], path[4096];
-        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-        ssize_t n = readlink(link, path, sizeof path - 1);
-        if (n > 0) {
-            path[n] = 0;
-            if (strcmp(path, target) == 0) {
-                long long limit = atoll(after);
-                if (served >= limit) { errno = EIO; return -1; }
-                if ((long long)count > limit - served) count = (size_t)(limit - served);
-                ssize_t got = real_read(fd, buf, count);
-                if (got > 0) __atomic_add_fetch(&served, got, __ATOMIC_SEQ_CST);
-                return got;
-            }
-        }
+    static ssize_t (*real)(int, void *, size_t);
+    if (!real) real = (ssize_t (*)(int, void *, size_t))dlsym(RTLD_NEXT, "read");
+    if (!is_target(fd)) return real(fd, buf, count);
+    long long n = allowed(count);
+    if (n < 0) return -1;
+    ssize_t got = real(fd, buf, (size_t)n);
+    if (got > 0) __atomic_add_fetch(&served, got, __ATOMIC_SEQ_CST);
+    return got;
+}
+
+ssize_t pread64(int fd, void *buf, size_t count, off_t offset) {
+    static ssize_t (*real)(int, void *, size_t, off_t);
+    if (!real) real = (ssize_t (*)(int, void *, size_t, off_t))dlsym(RTLD_NEXT, "pread64");
+    if (!is_target(fd)) return real(fd, buf, count, offset);
+    long long n = allowed(count);
+    if (n < 0) return -1;
+    ssize_t got = real(fd, buf, (size_t)n, offset);
+    if (got > 0) __atomic_add_fetch(&served, got, __ATOMIC_SEQ_CST);
+    return got;
+}
+
+ssize_t pread(int fd, void *buf, size_t count, off_t offset) {
+    return pread64(fd, buf, count, offset);
+}
+
+ssize_t pwrite64(int fd, const void *buf, size_t count, off_t offset) {
+    static ssize_t (*real)(int, const void *, size_t, off_t);
+    if (!real) real = (ssize_t (*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite64");
+    const char *dir = getenv("FAULT_WRITE_DIR");
+    const char *nth = getenv("FAULT_WRITE_NTH");
+    const char *err = getenv("FAULT_WRITE_ERRNO");
+    char path[4096];
+    if (dir && nth && err && fd > 2 && path_of(fd, path, sizeof path)
+        && strncmp(path, dir, strlen(dir)) == 0 && path[strlen(dir)] == '/') {
+        long long this = __atomic_fetch_add(&pwrites, 1, __ATOMIC_SEQ_CST);
+        if (this >= atoll(nth)) { errno = atoi(err); return -1; }
     }
-    return real_read(fd, buf, count);
+    return real(fd, buf, count, offset);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t count, off_t offset) {
+    return pwrite64(fd, buf, count, offset);
 }
 "#;
 
@@ -343,6 +392,63 @@ fn read_errors_mid_file_are_one_clear_error() {
         }
     }
     assert!(tried >= 20, "only {tried} cases ran");
+    assert_eq!(s.read("x"), plain, "the input changed");
+}
+
+/// A failed write at offsets (ENOSPC, EIO), at each of a file's writes in turn, is one clear
+/// error and leaves nothing: no output, no temporary, in the output's directory.
+#[test]
+fn write_errors_at_every_offset_leave_nothing() {
+    const TEST: &str = "write_errors_at_every_offset_leave_nothing";
+    let s = Scratch::new();
+    let Some(shim) = build_read_fault_shim(&s, TEST) else {
+        return;
+    };
+    s.key_file("key", 256, 24, true);
+    // Three 4 MiB windows and a short fourth: four writes at offsets each way.
+    let plain = seeded_bytes(24, (12 << 20) + 5);
+    s.write("x", &plain);
+    assert_silent_success(&s.run(&["enc", "-k", "key", "x"]), "enc x");
+    fs::create_dir(s.path("out")).expect("mkdir out");
+    let dir = fs::canonicalize(s.path("out")).expect("canonical path");
+    let in_out = || fs::read_dir(&dir).expect("ls out").count();
+    for (errno, words) in [(28, "No space left"), (5, "Input/output error")] {
+        for nth in 0..=4 {
+            for (what, args) in [
+                ("enc", ["enc", "-k", "key", "x", "-o", "out/x.paraes"]),
+                ("dec", ["dec", "-k", "key", "x.paraes", "-o", "out/x"]),
+            ] {
+                let what = format!("{what}, write {nth} failing with errno {errno}");
+                let out = s
+                    .command(&args)
+                    .env("LD_PRELOAD", &shim)
+                    .env("FAULT_WRITE_DIR", &dir)
+                    .env("FAULT_WRITE_NTH", nth.to_string())
+                    .env("FAULT_WRITE_ERRNO", errno.to_string())
+                    .stdin(Stdio::null())
+                    .output()
+                    .expect("paraes runs");
+                if nth == 4 {
+                    // Past the last write: the shim is harmless, the output whole.
+                    assert_silent_success(&out, &what);
+                    let made = s.read(args[5]);
+                    match args[0] {
+                        "enc" => assert_eq!(made.len(), s.read("x.paraes").len(), "{what}"),
+                        _ => assert!(made == plain, "{what}"),
+                    }
+                    fs::remove_file(s.path(args[5])).expect("rm");
+                    continue;
+                }
+                let message = assert_error(&out, &what);
+                assert!(
+                    message.contains(&format!("writing {} failed", args[5]))
+                        && message.contains(words),
+                    "{what}: {message}"
+                );
+                assert_eq!(in_out(), 0, "{what}: output or temporary left");
+            }
+        }
+    }
     assert_eq!(s.read("x"), plain, "the input changed");
 }
 

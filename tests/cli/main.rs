@@ -24,6 +24,7 @@ mod raw;
 mod rekey_race;
 mod roundtrip;
 mod secrets;
+mod spread;
 mod ssh;
 mod stanzas;
 mod tamper;

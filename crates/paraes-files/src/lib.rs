@@ -17,6 +17,7 @@ pub mod lease;
 mod leftovers;
 mod output;
 pub mod pending;
+mod positioned;
 mod reads;
 pub mod replace;
 
@@ -24,4 +25,5 @@ pub use error::{one_line, FileError};
 pub use input::{check_regular, open_regular_file, Input, InputKinds};
 pub use leftovers::{leftovers, leftovers_warning};
 pub use output::{sync_directory, Output, OutputOptions, Reach, Temporary};
+pub use positioned::widen_pipe;
 pub use reads::{fd_id, file_id, path_id, FilesRead};

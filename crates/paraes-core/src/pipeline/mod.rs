@@ -30,6 +30,8 @@ use std::io;
 use crate::engine::EngineError;
 
 mod gcm;
+mod parallel;
+mod placed;
 mod reader;
 mod spec;
 mod stages;
@@ -37,6 +39,7 @@ mod steps;
 #[cfg(test)]
 mod tests;
 
+pub use parallel::{run_parallel, Ran, Sink, Source, Workers, WINDOW};
 pub use reader::ChunkReader;
 pub use spec::{StreamSpec, Tags};
 pub use stages::{run, run_segment};

@@ -10,7 +10,7 @@ use super::{Chunk, Segment, StreamSpec};
 /// the final chunk may be short or empty (see [`StreamSpec::last_chunk_short`]). A reader of a
 /// [`Segment`] that does not end the stream numbers its chunks from the segment's first index,
 /// marks none last, and refuses input that is not whole records.
-pub struct ChunkReader<'a, R> {
+pub struct ChunkReader<'a, R: ?Sized> {
     input: &'a mut R,
     record_len: usize,
     last_short: bool,
@@ -21,7 +21,7 @@ pub struct ChunkReader<'a, R> {
     finished: bool,
 }
 
-impl<'a, R: Read> ChunkReader<'a, R> {
+impl<'a, R: Read + ?Sized> ChunkReader<'a, R> {
     /// A reader of `input` cut into the input records of `spec`.
     pub fn new(spec: &StreamSpec<'_>, input: &'a mut R) -> Self {
         Self::segment(spec, Segment::WHOLE, input)
@@ -99,7 +99,7 @@ const FIRST_FILL: usize = 64 << 10;
 /// uses, so a recycled buffer is not zeroed again: only its first use touches fresh memory. A
 /// fresh buffer grows by doubling, from [`FIRST_FILL`], only while the input goes on: a 4 KiB
 /// file takes 64 KiB, not a chunk (up to 64 MiB, as a hostile header may declare).
-fn fill(input: &mut impl Read, buf: &mut Vec<u8>, len: usize) -> io::Result<()> {
+fn fill<R: Read + ?Sized>(input: &mut R, buf: &mut Vec<u8>, len: usize) -> io::Result<()> {
     let mut filled = 0;
     while filled < len {
         if filled == buf.len() {

@@ -122,6 +122,41 @@ impl StreamSpec<'_> {
             && ((self.mode == Mode::Ecb && self.padding) || matches!(self.tags, Tags::Gcm(_)))
     }
 
+    /// How many chunks an input of `len` bytes is cut into (as [`super::ChunkReader`] cuts
+    /// it): the last may be short, or empty where the stream must end in a short chunk.
+    pub fn chunk_count(&self, len: u64) -> u64 {
+        let record = self.input_record_len() as u64;
+        if self.last_chunk_short() {
+            len / record + 1
+        } else {
+            len.div_ceil(record).max(1)
+        }
+    }
+
+    /// The length of the output of an input of `len` bytes, when the input alone says it
+    /// (not for a padded ECB decryption, whose padding is seen only once decrypted; not for
+    /// an input that cannot be a whole stream).
+    pub fn output_len(&self, len: u64) -> Option<u64> {
+        let chunks = self.chunk_count(len);
+        let before_last = (chunks - 1) * self.input_record_len() as u64;
+        let last = usize::try_from(len - before_last).ok()?;
+        let last_out = match (self.direction, self.tags) {
+            (Direction::Encrypt, Tags::None) if self.mode == Mode::Ecb && self.padding => {
+                last + 16 - last % 16
+            }
+            (Direction::Encrypt, Tags::None) => last,
+            (Direction::Encrypt, Tags::Chunk(_)) => last + TAG_LEN,
+            (Direction::Encrypt, Tags::Gcm(_)) => last + (last / GCM_CHUNK_LEN + 1) * GCM_TAG_LEN,
+            (Direction::Decrypt, Tags::None) if self.mode == Mode::Ecb && self.padding => {
+                return None
+            }
+            (Direction::Decrypt, Tags::None) => last,
+            (Direction::Decrypt, Tags::Chunk(_)) => last.checked_sub(TAG_LEN)?,
+            (Direction::Decrypt, Tags::Gcm(_)) => crate::engine::RecordsJob::plaintext_len(last)?,
+        };
+        Some((chunks - 1) * self.output_record_len() as u64 + last_out as u64)
+    }
+
     /// Checks that the stream can run: GCM chunks need CTR and a chunk size that is a whole
     /// number of them.
     pub fn check(&self) -> Result<(), PipelineError> {

@@ -11,6 +11,7 @@ use crate::key::{Key, KeySize};
 use crate::modes;
 
 mod gcm;
+mod parallel;
 
 const CHUNK: usize = 4096;
 

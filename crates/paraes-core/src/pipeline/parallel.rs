@@ -1,0 +1,449 @@
+//! Many chunks in flight ([`run_parallel`]): worker threads that each take a whole window of a
+//! stream's chunks at a time, seal or open it (out of place where the engine runs the records
+//! job) and deliver it, so reading, AES, the tags and writing all spread over the cores. Where
+//! the input is a regular file each worker reads its own windows at their offsets (`pread`);
+//! where the output is a file paraes created each worker writes its own (`pwrite`). A stream is
+//! read in order by one reader thread, and written in order by one writer thread that puts the
+//! chunks back in order by index. Memory stays at [`Workers::buffers`] windows in flight, plus
+//! one spare output buffer per worker where the engine runs the records job.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Mutex;
+
+use super::placed::{InOrder, Placed};
+use super::reader::ChunkReader;
+use super::{Chunk, PipelineError, StreamSpec, Tags};
+use crate::engine::Direction;
+
+/// The least a worker reads or writes at once: a window of whole pipeline chunks of at least
+/// this many bytes (a v2 stream's chunks keep their format's size, each with its tag).
+pub const WINDOW: usize = 4 << 20;
+
+/// Where a parallel run's input comes from.
+pub enum Source<'a> {
+    /// `len` bytes of a regular file from byte `at`: each worker reads its own windows at their
+    /// offsets. A file that is shorter or longer than that when read is refused.
+    At {
+        /// The file.
+        file: &'a File,
+        /// Where the stream's first chunk starts.
+        at: u64,
+        /// The stream's length.
+        len: u64,
+    },
+    /// A stream, read in order by one reader thread.
+    Stream(&'a mut (dyn Read + Send)),
+}
+
+/// Where a parallel run's output goes.
+pub enum Sink<'a> {
+    /// A file paraes created (nobody else writes it): each worker writes its own windows at
+    /// their offsets from byte `at`.
+    At {
+        /// The file.
+        file: &'a File,
+        /// Where the stream's first chunk goes.
+        at: u64,
+    },
+    /// A stream (standard output, a pipe, a device, a file opened for appending), written in
+    /// order by one writer thread.
+    Stream(&'a mut (dyn Write + Send)),
+}
+
+/// How many workers a parallel run has and how much each takes at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Workers {
+    /// Worker threads (at least one).
+    pub threads: usize,
+    /// The least bytes of input a worker takes at once ([`WINDOW`]; tests take less).
+    pub window: usize,
+}
+
+impl Workers {
+    /// `threads` workers taking [`WINDOW`] bytes at once.
+    pub fn new(threads: usize) -> Self {
+        Workers {
+            threads: threads.max(1),
+            window: WINDOW,
+        }
+    }
+
+    /// Windows in flight at most: one at each worker and two more (read ahead, or waiting for
+    /// the writer).
+    pub fn buffers(&self) -> usize {
+        self.threads + 2
+    }
+}
+
+/// What a parallel run read and wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ran {
+    /// Bytes of input.
+    pub read: u64,
+    /// Bytes of output.
+    pub written: u64,
+}
+
+/// Runs the whole stream `spec` from `source` to `sink` on `workers`; `progress` is called
+/// with the output bytes written so far. The output is byte for byte what [`super::run`]
+/// writes, whatever the number of workers and however each end is reached; decryption hands
+/// a chunk on only after its tags verified, and a stream output is written in order, so on an
+/// error it holds only chunks before the first that failed. On a [`Sink::At`] every window's
+/// range is checked to have been written exactly once before this returns.
+pub fn run_parallel(
+    spec: &StreamSpec<'_>,
+    source: Source<'_>,
+    sink: Sink<'_>,
+    workers: Workers,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Ran, PipelineError> {
+    spec.check()?;
+    let spec = &windowed(spec, workers.window);
+    let buffers = workers.buffers();
+    let (free_tx, free_rx) = sync_channel::<Vec<u8>>(buffers);
+    for _ in 0..buffers {
+        free_tx.send(Vec::new()).expect("room for every buffer");
+    }
+    let free_rx = Mutex::new(free_rx);
+    let run = Run {
+        stop: AtomicBool::new(false),
+        failure: Mutex::new(None),
+        written: AtomicU64::new(0),
+        read: AtomicU64::new(0),
+        progress,
+    };
+    let placed = match &sink {
+        Sink::At { .. } => Some(Placed::new(spec.output_record_len())),
+        Sink::Stream(_) => None,
+    };
+    let (feed, reading) = match source {
+        Source::At { file, at, len } => {
+            let feed = Feed::At {
+                file,
+                at,
+                len,
+                chunks: spec.chunk_count(len),
+                next: AtomicU64::new(0),
+                free: &free_rx,
+            };
+            (feed, None)
+        }
+        Source::Stream(input) => {
+            let (chunks_tx, chunks_rx) = sync_channel(buffers + 2);
+            (Feed::Queue(Mutex::new(chunks_rx)), Some((input, chunks_tx)))
+        }
+    };
+    let written_in_order = std::thread::scope(|scope| {
+        if let Some((input, chunks_tx)) = reading {
+            let (run, free_rx) = (&run, &free_rx);
+            scope.spawn(move || read_in_order(spec, input, free_rx, &chunks_tx, run));
+        }
+        let (deliver, writer) = match sink {
+            Sink::At { file, at } => (
+                Deliver::At {
+                    file,
+                    at,
+                    free: free_tx,
+                    placed: placed.as_ref().expect("a placed output is tracked"),
+                },
+                None,
+            ),
+            Sink::Stream(output) => {
+                let (done_tx, done_rx) = sync_channel::<Chunk>(buffers);
+                let run = &run;
+                let writer = scope.spawn(move || write_in_order(output, done_rx, free_tx, run));
+                (Deliver::Queue(done_tx), Some(writer))
+            }
+        };
+        let (feed, run) = (&feed, &run);
+        for _ in 0..workers.threads {
+            let deliver = deliver.clone();
+            scope.spawn(move || work(spec, feed, deliver, run));
+        }
+        drop(deliver);
+        writer.map(|writer| {
+            writer
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    });
+    if let Some((_, e)) = run.failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Err(e);
+    }
+    if let Some(order) = written_in_order {
+        order.check()?;
+    }
+    if let Some(placed) = placed {
+        placed.check()?;
+    }
+    Ok(Ran {
+        read: run.read.into_inner(),
+        written: run.written.into_inner(),
+    })
+}
+
+/// `spec` with pipeline chunks of at least `window` bytes where the chunk size is not the
+/// format's (a v2 stream's chunk carries its tag): a GCM stream's batch or a raw stream's
+/// chunk changes where the pipeline cuts, never the bytes it writes.
+fn windowed<'a>(spec: &StreamSpec<'a>, window: usize) -> StreamSpec<'a> {
+    let chunk_size = match spec.tags {
+        Tags::Chunk(_) => spec.chunk_size,
+        Tags::None | Tags::Gcm(_) => spec.chunk_size * window.div_ceil(spec.chunk_size).max(1),
+    };
+    StreamSpec {
+        chunk_size,
+        ..*spec
+    }
+}
+
+/// What the threads of one run share.
+struct Run<'p> {
+    /// Set on the first failure: no worker takes another chunk.
+    stop: AtomicBool,
+    /// The failure at the lowest chunk index (workers take chunks in order, so every chunk
+    /// before it was processed: it is the one a run in order reports).
+    failure: Mutex<Option<(u64, PipelineError)>>,
+    written: AtomicU64,
+    read: AtomicU64,
+    progress: &'p (dyn Fn(u64) + Sync),
+}
+
+impl Run<'_> {
+    fn fail(&self, index: u64, e: PipelineError) {
+        self.stop.store(true, Ordering::SeqCst);
+        let mut failure = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        if failure.as_ref().is_none_or(|(first, _)| index < *first) {
+            *failure = Some((index, e));
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    fn wrote(&self, bytes: usize) {
+        let total = self.written.fetch_add(bytes as u64, Ordering::Relaxed) + bytes as u64;
+        (self.progress)(total);
+    }
+}
+
+/// Where workers take their chunks from.
+enum Feed<'a> {
+    /// Each worker takes the next index and reads its chunk at its offset.
+    At {
+        file: &'a File,
+        at: u64,
+        len: u64,
+        chunks: u64,
+        next: AtomicU64,
+        free: &'a Mutex<Receiver<Vec<u8>>>,
+    },
+    /// The reader thread's chunks, in order.
+    Queue(Mutex<Receiver<io::Result<Chunk>>>),
+}
+
+impl Feed<'_> {
+    /// The next chunk to work on, `None` when there is none (or no buffer will come back:
+    /// the run is ending). An error carries the index it happened at.
+    fn next(
+        &self,
+        spec: &StreamSpec<'_>,
+        run: &Run<'_>,
+    ) -> Option<Result<Chunk, (u64, PipelineError)>> {
+        match self {
+            Feed::At {
+                file,
+                at,
+                len,
+                chunks,
+                next,
+                free,
+            } => {
+                // The buffer first, then the index: every index taken has a buffer, so the
+                // writer's next chunk always comes.
+                let mut data = free.lock().unwrap_or_else(|e| e.into_inner()).recv().ok()?;
+                let index = next.fetch_add(1, Ordering::SeqCst);
+                if index >= *chunks {
+                    return None;
+                }
+                let record = spec.input_record_len() as u64;
+                let start = index * record;
+                let chunk_len = (len - start).min(record) as usize;
+                data.resize(chunk_len, 0);
+                let last = index + 1 == *chunks;
+                let read = read_exactly_at(file, &mut data, at + start).and_then(|()| {
+                    if last {
+                        same_size(file, at + len)
+                    } else {
+                        Ok(())
+                    }
+                });
+                match read {
+                    Ok(()) => {
+                        run.read.fetch_add(chunk_len as u64, Ordering::Relaxed);
+                        Some(Ok(Chunk { index, last, data }))
+                    }
+                    Err(e) => Some(Err((index, PipelineError::Read(e)))),
+                }
+            }
+            Feed::Queue(chunks) => {
+                match chunks
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .recv()
+                    .ok()?
+                {
+                    Ok(chunk) => Some(Ok(chunk)),
+                    // A read error comes after every chunk read before it.
+                    Err(e) => Some(Err((u64::MAX, PipelineError::Read(e)))),
+                }
+            }
+        }
+    }
+}
+
+/// Reads exactly `buf.len()` bytes of `file` at `offset`; a file that ends first shrank while
+/// it was read.
+fn read_exactly_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    file.read_exact_at(buf, offset).map_err(|e| {
+        if e.kind() == io::ErrorKind::UnexpectedEof {
+            changed_size()
+        } else {
+            e
+        }
+    })
+}
+
+/// Checks, once the last chunk is read and before it goes out, that the file still ends where
+/// it ended when the run began: one that grew is refused, not cut short.
+fn same_size(file: &File, end: u64) -> io::Result<()> {
+    if file.metadata()?.len() == end {
+        Ok(())
+    } else {
+        Err(changed_size())
+    }
+}
+
+fn changed_size() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        "the input changed size while it was being read",
+    )
+}
+
+/// Where workers hand their sealed or opened chunks.
+#[derive(Clone)]
+enum Deliver<'a> {
+    /// Written at their offsets by the worker, the buffer then back to the free list.
+    At {
+        file: &'a File,
+        at: u64,
+        free: SyncSender<Vec<u8>>,
+        placed: &'a Placed,
+    },
+    /// To the writer thread.
+    Queue(SyncSender<Chunk>),
+}
+
+/// A worker: takes chunks, seals or opens them, delivers them, until the input ends or the
+/// run fails.
+fn work(spec: &StreamSpec<'_>, feed: &Feed<'_>, deliver: Deliver<'_>, run: &Run<'_>) {
+    while !run.stopped() {
+        let mut chunk = match feed.next(spec, run) {
+            None => return,
+            Some(Ok(chunk)) => chunk,
+            Some(Err((index, e))) => return run.fail(index, e),
+        };
+        let crypted = match spec.direction {
+            Direction::Encrypt => super::seal(spec, &mut chunk),
+            Direction::Decrypt => super::open(spec, &mut chunk),
+        };
+        if let Err(e) = crypted {
+            return run.fail(chunk.index, e);
+        }
+        match &deliver {
+            Deliver::At {
+                file,
+                at,
+                free,
+                placed,
+            } => {
+                let offset = at + chunk.index * spec.output_record_len() as u64;
+                if let Err(e) = file.write_all_at(&chunk.data, offset) {
+                    return run.fail(chunk.index, PipelineError::Write(e));
+                }
+                if let Err(e) = placed.record(chunk.index, chunk.last, chunk.data.len()) {
+                    return run.fail(chunk.index, e);
+                }
+                run.wrote(chunk.data.len());
+                let _ = free.send(chunk.data);
+            }
+            Deliver::Queue(done) => {
+                if done.send(chunk).is_err() {
+                    // The writer stopped; it says why.
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// The reader thread of a stream input: cuts it into chunks, in order, into buffers from the
+/// free list, until it ends, fails, or no buffer comes back (the run is ending).
+fn read_in_order(
+    spec: &StreamSpec<'_>,
+    input: &mut (dyn Read + Send),
+    free: &Mutex<Receiver<Vec<u8>>>,
+    chunks: &SyncSender<io::Result<Chunk>>,
+    run: &Run<'_>,
+) {
+    let mut reader = ChunkReader::new(spec, input);
+    while !run.stopped() {
+        let Ok(buf) = free.lock().unwrap_or_else(|e| e.into_inner()).recv() else {
+            return;
+        };
+        match reader.next_chunk(buf) {
+            Ok(Some(chunk)) => {
+                run.read
+                    .fetch_add(chunk.data.len() as u64, Ordering::Relaxed);
+                if chunks.send(Ok(chunk)).is_err() {
+                    return;
+                }
+            }
+            Ok(None) => return,
+            Err(e) => {
+                let _ = chunks.send(Err(e));
+                return;
+            }
+        }
+    }
+}
+
+/// The writer thread of a stream output: writes the workers' chunks in order of index, each
+/// buffer then back to the free list. A write failure stops the run.
+fn write_in_order(
+    output: &mut (dyn Write + Send),
+    done: Receiver<Chunk>,
+    free: SyncSender<Vec<u8>>,
+    run: &Run<'_>,
+) -> InOrder {
+    let mut order = InOrder::default();
+    for chunk in done {
+        for chunk in order.arrived(chunk) {
+            if let Err(e) = output.write_all(&chunk.data) {
+                run.fail(chunk.index, PipelineError::Write(e));
+                return order;
+            }
+            run.wrote(chunk.data.len());
+            let _ = free.send(chunk.data);
+        }
+    }
+    if let Err(e) = output.flush() {
+        run.fail(u64::MAX, PipelineError::Write(e));
+    }
+    order
+}

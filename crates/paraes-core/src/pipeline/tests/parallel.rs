@@ -1,0 +1,265 @@
+//! Many chunks in flight ([`run_parallel`]): the same bytes as the pipeline in order for every
+//! kind of stream, number of workers and way each end is reached, at chunk and window edges;
+//! what a tampered window lets out; an input that changes size while it is read.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+
+use super::{data, run_spec, sealed};
+use crate::cobblestone::{MessageKeys, Variant, SALT_LEN};
+use crate::cpu::CpuEngine;
+use crate::engine::{Direction, Mode, GCM_CHUNK_LEN, GCM_RECORD_LEN};
+use crate::key::KeySize;
+use crate::pipeline::{run_parallel, PipelineError, Sink, Source, StreamSpec, Tags, Workers};
+
+/// Bytes before the stream in the input file and in the output file (a container's header).
+const INPUT_AT: usize = 7;
+const OUTPUT_AT: usize = 5;
+
+/// How a test reaches each end.
+#[derive(Clone, Copy, Debug)]
+struct Ends {
+    from_file: bool,
+    to_file: bool,
+}
+
+const ENDS: [Ends; 4] = [
+    Ends {
+        from_file: true,
+        to_file: true,
+    },
+    Ends {
+        from_file: true,
+        to_file: false,
+    },
+    Ends {
+        from_file: false,
+        to_file: true,
+    },
+    Ends {
+        from_file: false,
+        to_file: false,
+    },
+];
+
+/// A file holding `bytes` after `at` bytes of something else.
+fn file_with(at: usize, bytes: &[u8]) -> File {
+    let mut file = tempfile::tempfile().unwrap();
+    file.write_all(&vec![0xee; at]).unwrap();
+    file.write_all(bytes).unwrap();
+    file
+}
+
+/// Runs `spec` over `input` in parallel, reaching the ends as `ends` says; returns the
+/// output (a stream output holds what was written before a failure).
+fn through(
+    spec: &StreamSpec<'_>,
+    input: &[u8],
+    ends: Ends,
+    workers: Workers,
+) -> (Vec<u8>, Result<(), PipelineError>) {
+    let input_file = file_with(INPUT_AT, input);
+    let mut stream_input = input;
+    let source = if ends.from_file {
+        Source::At {
+            file: &input_file,
+            at: INPUT_AT as u64,
+            len: input.len() as u64,
+        }
+    } else {
+        Source::Stream(&mut stream_input)
+    };
+    let mut output_file = file_with(OUTPUT_AT, &[]);
+    let mut stream_output = Vec::new();
+    let sink = if ends.to_file {
+        Sink::At {
+            file: &output_file,
+            at: OUTPUT_AT as u64,
+        }
+    } else {
+        Sink::Stream(&mut stream_output)
+    };
+    let ran = run_parallel(spec, source, sink, workers, &|_| {});
+    if let Ok(ran) = &ran {
+        assert_eq!(ran.read, input.len() as u64, "{ends:?}");
+    }
+    let output = if ends.to_file {
+        let mut all = Vec::new();
+        output_file.seek(SeekFrom::Start(0)).unwrap();
+        output_file.read_to_end(&mut all).unwrap();
+        assert!(all.len() >= OUTPUT_AT && all[..OUTPUT_AT] == [0xee; OUTPUT_AT]);
+        all.split_off(OUTPUT_AT)
+    } else {
+        stream_output
+    };
+    if let Ok(ran) = &ran {
+        assert_eq!(ran.written, output.len() as u64, "{ends:?}");
+    }
+    (output, ran.map(|_| ()))
+}
+
+/// Checks that `spec` (and its decrypting twin) give in parallel what the pipeline gives in
+/// order, for every end, 1 to 4 workers and every length of `lengths`.
+fn same_as_in_order(
+    name: &str,
+    spec: impl Fn(Direction) -> StreamSpec<'static>,
+    window: usize,
+    lengths: &[usize],
+) {
+    for &len in lengths {
+        let plain = data(len);
+        let sealed = run_spec(&spec(Direction::Encrypt), &plain).unwrap();
+        for threads in 1..=4 {
+            let workers = Workers { threads, window };
+            for ends in ENDS {
+                let at = format!("{name}: len {len}, {threads} workers, {ends:?}");
+                let encrypt = spec(Direction::Encrypt);
+                assert_eq!(
+                    encrypt.output_len(len as u64),
+                    Some(sealed.len() as u64),
+                    "{at}"
+                );
+                let (out, ran) = through(&encrypt, &plain, ends, workers);
+                ran.unwrap_or_else(|e| panic!("{at}: {e}"));
+                assert!(out == sealed, "{at}: encrypted differently");
+                let decrypt = spec(Direction::Decrypt);
+                match decrypt.output_len(sealed.len() as u64) {
+                    Some(out_len) => assert_eq!(out_len, len as u64, "{at} decrypting"),
+                    // Only a padded ECB decryption learns its length from its last block.
+                    None => assert_eq!(name, "ecb padded", "{at}"),
+                }
+                let (back, ran) = through(&decrypt, &sealed, ends, workers);
+                ran.unwrap_or_else(|e| panic!("{at} decrypting: {e}"));
+                assert!(back == plain, "{at}: decrypted differently");
+            }
+        }
+    }
+}
+
+/// Lengths at the edges of chunks of `chunk` bytes and windows of `window`.
+fn edges(chunk: usize, window: usize) -> Vec<usize> {
+    vec![
+        0,
+        1,
+        chunk - 1,
+        chunk,
+        chunk + 1,
+        window - 1,
+        window,
+        window + 1,
+        3 * window + 77,
+    ]
+}
+
+/// Leaked once per test: specs borrow their engine and keys for `'static`.
+fn leak<T>(value: T) -> &'static T {
+    Box::leak(Box::new(value))
+}
+
+fn message_cipher() -> &'static crate::cobblestone::ChunkCipher {
+    let keys = MessageKeys::derive(
+        Variant::Cobblestone256,
+        &[0x11; 32],
+        &[0x22; SALT_LEN],
+        b"c",
+    )
+    .unwrap();
+    leak(keys.chunks())
+}
+
+#[test]
+fn gcm_chunk_streams_in_parallel_are_the_same_bytes() {
+    let cipher = message_cipher();
+    let g = GCM_CHUNK_LEN;
+    // Two engine threads run the records job; one thread (without the stitched kernel) goes
+    // through CTR and the tags.
+    for engine in [
+        CpuEngine::new(Some(2)).unwrap(),
+        CpuEngine::new(Some(1)).unwrap(),
+    ] {
+        let engine = leak(engine.with_split(0, 4096));
+        let spec = |direction| StreamSpec::message(engine, direction, cipher, g);
+        same_as_in_order("gcm", spec, 3 * g, &edges(g, 3 * g));
+    }
+}
+
+#[test]
+fn raw_and_v2_streams_in_parallel_are_the_same_bytes() {
+    let engine = leak(CpuEngine::new(Some(2)).unwrap().with_split(0, 1024));
+    let keys = leak(sealed(KeySize::from_len(32).unwrap()));
+    let auth = keys.authenticator().unwrap();
+    let chunk = super::CHUNK;
+    for (name, mode, padding, tags) in [
+        ("ctr", Mode::Ctr, false, Tags::None),
+        ("ecb padded", Mode::Ecb, true, Tags::None),
+        ("v2", Mode::Ctr, false, Tags::Chunk(auth)),
+    ] {
+        let spec = move |direction| StreamSpec {
+            mode,
+            padding,
+            counter: [0xf0; 16],
+            chunk_size: chunk,
+            tags,
+            ..keys.stream_spec(engine, direction)
+        };
+        same_as_in_order(name, spec, 2 * chunk, &edges(chunk, 2 * chunk));
+    }
+}
+
+#[test]
+fn a_tampered_record_fails_at_its_index_and_a_stream_gets_only_the_windows_before_it() {
+    let cipher = message_cipher();
+    let engine = leak(CpuEngine::new(Some(2)).unwrap());
+    let g = GCM_CHUNK_LEN;
+    let spec = |direction| StreamSpec::message(engine, direction, cipher, g);
+    let plain = data(10 * g + 3);
+    let mut sealed = run_spec(&spec(Direction::Encrypt), &plain).unwrap();
+    // Records 5 and 8 changed: the first failure is reported, whichever worker saw it first.
+    sealed[5 * GCM_RECORD_LEN + 9] ^= 1;
+    sealed[8 * GCM_RECORD_LEN + 9] ^= 1;
+    for threads in 1..=4 {
+        for ends in ENDS {
+            let workers = Workers {
+                threads,
+                window: 2 * g,
+            };
+            let (out, ran) = through(&spec(Direction::Decrypt), &sealed, ends, workers);
+            assert!(
+                matches!(ran, Err(PipelineError::Tampered(5))),
+                "{threads} workers {ends:?}: {ran:?}"
+            );
+            if !ends.to_file {
+                // Windows of two records: the ones before the window holding record 5.
+                assert!(out.len() <= 4 * g && plain.starts_with(&out), "{ends:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn an_input_that_changes_size_while_read_is_refused() {
+    let cipher = message_cipher();
+    let engine = leak(CpuEngine::new(Some(2)).unwrap());
+    let spec = StreamSpec::message(engine, Direction::Encrypt, cipher, GCM_CHUNK_LEN);
+    let workers = Workers {
+        threads: 2,
+        window: GCM_CHUNK_LEN,
+    };
+    let plain = data(5 * GCM_CHUNK_LEN + 1);
+    let file = file_with(0, &plain);
+    // The file is shorter than it was when its length was taken, or longer.
+    for len in [plain.len() + 100, plain.len() - 100] {
+        let mut out = Vec::new();
+        let source = Source::At {
+            file: &file,
+            at: 0,
+            len: len as u64,
+        };
+        let err =
+            run_parallel(&spec, source, Sink::Stream(&mut out), workers, &|_| {}).unwrap_err();
+        assert!(
+            matches!(&err, PipelineError::Read(e) if e.to_string().contains("changed size")),
+            "{len}: {err}"
+        );
+    }
+}

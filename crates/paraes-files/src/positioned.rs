@@ -1,0 +1,147 @@
+//! How a job's two ends can be reached for many chunks in flight: a regular input file read
+//! at offsets from where its reading stands ([`Input::at_offsets`], with the kernel told it
+//! is read through), an output file paraes created written at offsets ([`Output::at_offsets`],
+//! its room reserved up front by [`Output::reserve`]), and pipes widened so a stream moves in
+//! large pieces ([`widen_pipe`]). Standard input and output are always streams, even when
+//! they are regular files: their offsets are shared with the shell (`>>` appends).
+
+use std::fs::File;
+use std::io::Seek;
+use std::num::NonZeroU64;
+use std::os::fd::AsFd;
+
+use rustix::fs::{Advice, FallocateFlags, FileType};
+use rustix::io::Errno;
+
+use crate::error::FileError;
+use crate::input::Input;
+use crate::output::{Output, Temporary};
+
+impl Input {
+    /// The input's file, where its stream starts in it and the stream's length, when it is a
+    /// regular file paraes opened (not standard input, not a stream read ahead): then it can be
+    /// read at offsets, and the kernel is told it will be read through once (read-ahead).
+    pub fn at_offsets(&self) -> Option<(&File, u64, u64)> {
+        let Input::File(file, _) = self else {
+            return None;
+        };
+        let meta = file.metadata().ok().filter(|m| m.is_file())?;
+        let at = (&*file).stream_position().ok()?;
+        let len = meta.len().checked_sub(at)?;
+        // Only advice: a file system that takes none reads the same bytes.
+        let _ = rustix::fs::fadvise(file, at, NonZeroU64::new(len), Advice::Sequential);
+        Some((file, at, len))
+    }
+}
+
+impl Output {
+    /// The output file when paraes created it (a temporary that nobody else writes): then it can
+    /// be written at offsets. `None` for standard output and for a FIFO or device.
+    pub fn at_offsets(&self) -> Option<&File> {
+        match self {
+            Output::File { temp, .. } => Some(match temp {
+                Temporary::Anonymous(file) => file,
+                Temporary::Named(named) => named.as_file(),
+            }),
+            Output::Stdout(_) | Output::Stream(..) => None,
+        }
+    }
+
+    /// Reserves the blocks of the output's first `len` bytes before they are written
+    /// (`fallocate(2)`, keeping the file's size: a failure leaves no length that looks
+    /// written), so that writers at offsets do not each allocate, and a disk too small fails
+    /// now, before any work. A file system without it (ramfs, some network ones) just writes;
+    /// `posix_fallocate`'s fallback, which writes every block, is never used.
+    pub fn reserve(&self, len: u64) -> Result<(), FileError> {
+        let Some(file) = self.at_offsets() else {
+            return Ok(());
+        };
+        if len == 0 {
+            return Ok(());
+        }
+        match rustix::fs::fallocate(file, FallocateFlags::KEEP_SIZE, 0, len) {
+            Err(e @ (Errno::NOSPC | Errno::DQUOT | Errno::FBIG)) => Err(FileError::io(
+                format!("cannot make room for {} ({len} bytes)", self.name()),
+                e.into(),
+            )),
+            // Not supported here, or not for this file: the writes allocate as they go.
+            Ok(()) | Err(_) => Ok(()),
+        }
+    }
+}
+
+/// Linux's default `/proc/sys/fs/pipe-max-size`, taken where it cannot be read.
+const DEFAULT_PIPE_MAX: usize = 1 << 20;
+
+/// The widest paraes makes a pipe, whatever the system allows: a window of chunks.
+const WIDEST_PIPE: usize = 4 << 20;
+
+/// Widens `fd`'s pipe, when it is one, to the largest buffer an unprivileged process may set
+/// (`/proc/sys/fs/pipe-max-size`, 1 MiB by default, up to [`WIDEST_PIPE`]; a pipe starts at
+/// 64 KiB), so a stream passes in fewer, larger pieces. Returns the pipe's size, `None` for
+/// anything but a pipe. A pipe that cannot be widened (the user's pipe quota is spent) stays
+/// as it is.
+pub fn widen_pipe(fd: impl AsFd) -> Option<usize> {
+    let fd = fd.as_fd();
+    let stat = rustix::fs::fstat(fd).ok()?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::Fifo {
+        return None;
+    }
+    let allowed = std::fs::read_to_string("/proc/sys/fs/pipe-max-size")
+        .ok()
+        .and_then(|text| text.trim().parse::<usize>().ok())
+        .unwrap_or(DEFAULT_PIPE_MAX)
+        .min(WIDEST_PIPE);
+    let now = rustix::pipe::fcntl_getpipe_size(fd).ok()?;
+    if now >= allowed {
+        return Some(now);
+    }
+    Some(rustix::pipe::fcntl_setpipe_size(fd, allowed).unwrap_or(now))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::InputKinds;
+    use crate::output::OutputOptions;
+    use std::io::Read;
+
+    #[test]
+    fn a_file_input_is_read_at_offsets_from_where_its_reading_stands() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in");
+        std::fs::write(&path, b"header+body").unwrap();
+        let mut input = Input::open(Some(&path), InputKinds::FilesAndStreams).unwrap();
+        let mut header = [0u8; 7];
+        input.read_exact(&mut header).unwrap();
+        let (_, at, len) = input.at_offsets().unwrap();
+        assert_eq!((at, len), (7, 4));
+        assert!(input.replaying(b"x".to_vec()).at_offsets().is_none());
+    }
+
+    #[test]
+    fn an_output_file_is_reserved_without_changing_its_length_and_a_stream_is_not_at_offsets() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out");
+        let options = OutputOptions::default();
+        let mut output = Output::create(Some(&dest), &options).unwrap();
+        output.reserve(1 << 20).unwrap();
+        let file = output.at_offsets().unwrap();
+        assert_eq!(file.metadata().unwrap().len(), 0);
+        output.writer().write_all(b"abc").unwrap();
+        output.commit().unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), b"abc");
+        let null = Output::create(Some(std::path::Path::new("/dev/null")), &options).unwrap();
+        assert!(null.at_offsets().is_none());
+        null.reserve(10).unwrap();
+    }
+
+    #[test]
+    fn a_pipe_is_widened_and_anything_else_is_left_alone() {
+        let (read, _write) = rustix::pipe::pipe().unwrap();
+        let size = widen_pipe(&read).unwrap();
+        assert!(size >= 64 << 10, "{size}");
+        let file = tempfile::tempfile().unwrap();
+        assert_eq!(widen_pipe(&file), None);
+    }
+}

@@ -1,0 +1,163 @@
+//! Many chunks in flight: `enc` and `dec` give the same bytes for every thread count (1 to
+//! twice the cores) and every way of reaching the input and output (a file at offsets,
+//! standard input from a pipe or redirected from a file, standard output into a pipe or
+//! redirected to a file with `>` and `>>`), at record and window edges; `--stats` says how
+//! each end was reached.
+
+use crate::common::{assert_silent_success, assert_success, seeded_bytes, stderr, Scratch};
+
+const IV: &str = "000102030405060708090a0b0c0d0e0f";
+
+/// The lengths at the edges: empty, one byte, a GCM record +-1, a worker's 4 MiB window +-1.
+const EDGES: [usize; 8] = [
+    0,
+    1,
+    (16 << 10) - 1,
+    16 << 10,
+    (16 << 10) + 1,
+    (4 << 20) - 1,
+    4 << 20,
+    (4 << 20) + 1,
+];
+
+/// The ways to run `paraes ARGS` on input file `IN` into output file `OUT`, as bash commands
+/// (`$PARAES` is the binary). `>>` appends after a marker line that is removed after.
+const WAYS: [(&str, &str); 6] = [
+    ("file to file", "$PARAES ARGS IN -o OUT"),
+    ("file to a pipe", "$PARAES ARGS IN -o - | cat > OUT"),
+    ("file to >", "$PARAES ARGS IN -o - > OUT"),
+    (
+        "file to >>",
+        "echo marker > OUT && $PARAES ARGS IN -o - >> OUT",
+    ),
+    ("pipe to file", "cat IN | $PARAES ARGS -o OUT"),
+    ("< file to a pipe", "$PARAES ARGS < IN | cat > OUT"),
+];
+
+/// Runs `args` on `input` into `output` the way `how` says; returns the output's bytes.
+fn run_way(s: &Scratch, how: &str, args: &str, input: &str, output: &str) -> Vec<u8> {
+    let script = how
+        .replace("ARGS", args)
+        .replace("IN", input)
+        .replace("OUT", output);
+    let out = s.bash(&format!("set -o pipefail; {script}"));
+    assert_silent_success(&out, &script);
+    let mut bytes = s.read(output);
+    if how.contains(">>") {
+        assert!(
+            bytes.starts_with(b"marker\n"),
+            "{script}: >> did not append"
+        );
+        bytes.drain(..7);
+    }
+    s.remove(output);
+    bytes
+}
+
+fn threads() -> std::ops::RangeInclusive<usize> {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    1..=2 * cores
+}
+
+#[test]
+fn a_raw_stream_is_the_same_bytes_every_way_and_on_every_thread_count() {
+    let s = Scratch::new();
+    s.key_file("key", 256, 40, true);
+    for len in EDGES {
+        let plain = seeded_bytes(len as u64, len);
+        s.write("in", &plain);
+        let reference = run_way(
+            &s,
+            WAYS[0].1,
+            &format!("enc -q -k key --raw ctr --iv {IV} --threads 1"),
+            "in",
+            "ref",
+        );
+        s.write("ref_in", &reference);
+        for threads in threads() {
+            for (way, how) in WAYS {
+                let enc = format!("enc -q -k key --raw ctr --iv {IV} --threads {threads}");
+                let sealed = run_way(&s, how, &enc, "in", "out");
+                assert!(
+                    sealed == reference,
+                    "len {len}, {threads} threads, {way}: encrypted differently"
+                );
+                let dec = format!("dec -q -k key --raw ctr --iv {IV} --threads {threads}");
+                let back = run_way(&s, how, &dec, "ref_in", "back");
+                assert!(
+                    back == plain,
+                    "len {len}, {threads} threads, {way}: decrypted differently"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_default_format_round_trips_every_way_and_on_every_thread_count() {
+    let s = Scratch::new();
+    s.key_file("key", 256, 41, true);
+    for len in EDGES {
+        let plain = seeded_bytes(len as u64 + 1, len);
+        s.write("in", &plain);
+        for threads in threads() {
+            for (way, how) in WAYS {
+                let at = format!("len {len}, {threads} threads, {way}");
+                let enc = format!("enc -q -k key --threads {threads}");
+                let sealed = run_way(&s, how, &enc, "in", "sealed");
+                s.write("sealed_in", &sealed);
+                // Decrypted another way, on another thread count.
+                let (_, other) = WAYS[(threads + 1) % WAYS.len()];
+                let dec = format!("dec -q -k key --threads {}", threads % 3 + 1);
+                let back = run_way(&s, other, &dec, "sealed_in", "back");
+                assert!(back == plain, "{at}: did not round-trip");
+                let back = run_way(
+                    &s,
+                    how,
+                    &format!("dec -q -k key --threads {threads}"),
+                    "sealed_in",
+                    "back",
+                );
+                assert!(back == plain, "{at}: decrypting the same way");
+            }
+        }
+    }
+}
+
+#[test]
+fn stats_say_how_each_end_was_reached() {
+    let s = Scratch::new();
+    s.key_file("key", 256, 42, true);
+    s.write("in", &seeded_bytes(42, 100_000));
+    for (script, read, write) in [
+        (
+            "$PARAES enc -k key --stats json in -o out",
+            "offsets",
+            "offsets",
+        ),
+        (
+            "$PARAES enc -k key --stats json in -o - > out",
+            "offsets",
+            "stream",
+        ),
+        (
+            "cat in | $PARAES enc -k key --stats json -o out",
+            "stream",
+            "offsets",
+        ),
+        (
+            "$PARAES enc -k key --stats json < in > out",
+            "stream",
+            "stream",
+        ),
+    ] {
+        let out = s.bash(script);
+        assert_success(&out, script);
+        let json: serde_json::Value =
+            serde_json::from_str(stderr(&out).trim()).expect("one JSON line");
+        assert_eq!(json["io"]["read"], read, "{script}");
+        assert_eq!(json["io"]["write"], write, "{script}");
+        assert!(json["io"]["workers"].as_u64().unwrap() >= 2, "{script}");
+        s.remove("out");
+    }
+}
