@@ -155,6 +155,15 @@ pub struct Summary {
     pub io: Option<IoMode>,
 }
 
+/// The most memory this process has held in RAM so far (`VmHWM`, Linux), for `--stats json`:
+/// README's bound on it is 64 MiB + 8 MiB per worker.
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
 /// How a file's chunks were read and written where many were in flight.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IoMode {
@@ -232,6 +241,7 @@ impl Summary {
                 "runner": self.runner,
                 "files": self.files.map(|f| f.done + f.failed),
                 "files_failed": self.files.map(|f| f.failed),
+                "peak_rss_bytes": peak_rss_bytes(),
                 "io": self.io.map(|io| {
                     let (read, write) = io.ends();
                     serde_json::json!({ "read": read, "write": write, "workers": io.workers })

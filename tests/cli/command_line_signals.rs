@@ -47,13 +47,14 @@ fn sigkill_leaves_no_file_behind() {
         child
             .stdin
             .as_mut()
-            .map(|stdin| std::io::Write::write_all(stdin, &[0u8; 3 << 20]))
+            .map(|stdin| std::io::Write::write_all(stdin, &vec![0u8; 13 << 20]))
             .expect("stdin")
             .expect("fed");
-        // Killed once two whole 1 MiB chunks went out to its unfinished output (the pipe stays
-        // open: it waits for the rest of the third).
-        wait_until(20, "two chunks in the unfinished output", || {
-            unfinished_output(pid, &dir).is_some_and(|len| len >= 2 << 20)
+        // Killed once two whole 4 MiB windows went out to its unfinished output (the pipe stays
+        // open: the third is held back until the fourth shows whether it is the last, and the
+        // fourth waits for the rest of its bytes).
+        wait_until(20, "two windows in the unfinished output", || {
+            unfinished_output(pid, &dir).is_some_and(|len| len >= 8 << 20)
         });
         send_signal(pid, "KILL");
         child.wait().expect("paraes ends");

@@ -161,3 +161,42 @@ fn stats_say_how_each_end_was_reached() {
         s.remove("out");
     }
 }
+
+/// Peak memory stays under README's bound, 64 MiB + 8 MiB per worker (workers: `--threads`,
+/// at least two), whatever the file's size and however it is reached.
+#[test]
+fn memory_stays_under_the_bound_at_any_size() {
+    let s = Scratch::new();
+    s.key_file("key", 256, 43, true);
+    // 320 MiB, sparse: far more than every buffer of every worker together.
+    let file = std::fs::File::create(s.path("big")).expect("create big");
+    file.set_len(320 << 20).expect("sparse big");
+    drop(file);
+    assert_silent_success(
+        &s.run(&["enc", "-q", "-k", "key", "--threads", "2", "big"]),
+        "enc big",
+    );
+    for threads in [1, 2, 4] {
+        let workers = threads.max(2) as u64;
+        let bound = (64 << 20) + workers * (8 << 20);
+        for script in [
+            format!("$PARAES enc -k key --threads {threads} --stats json big -o /dev/null"),
+            format!("$PARAES enc -k key --threads {threads} --stats json big -o out --force"),
+            format!("cat big | $PARAES enc -k key --threads {threads} --stats json > /dev/null"),
+            format!("$PARAES dec -k key --threads {threads} --stats json big.paraes -o /dev/null"),
+            format!("cat big.paraes | $PARAES dec -k key --threads {threads} --stats json -o out --force"),
+        ] {
+            let out = s.bash(&script);
+            assert_success(&out, &script);
+            let json: serde_json::Value =
+                serde_json::from_str(stderr(&out).trim()).expect("one JSON line");
+            let peak = json["peak_rss_bytes"].as_u64().expect("peak_rss_bytes");
+            assert!(
+                peak <= bound,
+                "{script}: peak RSS {} MiB over the bound {} MiB",
+                peak >> 20,
+                bound >> 20
+            );
+        }
+    }
+}

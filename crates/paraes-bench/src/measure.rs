@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use paraes_core::cobblestone::{CHUNK_LEN, TAG_LEN};
 use paraes_core::container::{self, Opened, Recipient};
-use paraes_core::pipeline::{self, Chunk, PipelineError, StreamSpec};
+use paraes_core::pipeline::{self, Chunk, PipelineError, Sink, Source, StreamSpec, Workers};
 use paraes_core::{Direction, Engine, EngineError, ExpandedKey, Job, Key, Mode};
 
 use crate::stats::Stats;
@@ -158,21 +158,40 @@ impl GcmStretch {
     /// by the engine's records job, out of place, where the engine runs it, else the engine's
     /// CTR with GCM chunk counters and each GCM chunk's GHASH tag and E(J0)), each
     /// first cut back to its plaintext length (each call seals the previous call's output
-    /// again: the bytes do not change the time).
-    fn seal(&mut self, spec: &StreamSpec<'_>) -> Result<(), PipelineError> {
-        for (len, chunk) in &mut self.chunks {
+    /// again: the bytes do not change the time). With `workers`, chunks are sealed side by
+    /// side on its threads, as `paraes enc`'s workers seal many chunks in flight
+    /// ([`pipeline::run_parallel`]); the threads live across calls, as the workers live for
+    /// a run, so each keeps its records job's spare buffer.
+    fn seal(
+        &mut self,
+        spec: &StreamSpec<'_>,
+        workers: Option<&rayon::ThreadPool>,
+    ) -> Result<(), PipelineError> {
+        let seal_one = |(len, chunk): &mut (usize, Chunk)| {
             chunk.data.truncate(*len);
-            pipeline::seal(spec, chunk)?;
+            pipeline::seal(spec, chunk)
+        };
+        match workers {
+            Some(pool) if self.chunks.len() > 1 => {
+                use rayon::prelude::*;
+                pool.install(|| {
+                    self.chunks
+                        .par_iter_mut()
+                        .with_max_len(1)
+                        .try_for_each(seal_one)
+                })
+            }
+            _ => self.chunks.iter_mut().try_for_each(seal_one),
         }
-        Ok(())
     }
 }
 
 /// Times format v3's body sealed in memory on `engine`: `bytes` plaintext bytes of a fresh
 /// container for `key` (128 or 256 bits: a v3 body has no 192-bit key), cut into pipeline
-/// chunks of `batch` bytes as the pipeline cuts a stream (`paraes enc` uses
-/// [`pipeline::DEFAULT_CHUNK_SIZE`]), each sealed by [`pipeline::seal`], the step the pipeline
-/// runs on every chunk it encrypts: C2SP Cobblestone's 16 KiB AES-GCM chunks, each sealed whole
+/// chunks of `batch` bytes as the pipeline cuts a stream (`paraes enc`'s workers take
+/// [`pipeline::WINDOW`]), sealed side by side by as many workers as the engine has threads
+/// (as `paraes enc` has), each by [`pipeline::seal`], the step the pipeline runs on every
+/// chunk it encrypts: C2SP Cobblestone's 16 KiB AES-GCM chunks, each sealed whole
 /// (CTR and GHASH in one pass) by an engine that runs the records job
 /// ([`Engine::runs_records`], [`Engine::process_records`]: the CPU engine over its threads, each
 /// record by the stitched kernel or by CTR and GHASH, or on one thread with the kernel),
@@ -199,18 +218,27 @@ pub fn measure_gcm(
         )
         .into());
     }
+    let workers = match engine.workers() {
+        0 | 1 => None,
+        threads => Some(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()?,
+        ),
+    };
     time_calls(timing, || {
-        stretch.seal(&spec)?;
+        stretch.seal(&spec, workers.as_ref())?;
         black_box(&stretch.chunks);
         Ok(())
     })
 }
 
-/// Times the whole `paraes enc` path: a format v3 container header, then the chunk pipeline
-/// (reader thread, `engine` sealing the body's GCM chunks, or running their AES-CTR with the
-/// GHASH tags in a stage of their own, writer thread) from a
-/// temporary file of `bytes` bytes to a temporary output file (in the temporary directory,
-/// `$TMPDIR` or /tmp), in pipeline chunks of `chunk_size` bytes. The body's key size is `key`'s
+/// Times the whole `paraes enc` path: a format v3 container header, then the body's chunks
+/// many in flight ([`pipeline::run_parallel`]: as many workers as the engine has threads, at
+/// least two, each reading its window of the input at its offset, sealing it on `engine`, and
+/// writing it at its offset) from a temporary file of `bytes` bytes to a temporary output file
+/// (in the temporary directory, `$TMPDIR` or /tmp), in pipeline chunks of `chunk_size` bytes
+/// (windows of at least [`pipeline::WINDOW`]; the output's room is not reserved first). The body's key size is `key`'s
 /// (128 or 256 bits: a container has no 192-bit body). One sample is one whole file; there is
 /// no batching. Returns seconds per file.
 pub fn measure_e2e(
@@ -239,12 +267,21 @@ pub fn measure_e2e(
         let (header_bytes, mut sealed) =
             container::seal(key.size(), &[Recipient::Key(key.clone())])?;
         sealed.set_batch(chunk_size);
-        let mut input = File::open(&input_path)?;
+        let input = File::open(&input_path)?;
         let mut output = File::create(&output_path)?;
         output.write_all(&header_bytes)?;
         let spec = sealed.stream_spec(engine, Direction::Encrypt);
-        pipeline::run(&spec, &mut input, &mut output, &|_| {})?;
-        output.flush()?;
+        let source = Source::At {
+            file: &input,
+            at: 0,
+            len: input.metadata()?.len(),
+        };
+        let sink = Sink::At {
+            file: &output,
+            at: header_bytes.len() as u64,
+        };
+        let workers = Workers::new(engine.workers().max(2));
+        pipeline::run_parallel(&spec, source, sink, workers, &|_| {})?;
         Ok(())
     };
     let timing = Timing {

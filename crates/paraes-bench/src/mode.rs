@@ -22,15 +22,16 @@ pub enum BenchMode {
 
 /// What the `gcm` rows measure, in one paragraph (for the table's header and the summary).
 pub const GCM_NOTE: &str = "gcm rows: format v3's body (C2SP Cobblestone: 16 KiB AES-GCM \
-    chunks) sealed in memory as the pipeline seals it: the buffer in `paraes enc`'s 1 MiB \
-    pipeline chunks, each through the pipeline's seal step (on the CPU engine with more than \
-    one thread, or with its stitched VAES-512 + VPCLMULQDQ kernel: every GCM chunk sealed \
-    whole into a second buffer, its records shared out among the engine's threads, each by \
-    the kernel, CTR and GHASH in one pass, or by CTR and then GHASH; on other engines and a \
-    one-thread CPU engine without the kernel: the CTR of the GCM chunks in one engine call, \
-    counters nonce_i || be32(2+j), then each GCM chunk's GHASH tag and E(J0) on one thread, \
-    the data moved apart to make room for the tags); a size that is not whole 16 KiB chunks is a stream's end, whose last GCM \
-    chunk is short. openssl gcm rows: `openssl speed -evp aes-BITS-gcm`, one GCM context \
+    chunks) sealed in memory as `paraes enc` seals it: the buffer in its workers' 4 MiB \
+    windows, as many windows sealed side by side as the engine has threads, each through the \
+    pipeline's seal step (on the CPU engine with more than one thread, or with its stitched \
+    VAES-512 + VPCLMULQDQ kernel: every GCM chunk sealed whole into a second buffer, its \
+    records shared out among the engine's threads, each by the kernel, CTR and GHASH in one \
+    pass, or by CTR and then GHASH; on other engines and a one-thread CPU engine without the \
+    kernel: the CTR of the GCM chunks in one engine call, counters nonce_i || be32(2+j), then \
+    each GCM chunk's GHASH tag and E(J0) on the worker's thread, the data moved apart to make \
+    room for the tags); a size that is not whole 16 KiB chunks is a stream's end, whose last \
+    GCM chunk is short. openssl gcm rows: `openssl speed -evp aes-BITS-gcm`, one GCM context \
     streamed over every buffer (CTR and GHASH, no tag per buffer).";
 
 impl BenchMode {
@@ -136,7 +137,7 @@ mod tests {
         assert!(!BenchMode::Gcm.has_key_bits(192));
         assert!(BenchMode::Gcm.has_key_bits(128) && BenchMode::Gcm.has_key_bits(256));
         assert!(!GCM_NOTE.contains('\n') && !GCM_NOTE.contains("  "));
-        // The note names `paraes enc`'s pipeline chunk, which `paraes bench` seals gcm rows in.
-        assert_eq!(paraes_core::pipeline::DEFAULT_CHUNK_SIZE, 1 << 20);
+        // The note names `paraes enc`'s workers' window, which `paraes bench` seals gcm rows in.
+        assert_eq!(paraes_core::pipeline::WINDOW, 4 << 20);
     }
 }

@@ -61,7 +61,10 @@ impl Output {
         }
         match rustix::fs::fallocate(file, FallocateFlags::KEEP_SIZE, 0, len) {
             Err(e @ (Errno::NOSPC | Errno::DQUOT | Errno::FBIG)) => Err(FileError::io(
-                format!("cannot make room for {} ({len} bytes)", self.name()),
+                format!(
+                    "writing {} failed: no room for its {len} bytes",
+                    self.name()
+                ),
                 e.into(),
             )),
             // Not supported here, or not for this file: the writes allocate as they go.

@@ -17,7 +17,7 @@ use paraes_bench::{
     fill_speedups, measure_e2e, measure_engine, measure_gcm, plot, summary, BenchMode, Document,
     Machine, Paraes, Stats, Timing,
 };
-use paraes_core::pipeline::DEFAULT_CHUNK_SIZE;
+use paraes_core::pipeline::{self, DEFAULT_CHUNK_SIZE};
 use paraes_core::{AesImpl, Engine, Key};
 
 use crate::cli::BenchArgs;

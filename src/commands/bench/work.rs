@@ -164,7 +164,7 @@ impl<'a> Work<'a> {
                 } else {
                     // gcm: format v3's body sealed in memory as the pipeline seals it, in
                     // `paraes enc`'s pipeline chunks, CTR on the engine.
-                    measure_gcm(engine, &key, size, DEFAULT_CHUNK_SIZE, timing)
+                    measure_gcm(engine, &key, size, pipeline::WINDOW, timing)
                         .map_err(|e| anyhow!("{} on {cipher}: {e}", engine.name()))?
                 };
                 let mut row = Row::new(
