@@ -331,6 +331,13 @@ mod tests {
         let g = CHUNK_LEN;
         for (bits, threads) in [(16, 1), (32, 2)] {
             let engine = CpuEngine::new(Some(threads)).unwrap();
+            // As measure_gcm: chunks side by side on as many workers as the engine's threads.
+            let workers = (threads > 1).then(|| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap()
+            });
             let key = Key::new(&[9u8; 32][..bits]).unwrap();
             for batch in [g, 2 * g + 100, 1 << 20] {
                 for bytes in [1, 1000, g - 1, g, 3 * g, 3 * g + 5, 5 * g + 1] {
@@ -349,7 +356,7 @@ mod tests {
                     assert_eq!(spec.chunk_size, full);
                     let mut whole = Vec::new();
                     pipeline::run(&spec, &mut &plain[..], &mut whole, &|_| {}).unwrap();
-                    stretch.seal(&spec).unwrap();
+                    stretch.seal(&spec, workers.as_ref()).unwrap();
                     let sealed: Vec<u8> = stretch
                         .chunks
                         .iter()
@@ -365,15 +372,16 @@ mod tests {
                         assert!(whole == sealed, "{what}");
                     }
                     // Sealing again reuses the buffers: it times no allocation. An engine
-                    // that runs the records job seals out of place into the thread's one
-                    // spare buffer and swaps, so the buffers go round: at most one more.
+                    // that runs the records job seals out of place into each worker thread's
+                    // one spare buffer and swaps, so the buffers go round: at most one more
+                    // per worker.
                     for _ in 0..3 {
                         buffers.extend(buffer_addresses(&stretch));
-                        stretch.seal(&spec).unwrap();
+                        stretch.seal(&spec, workers.as_ref()).unwrap();
                     }
                     buffers.extend(buffer_addresses(&stretch));
                     assert!(
-                        buffers.len() <= stretch.chunks.len() + 1,
+                        buffers.len() <= stretch.chunks.len() + threads,
                         "{what}: reallocated ({} buffers for {} chunks)",
                         buffers.len(),
                         stretch.chunks.len()
