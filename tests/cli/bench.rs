@@ -76,6 +76,7 @@ fn quick_json_is_complete_and_sane() {
     assert!(!rows.is_empty(), "no rows; stderr: {err}");
     let mut threads_seen = Vec::new();
     let mut simulated = 0;
+    let mut bounds = 0;
     for row in rows {
         let object = row.as_object().expect("rows are objects");
         for key in KEYS {
@@ -136,9 +137,16 @@ fn quick_json_is_complete_and_sane() {
                 paraes_gpu::probe().is_ok(),
                 "a gpu row without a GPU: {row}"
             ),
+            // The machine's bound beside them, on the same thread counts.
+            "bound" => {
+                assert_eq!(implementation, "memory-copy", "{row}");
+                bounds += 1;
+            }
+            "bound-e2e" => assert_eq!(implementation, "parallel-read", "{row}"),
             other => panic!("unexpected engine {other}: {row}"),
         }
     }
+    assert!(bounds > 0, "no bound rows: {err}");
     assert!(
         threads_seen.contains(&1),
         "the one-thread baseline is missing"
@@ -210,7 +218,14 @@ fn csv_and_plot_files_are_written() {
     }
     let lines: Vec<&str> = csv.lines().skip(facts.len()).collect();
     assert_eq!(lines[0], KEYS.join(","));
-    assert_eq!(lines.len(), 1 + 4, "{csv}");
+    // Two modes at two sizes: the engine's rows and the machine's bound (a memory copy) beside
+    // each.
+    assert_eq!(lines.len(), 1 + 4 + 4, "{csv}");
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("bound,")).count(),
+        4,
+        "{csv}"
+    );
     let svg = String::from_utf8(scratch.read("plot.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.len() > 1000);
 }
@@ -279,8 +294,10 @@ fn impl_measures_each_implementation_this_cpu_has_and_refuses_the_others() {
         if imp.is_available() {
             let (doc, _) = cpu_run(&scratch, &["--impl", name, "--threads", "1"]);
             let rows = doc["rows"].as_array().unwrap();
-            assert_eq!(rows.len(), 1, "{doc}");
+            // The engine's row, and the machine's bound beside it.
+            assert_eq!(rows.len(), 2, "{doc}");
             assert_eq!(rows[0]["implementation"], name, "{doc}");
+            assert_eq!(rows[1]["engine"], "bound", "{doc}");
         } else {
             let output = scratch.run(&[&args[..], &["--impl", name]].concat());
             let message = assert_usage_error(&output, &format!("--impl {name}"));
@@ -299,6 +316,7 @@ fn impl_measures_each_implementation_this_cpu_has_and_refuses_the_others() {
         .as_array()
         .unwrap()
         .iter()
+        .filter(|r| r["engine"] == "cpu")
         .map(|r| r["implementation"].as_str().unwrap())
         .collect();
     let available: Vec<&str> = AesImpl::available().iter().map(|i| i.name()).collect();
@@ -435,7 +453,7 @@ fn without_openssl_the_default_goes_on_and_an_explicit_baseline_fails() {
         .as_array()
         .unwrap()
         .iter()
-        .all(|r| r["engine"] == "cpu"));
+        .all(|r| r["engine"] == "cpu" || r["engine"] == "bound"));
     let message = assert_error(
         &run(&["--baseline", "openssl"]),
         "--baseline openssl, no openssl",

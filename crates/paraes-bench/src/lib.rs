@@ -4,6 +4,7 @@
 //! JSON, a markdown summary and an SVG plot.
 #![deny(missing_docs)]
 
+pub mod bounds;
 pub mod document;
 pub mod machine;
 pub mod measure;

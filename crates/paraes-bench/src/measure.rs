@@ -49,7 +49,7 @@ impl Timing {
 /// A deterministic, non-constant fill for the buffers (the contents do not change AES's speed,
 /// but zero pages could be shared copy-on-write and make the first pass unrepresentative).
 /// The fill is the CTR keystream of a fixed key, which the fastest AES path writes at GB/s.
-fn fill(buf: &mut [u8]) {
+pub(crate) fn fill(buf: &mut [u8]) {
     buf.fill(0);
     let key = Key::new(&[0x5e; 16]).expect("16 bytes").expand();
     let job = Job::ctr(&key, [0; 16], 0);
@@ -58,7 +58,10 @@ fn fill(buf: &mut [u8]) {
 }
 
 /// Times `op` per `timing`; `op` is one call of the thing measured.
-fn time_calls<E>(timing: &Timing, mut op: impl FnMut() -> Result<(), E>) -> Result<Stats, E> {
+pub(crate) fn time_calls<E>(
+    timing: &Timing,
+    mut op: impl FnMut() -> Result<(), E>,
+) -> Result<Stats, E> {
     let start = Instant::now();
     let mut calls = 0u64;
     loop {

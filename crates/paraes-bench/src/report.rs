@@ -119,7 +119,8 @@ impl Row {
 /// Sets `speedup` and `efficiency` of every row that has a baseline row: the one-thread `cpu`
 /// row of the same mode, bits and bytes, and of the same implementation for rows of a CPU
 /// implementation (`cpu`, `cpu-e2e`), the fastest such row for other engines. Simulator rows
-/// (those with `sim_seconds`) and `openssl` rows get none.
+/// (those with `sim_seconds`), `openssl` rows and the machine's bound rows (`bound`,
+/// `bound-e2e`) get none.
 pub fn fill_speedups(rows: &mut [Row]) {
     let baselines: Vec<(String, String, u32, u64, f64)> = rows
         .iter()
@@ -131,10 +132,11 @@ pub fn fill_speedups(rows: &mut [Row]) {
         .collect();
     // A simulator's host time says nothing about the machine it models, and openssl is the
     // reference, not a parallel engine of paraes: no speedup for them.
-    for row in rows
-        .iter_mut()
-        .filter(|r| r.sim_seconds.is_none() && r.engine != OPENSSL_ENGINE)
-    {
+    for row in rows.iter_mut().filter(|r| {
+        r.sim_seconds.is_none()
+            && r.engine != OPENSSL_ENGINE
+            && !r.engine.starts_with(crate::bounds::BOUND_ENGINE)
+    }) {
         let same_cell = baselines
             .iter()
             .filter(|(_, m, b, n, _)| *m == row.mode && *b == row.bits && *n == row.bytes);

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
+use paraes_bench::bounds;
 use paraes_bench::machine::{load_average, utc_now};
 use paraes_bench::mode::GCM_NOTE;
 use paraes_bench::openssl::{self, OpensslError};

@@ -187,6 +187,52 @@ impl<'a> Work<'a> {
                 rows.push(row);
                 bar.inc(1);
             }
+            self.bound_rows(mode, bits, size, e2e, rows)?;
+        }
+        Ok(())
+    }
+
+    /// The machine's bound for `size` in the same run, on each thread count the engines of
+    /// `mode` run on: a copy of the buffer in memory, or for a whole file (`e2e`) the file read
+    /// by that many readers at their own offsets ([`paraes_bench::bounds`]).
+    fn bound_rows(
+        &self,
+        mode: BenchMode,
+        bits: u32,
+        size: usize,
+        e2e: bool,
+        rows: &mut Vec<Row>,
+    ) -> Result<()> {
+        let mut threads: Vec<usize> = self
+            .engines_for(mode)
+            .iter()
+            .map(|(_, _, engine)| engine.workers())
+            .collect();
+        threads.sort_unstable();
+        threads.dedup();
+        let timing = &self.choices.timing;
+        for threads in threads {
+            let (label, implementation, stats) = if e2e {
+                let stats = bounds::measure_parallel_read(size, threads, timing);
+                (
+                    format!("{}-e2e", bounds::BOUND_ENGINE),
+                    bounds::PARALLEL_READ,
+                    stats,
+                )
+            } else {
+                let stats = bounds::measure_memory_copy(size, threads, timing);
+                (bounds::BOUND_ENGINE.to_string(), bounds::MEMORY_COPY, stats)
+            };
+            let stats = stats.map_err(|e| anyhow!("{label} {implementation}: {e}"))?;
+            rows.push(Row::new(
+                &label,
+                implementation,
+                mode,
+                bits,
+                size as u64,
+                threads,
+                stats,
+            ));
         }
         Ok(())
     }
