@@ -9,6 +9,7 @@ use std::fs::File;
 use std::io::Seek;
 use std::num::NonZeroU64;
 use std::os::fd::AsFd;
+use std::os::unix::fs::FileExt;
 
 use rustix::fs::{Advice, FallocateFlags, FileType};
 use rustix::io::Errno;
@@ -19,13 +20,26 @@ use crate::output::{Output, Temporary};
 
 impl Input {
     /// The input's file, where its stream starts in it and the stream's length, when it is a
-    /// regular file paraes opened (not standard input, not a stream read ahead): then it can be
-    /// read at offsets, and the kernel is told it will be read through once (read-ahead).
+    /// regular file paraes opened (not standard input, not a stream read ahead) whose size is
+    /// its length: then it can be read at offsets, and the kernel is told it will be read
+    /// through once (read-ahead). A kernel's file (procfs, sysfs), whose size is not what it
+    /// holds, is read as a stream, to its end.
     pub fn at_offsets(&self) -> Option<(&File, u64, u64)> {
         let Input::File(file, _) = self else {
             return None;
         };
         let meta = file.metadata().ok().filter(|m| m.is_file())?;
+        if pseudo_file(file) {
+            return None;
+        }
+        // A file whose bytes go on past its size (a kernel file that says 0) is read to its end.
+        let mut past_end = [0u8; 1];
+        if file
+            .read_at(&mut past_end, meta.len())
+            .map_or(true, |n| n != 0)
+        {
+            return None;
+        }
         let at = (&*file).stream_position().ok()?;
         let len = meta.len().checked_sub(at)?;
         // Only advice: a file system that takes none reads the same bytes.
@@ -63,9 +77,13 @@ impl Output {
             return Ok(());
         }
         match rustix::fs::fallocate(file, FallocateFlags::KEEP_SIZE, 0, len) {
-            Err(e @ (Errno::NOSPC | Errno::DQUOT | Errno::FBIG)) => Err(FileError::io(
+            Err(e @ (Errno::NOSPC | Errno::DQUOT)) => Err(FileError::io(
+                format!("writing {} failed: no room for its {len} bytes", self.name()),
+                e.into(),
+            )),
+            Err(e @ Errno::FBIG) => Err(FileError::io(
                 format!(
-                    "writing {} failed: no room for its {len} bytes",
+                    "writing {} failed: it would be {len} bytes, more than this file system (or the process's file size limit) allows",
                     self.name()
                 ),
                 e.into(),
@@ -82,6 +100,15 @@ const TMPFS_MAGIC: i64 = 0x0102_1994;
 /// Whether `file` lives on tmpfs.
 fn in_memory(file: &File) -> bool {
     rustix::fs::fstatfs(file).is_ok_and(|fs| fs.f_type as i64 == TMPFS_MAGIC)
+}
+
+/// `PROC_SUPER_MAGIC` and `SYSFS_MAGIC` of `statfs(2)`: files the kernel makes up as they are
+/// read, whose sizes say nothing of their contents (procfs says 0, sysfs 4096).
+const PSEUDO_MAGICS: [i64; 2] = [0x9fa0, 0x6265_6572];
+
+/// Whether `file` lives on procfs or sysfs.
+fn pseudo_file(file: &File) -> bool {
+    rustix::fs::fstatfs(file).is_ok_and(|fs| PSEUDO_MAGICS.contains(&(fs.f_type as i64)))
 }
 
 /// Linux's default `/proc/sys/fs/pipe-max-size`, taken where it cannot be read.
@@ -131,6 +158,15 @@ mod tests {
         let (_, at, len) = input.at_offsets().unwrap();
         assert_eq!((at, len), (7, 4));
         assert!(input.replaying(b"x".to_vec()).at_offsets().is_none());
+    }
+
+    #[test]
+    fn a_kernel_file_whose_size_is_not_its_length_is_a_stream() {
+        for path in ["/proc/self/status", "/proc/cpuinfo"] {
+            let path = std::path::Path::new(path);
+            let input = Input::open(Some(path), InputKinds::FilesAndStreams).unwrap();
+            assert!(input.at_offsets().is_none(), "{}", path.display());
+        }
     }
 
     #[test]

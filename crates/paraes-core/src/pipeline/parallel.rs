@@ -77,6 +77,18 @@ impl Workers {
     pub fn buffers(&self) -> usize {
         self.threads + 2
     }
+
+    /// These workers for windows of `record` bytes: fewer where a window is larger than
+    /// [`WINDOW`] (a large `--chunk-size`, or a v2 file whose header declares large chunks), so
+    /// that their windows take no more memory than `threads` windows of [`WINDOW`] would (and
+    /// one worker at least).
+    pub(super) fn for_record(self, record: usize) -> Self {
+        let threads = match record.div_ceil(WINDOW) {
+            0 | 1 => self.threads,
+            windows => (self.threads / windows).max(1),
+        };
+        Workers { threads, ..self }
+    }
 }
 
 /// What a parallel run read and wrote.
@@ -103,6 +115,7 @@ pub fn run_parallel(
 ) -> Result<Ran, PipelineError> {
     spec.check()?;
     let spec = &windowed(spec, workers.window);
+    let workers = workers.for_record(spec.input_record_len());
     let buffers = workers.buffers();
     let (free_tx, free_rx) = sync_channel::<Vec<u8>>(buffers);
     for _ in 0..buffers {
@@ -115,6 +128,7 @@ pub fn run_parallel(
         written: AtomicU64::new(0),
         read: AtomicU64::new(0),
         progress,
+        showing: Mutex::new(()),
     };
     let placed = match &sink {
         Sink::At { .. } => Some(Placed::new(spec.output_record_len())),
@@ -153,7 +167,9 @@ pub fn run_parallel(
                 None,
             ),
             Sink::Stream(output) => {
-                let (done_tx, done_rx) = sync_channel::<Chunk>(buffers);
+                // Room for every buffer's chunk and each worker's word that the run stopped, so
+                // no send ever waits.
+                let (done_tx, done_rx) = sync_channel::<Option<Chunk>>(buffers + workers.threads);
                 let run = &run;
                 let writer = scope.spawn(move || write_in_order(output, done_rx, free_tx, run));
                 (Deliver::Queue(done_tx), Some(writer))
@@ -162,7 +178,17 @@ pub fn run_parallel(
         let (feed, run) = (&feed, &run);
         for _ in 0..workers.threads {
             let deliver = deliver.clone();
-            scope.spawn(move || work(spec, feed, deliver, run));
+            scope.spawn(move || {
+                // However the worker ends early (an error, a panic), the run stops, and the
+                // writer hears it and lets go of the windows it holds for an index that will
+                // never come, so every thread ends.
+                let mut stopper = Stopper {
+                    run,
+                    deliver: &deliver,
+                    finished: false,
+                };
+                stopper.finished = work(spec, feed, &deliver, run);
+            });
         }
         drop(deliver);
         writer.map(|writer| {
@@ -210,6 +236,8 @@ struct Run<'p> {
     written: AtomicU64,
     read: AtomicU64,
     progress: &'p (dyn Fn(u64) + Sync),
+    /// Held while the written count moves and is shown, so the display never goes back.
+    showing: Mutex<()>,
 }
 
 impl Run<'_> {
@@ -226,6 +254,7 @@ impl Run<'_> {
     }
 
     fn wrote(&self, bytes: usize) {
+        let _turn = self.showing.lock().unwrap_or_else(|e| e.into_inner());
         let total = self.written.fetch_add(bytes as u64, Ordering::Relaxed) + bytes as u64;
         (self.progress)(total);
     }
@@ -345,27 +374,51 @@ enum Deliver<'a> {
         free: SyncSender<Vec<u8>>,
         placed: &'a Placed,
     },
-    /// To the writer thread.
-    Queue(SyncSender<Chunk>),
+    /// To the writer thread (`None`: the run stopped).
+    Queue(SyncSender<Option<Chunk>>),
 }
 
-/// A worker: takes chunks, seals or opens them, delivers them, until the input ends or the
-/// run fails.
-fn work(spec: &StreamSpec<'_>, feed: &Feed<'_>, deliver: Deliver<'_>, run: &Run<'_>) {
+/// Stops the run when its worker ends other than at the end of the input (a failure, or a
+/// panic unwinding through it), telling the writer of a stream.
+struct Stopper<'r, 'a, 'p> {
+    run: &'r Run<'p>,
+    deliver: &'r Deliver<'a>,
+    finished: bool,
+}
+
+impl Drop for Stopper<'_, '_, '_> {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.run.stop.store(true, Ordering::SeqCst);
+        if let Deliver::Queue(done) = self.deliver {
+            let _ = done.send(None);
+        }
+    }
+}
+
+/// A worker: takes chunks, seals or opens them, delivers them, until the input ends (returns
+/// true) or the run fails or stops (false).
+fn work(spec: &StreamSpec<'_>, feed: &Feed<'_>, deliver: &Deliver<'_>, run: &Run<'_>) -> bool {
     while !run.stopped() {
         let mut chunk = match feed.next(spec, run) {
-            None => return,
+            None => return !run.stopped(),
             Some(Ok(chunk)) => chunk,
-            Some(Err((index, e))) => return run.fail(index, e),
+            Some(Err((index, e))) => {
+                run.fail(index, e);
+                return false;
+            }
         };
         let crypted = match spec.direction {
             Direction::Encrypt => super::seal(spec, &mut chunk),
             Direction::Decrypt => super::open(spec, &mut chunk),
         };
         if let Err(e) = crypted {
-            return run.fail(chunk.index, e);
+            run.fail(chunk.index, e);
+            return false;
         }
-        match &deliver {
+        match deliver {
             Deliver::At {
                 file,
                 at,
@@ -373,23 +426,26 @@ fn work(spec: &StreamSpec<'_>, feed: &Feed<'_>, deliver: Deliver<'_>, run: &Run<
                 placed,
             } => {
                 let offset = at + chunk.index * spec.output_record_len() as u64;
-                if let Err(e) = file.write_all_at(&chunk.data, offset) {
-                    return run.fail(chunk.index, PipelineError::Write(e));
-                }
-                if let Err(e) = placed.record(chunk.index, chunk.last, chunk.data.len()) {
-                    return run.fail(chunk.index, e);
+                let written = file
+                    .write_all_at(&chunk.data, offset)
+                    .map_err(PipelineError::Write)
+                    .and_then(|()| placed.record(chunk.index, chunk.last, chunk.data.len()));
+                if let Err(e) = written {
+                    run.fail(chunk.index, e);
+                    return false;
                 }
                 run.wrote(chunk.data.len());
                 let _ = free.send(chunk.data);
             }
             Deliver::Queue(done) => {
-                if done.send(chunk).is_err() {
+                if done.send(Some(chunk)).is_err() {
                     // The writer stopped; it says why.
-                    return;
+                    return false;
                 }
             }
         }
     }
+    false
 }
 
 /// The reader thread of a stream input: cuts it into chunks, in order, into buffers from the
@@ -424,15 +480,20 @@ fn read_in_order(
 }
 
 /// The writer thread of a stream output: writes the workers' chunks in order of index, each
-/// buffer then back to the free list. A write failure stops the run.
+/// buffer then back to the free list. It stops at once, writing nothing more, when the run
+/// stops (a worker failed: the chunks it holds wait for one that will never come) or a write
+/// fails.
 fn write_in_order(
     output: &mut (dyn Write + Send),
-    done: Receiver<Chunk>,
+    done: Receiver<Option<Chunk>>,
     free: SyncSender<Vec<u8>>,
     run: &Run<'_>,
 ) -> InOrder {
     let mut order = InOrder::default();
     for chunk in done {
+        let Some(chunk) = chunk else {
+            return order;
+        };
         for chunk in order.arrived(chunk) {
             if let Err(e) = output.write_all(&chunk.data) {
                 run.fail(chunk.index, PipelineError::Write(e));

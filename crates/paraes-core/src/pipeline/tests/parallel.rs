@@ -8,7 +8,10 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use super::{data, run_spec, sealed};
 use crate::cobblestone::{MessageKeys, Variant, SALT_LEN};
 use crate::cpu::CpuEngine;
-use crate::engine::{Direction, Mode, GCM_CHUNK_LEN, GCM_RECORD_LEN};
+use crate::engine::{
+    Direction, Engine, EngineError, Job, Mode, RecordsError, RecordsJob, GCM_CHUNK_LEN,
+    GCM_RECORD_LEN,
+};
 use crate::key::KeySize;
 use crate::pipeline::{run_parallel, PipelineError, Sink, Source, StreamSpec, Tags, Workers};
 
@@ -262,4 +265,136 @@ fn an_input_that_changes_size_while_read_is_refused() {
             "{len}: {err}"
         );
     }
+}
+
+/// The CPU engine, except that record 0's records job (or chunk 0's CTR job) is slow and then
+/// fails as `how` says: "tamper" passes it through (the input is tampered), "fail" answers an
+/// engine error, "panic" panics.
+struct SlowFirst {
+    inner: CpuEngine,
+    how: &'static str,
+}
+
+impl SlowFirst {
+    fn first(&self) -> Result<(), EngineError> {
+        match self.how {
+            "panic" => panic!("engine bug at chunk 0"),
+            "fail" => {
+                std::thread::sleep(std::time::Duration::from_millis(400));
+                Err(EngineError::Failed("device lost".into()))
+            }
+            _ => {
+                std::thread::sleep(std::time::Duration::from_millis(400));
+                Ok(())
+            }
+        }
+    }
+}
+
+impl Engine for SlowFirst {
+    fn name(&self) -> String {
+        "slow-first".into()
+    }
+    fn workers(&self) -> usize {
+        1
+    }
+    fn process(&self, job: &Job<'_>, buf: &mut [u8]) -> Result<(), EngineError> {
+        if job.offset == 0 {
+            self.first()?;
+        }
+        self.inner.process(job, buf)
+    }
+    fn runs_records(&self, job: &RecordsJob<'_>) -> bool {
+        self.inner.runs_records(job)
+    }
+    fn process_records(
+        &self,
+        job: &RecordsJob<'_>,
+        input: &[u8],
+        output: &mut [u8],
+    ) -> Result<(), RecordsError> {
+        if job.first_index == 0 {
+            self.first().map_err(RecordsError::Engine)?;
+        }
+        self.inner.process_records(job, input, output)
+    }
+}
+
+/// Runs `f` on a thread; panics with "DEADLOCK" if it has not returned within 20 s (a hang
+/// must fail the test, not stall the suite).
+fn within_20s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> std::thread::Result<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(20))
+        .expect("DEADLOCK: run_parallel did not return within 20 s")
+}
+
+/// A window that fails slowly while the others fill every buffer behind it (found by a hostile
+/// review: the writer held them for an index that never came, and the run hung).
+fn slow_first_case(how: &'static str, from_file: bool) {
+    let cipher = message_cipher();
+    let g = GCM_CHUNK_LEN;
+    // A decryption of 16 windows of one record whose window 0 is tampered ("tamper") or whose
+    // engine fails or panics on it, to a stream (standard output, a pipe), 2 workers.
+    let plain_engine = leak(CpuEngine::new(Some(2)).unwrap());
+    let plain = data(16 * g + 5);
+    let mut sealed = run_spec(
+        &StreamSpec::message(plain_engine, Direction::Encrypt, cipher, g),
+        &plain,
+    )
+    .unwrap();
+    if how == "tamper" {
+        sealed[9] ^= 1;
+    }
+    let engine = leak(SlowFirst {
+        inner: CpuEngine::new(Some(2)).unwrap(),
+        how,
+    });
+    let result = within_20s(move || {
+        let spec = StreamSpec::message(engine, Direction::Decrypt, cipher, g);
+        let workers = Workers {
+            threads: 2,
+            window: g,
+        };
+        let ends = Ends {
+            from_file,
+            to_file: false,
+        };
+        through(&spec, &sealed, ends, workers).1
+    });
+    match how {
+        "panic" => assert!(result.is_err(), "a panic should come back as a panic"),
+        _ => assert!(result.unwrap().is_err(), "{how} should fail"),
+    }
+}
+
+#[test]
+fn a_slow_tampered_first_window_to_a_stream_from_a_file_fails_without_hanging() {
+    slow_first_case("tamper", true);
+}
+
+#[test]
+fn a_slow_tampered_first_window_to_a_stream_from_a_stream_fails_without_hanging() {
+    slow_first_case("tamper", false);
+}
+
+#[test]
+fn a_slow_engine_failure_to_a_stream_fails_without_hanging() {
+    slow_first_case("fail", true);
+}
+
+#[test]
+fn an_engine_panic_to_a_stream_comes_back_as_a_panic_without_hanging() {
+    slow_first_case("panic", true);
+}
+
+#[test]
+fn windows_larger_than_the_window_run_on_fewer_workers() {
+    let workers = Workers::new(8);
+    assert_eq!(workers.for_record(crate::pipeline::WINDOW).threads, 8);
+    assert_eq!(workers.for_record(crate::pipeline::WINDOW + 16).threads, 4);
+    assert_eq!(workers.for_record(16 * crate::pipeline::WINDOW).threads, 1);
+    assert_eq!(Workers::new(1).for_record(64 << 20).threads, 1);
 }
