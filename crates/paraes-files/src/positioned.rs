@@ -11,7 +11,7 @@ use std::num::NonZeroU64;
 use std::os::fd::AsFd;
 use std::os::unix::fs::FileExt;
 
-use rustix::fs::{Advice, FallocateFlags, FileType};
+use rustix::fs::{Advice, FallocateFlags, FileType, FsWord};
 use rustix::io::Errno;
 
 use crate::error::FileError;
@@ -95,20 +95,20 @@ impl Output {
 }
 
 /// `TMPFS_MAGIC` of `statfs(2)`: a file system in memory.
-const TMPFS_MAGIC: i64 = 0x0102_1994;
+const TMPFS_MAGIC: FsWord = 0x0102_1994;
 
 /// Whether `file` lives on tmpfs.
 fn in_memory(file: &File) -> bool {
-    rustix::fs::fstatfs(file).is_ok_and(|fs| fs.f_type as i64 == TMPFS_MAGIC)
+    rustix::fs::fstatfs(file).is_ok_and(|fs| fs.f_type == TMPFS_MAGIC)
 }
 
 /// `PROC_SUPER_MAGIC` and `SYSFS_MAGIC` of `statfs(2)`: files the kernel makes up as they are
 /// read, whose sizes say nothing of their contents (procfs says 0, sysfs 4096).
-const PSEUDO_MAGICS: [i64; 2] = [0x9fa0, 0x6265_6572];
+const PSEUDO_MAGICS: [FsWord; 2] = [rustix::fs::PROC_SUPER_MAGIC, 0x6265_6572];
 
 /// Whether `file` lives on procfs or sysfs.
 fn pseudo_file(file: &File) -> bool {
-    rustix::fs::fstatfs(file).is_ok_and(|fs| PSEUDO_MAGICS.contains(&(fs.f_type as i64)))
+    rustix::fs::fstatfs(file).is_ok_and(|fs| PSEUDO_MAGICS.contains(&fs.f_type))
 }
 
 /// Linux's default `/proc/sys/fs/pipe-max-size`, taken where it cannot be read.
