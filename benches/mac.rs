@@ -1,6 +1,7 @@
 //! Criterion bench behind the container's choice of MAC: keyed BLAKE3 (one thread and rayon)
 //! beside POLYVAL (RustCrypto's and paraes' own VPCLMULQDQ one) and Poly1305 (RustCrypto) over one 4 MiB chunk, next to the CPU engine's
-//! AES-128-CTR on the same buffer for scale.
+//! AES-128-CTR on the same buffer for scale; and paraes' GHASH on one 16 KiB record (the default
+//! format's) and on 1 MiB, the hash that bounds AES-GCM wherever it is not stitched.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use paraes_core::container::{self, Recipient};
@@ -126,5 +127,23 @@ fn pipeline_v3(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, macs, pipeline_cost, pipeline_v3);
+/// paraes' GHASH (POLYVAL over byte-reversed blocks) on one record of the default format and on
+/// a long input, one thread.
+fn ghash(c: &mut Criterion) {
+    let ours = paraes_core::ghash::Ghash::new(&[3u8; 16]);
+    for (label, len) in [("16KiB", 16 << 10), ("1MiB", 1 << 20)] {
+        let buf = vec![0x5au8; len];
+        let mut group = c.benchmark_group(format!("ghash-{label}"));
+        group
+            .throughput(Throughput::Bytes(len as u64))
+            .warm_up_time(Duration::from_secs(1))
+            .measurement_time(Duration::from_secs(3));
+        group.bench_function("paraes-ghash-1t", |b| {
+            b.iter(|| black_box(ours.gcm(black_box(&buf))))
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(benches, macs, ghash, pipeline_cost, pipeline_v3);
 criterion_main!(benches);

@@ -31,17 +31,47 @@ pub(crate) fn portable_forced() -> bool {
     std::env::var(FORCE_PORTABLE_ENV).is_ok_and(|v| v == "1")
 }
 
-/// Whether the CPU has the AVX-512 carry-less multiplier of the fast POLYVAL path
-/// (`crate::polyval`), and the portable paths are not forced.
-pub(crate) fn fast_polyval_available() -> bool {
+/// Whether the CPU has what POLYVAL's AVX-512 path (`crate::polyval`) needs: VPCLMULQDQ on
+/// 512-bit registers, and AVX-512BW for the byte shuffle that reflects GHASH's blocks.
+pub(crate) fn polyval_avx512_present() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        !portable_forced()
-            && is_x86_feature_detected!("pclmulqdq")
+        is_x86_feature_detected!("pclmulqdq")
             && is_x86_feature_detected!("avx2")
             && is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw")
             && is_x86_feature_detected!("vpclmulqdq")
     }
     #[cfg(not(target_arch = "x86_64"))]
     false
+}
+
+/// Whether the CPU has what POLYVAL's AVX2 path needs: VPCLMULQDQ on 256-bit registers (Zen 3
+/// and 4, Alder Lake and later cores without AVX-512).
+pub(crate) fn polyval_avx2_present() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("pclmulqdq")
+            && is_x86_feature_detected!("avx2")
+            && is_x86_feature_detected!("vpclmulqdq")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Whether the CPU has what POLYVAL's 128-bit path needs: PCLMULQDQ, and SSSE3 for the byte
+/// shuffle (every AES-NI machine).
+pub(crate) fn polyval_clmul_present() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("pclmulqdq") && is_x86_feature_detected!("ssse3")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// Whether POLYVAL runs its AVX-512 path here (the CPU has it and the portable paths are not
+/// forced): the stitched AES-GCM kernel, which hashes with that path's powers, asks this.
+pub(crate) fn fast_polyval_available() -> bool {
+    !portable_forced() && polyval_avx512_present()
 }
