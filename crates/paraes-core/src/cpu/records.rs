@@ -83,13 +83,21 @@ impl<'j, 'a> Records<'j, 'a> {
                 Direction::Decrypt => (from.start..from.end - GCM_TAG_LEN, to),
             }
         };
-        for k in 0..records {
-            let (from, to) = pieces(k);
-            output[to].copy_from_slice(&input[from]);
+        // The kernel's records are all copied first (measured no slower); elsewhere each just
+        // before its CTR and GHASH, so the three passes over it stay in the core's cache.
+        let copy_first = self.stitched.is_some();
+        if copy_first {
+            for k in 0..records {
+                let (from, to) = pieces(k);
+                output[to].copy_from_slice(&input[from]);
+            }
         }
         for k in 0..records {
             let at = (first + k) as u64;
             let (from, to) = pieces(k);
+            if !copy_first {
+                output[to.clone()].copy_from_slice(&input[from.clone()]);
+            }
             match self.job.direction {
                 Direction::Encrypt => {
                     let record = &mut output[to.start..to.end + GCM_TAG_LEN];
