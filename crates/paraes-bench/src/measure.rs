@@ -377,14 +377,16 @@ mod tests {
                     // Sealing again reuses the buffers: it times no allocation. An engine
                     // that runs the records job seals out of place into each worker thread's
                     // one spare buffer and swaps, so the buffers go round: at most one more
-                    // per worker.
+                    // per worker, and each worker's spare may be replaced once, the first time
+                    // that thread seals a chunk this large (it kept a smaller one from an
+                    // earlier stretch; which thread takes which chunk is up to rayon).
                     for _ in 0..3 {
                         buffers.extend(buffer_addresses(&stretch));
                         stretch.seal(&spec, workers.as_ref()).unwrap();
                     }
                     buffers.extend(buffer_addresses(&stretch));
                     assert!(
-                        buffers.len() <= stretch.chunks.len() + threads,
+                        buffers.len() <= stretch.chunks.len() + 2 * threads,
                         "{what}: reallocated ({} buffers for {} chunks)",
                         buffers.len(),
                         stretch.chunks.len()
