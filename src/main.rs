@@ -30,6 +30,11 @@ use crate::cli::Cli;
 use crate::plan::{Plan, UsageError};
 use crate::run::prepare::Reported;
 
+/// Large buffers start on a page boundary, so the kernel copies file data in and out of them at
+/// full speed (`paraes_files::page_aligned` says why).
+#[global_allocator]
+static ALLOCATOR: paraes_files::PageAlignedLarge = paraes_files::PageAlignedLarge;
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -221,6 +226,20 @@ mod tests {
             run(&["enc", "--backend", enc, &path("plain"), "-o", &sealed]);
             run(&["dec", "--backend", dec, &sealed, "-o", &opened]);
             assert_eq!(std::fs::read(&opened).unwrap(), plain, "{enc} -> {dec}");
+        }
+    }
+
+    /// The kernel copies into a buffer 1 to 31 bytes past its source's place in a page three to
+    /// four times slower on AMD Zen; the system allocator put large blocks 16 bytes past a page.
+    #[test]
+    fn large_buffers_start_on_a_page() {
+        for len in [64 << 10, 1 << 20, 4 << 20, (4 << 20) + 4096] {
+            let buffer = Vec::<u8>::with_capacity(len);
+            assert_eq!(
+                buffer.as_ptr() as usize % paraes_files::page_aligned::PAGE,
+                0,
+                "{len} bytes"
+            );
         }
     }
 }

@@ -24,6 +24,11 @@ use std::sync::OnceLock;
 use paraes_core::{CpuEngine, Engine};
 use pyo3::prelude::*;
 
+/// Large buffers start on a page boundary, so the kernel copies file data in and out of them at
+/// full speed (`paraes_files::page_aligned` says why).
+#[global_allocator]
+static ALLOCATOR: paraes_files::PageAlignedLarge = paraes_files::PageAlignedLarge;
+
 /// Containers of at least this many bytes run on the pipeline's threads (reader, engine,
 /// tags, writer) with the engine's threads; smaller ones run the same steps in turn on the
 /// calling thread, so a small file pays for no thread fan-out. Bare messages use it too.
