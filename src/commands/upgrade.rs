@@ -5,13 +5,14 @@
 //! durable and only then renamed over it. docs/FORMAT.md, "Format v3".
 
 use std::fs;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufReader, Write};
+use std::os::unix::fs::FileExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Context, Result};
 use paraes_core::container::{self, BodyAccess, Opened, Unlock, UnverifiedHeader};
-use paraes_core::pipeline;
+use paraes_core::pipeline::{self, Sink, Source, Workers};
 use paraes_core::positioned::ReadAt;
 use paraes_core::{CpuEngine, Direction, Engine, KeySize};
 
@@ -160,9 +161,10 @@ impl<W: Write> Write for Hashing<W> {
 }
 
 /// Writes `header` and the v2 body of `old` decrypted and encrypted again under `upgraded` to
-/// `copy`: one pipeline decrypts into a pipe on its own thread while another encrypts from it,
-/// so memory stays bounded whatever the size. Returns the plaintext's length and hash; a v2
-/// chunk that fails authentication fails the whole copy.
+/// `copy`: one run decrypts into a pipe on its own thread while another encrypts from it, each
+/// with many chunks in flight (the v2 body read at its offsets, the v3 body written at its
+/// offsets), so memory stays bounded whatever the size. Returns the plaintext's length and
+/// hash; a v2 chunk that fails authentication fails the whole copy.
 fn transcrypt(
     opened: &Opened,
     upgraded: &Opened,
@@ -173,21 +175,35 @@ fn transcrypt(
     engine: &dyn Engine,
 ) -> Result<Plaintext> {
     let start = opened.info().chunks_start();
-    let mut body = ReadAt::new(old, start, old_len.saturating_sub(start));
+    let body = Source::At {
+        file: old,
+        at: start,
+        len: old_len.saturating_sub(start),
+    };
     let (from_v2, to_v3) = std::io::pipe()?;
-    let mut out = BufWriter::new(copy);
-    out.write_all(header)?;
+    copy.write_all_at(header, 0)?;
     let decrypt = opened.stream_spec(engine, Direction::Decrypt);
     let encrypt = upgraded.stream_spec(engine, Direction::Encrypt);
+    let workers = workers(engine);
     let (decrypted, encrypted) = std::thread::scope(|scope| {
         let decrypting = scope.spawn(move || {
             let mut to_v3 = Hashing::new(to_v3);
-            pipeline::run(&decrypt, &mut body, &mut to_v3, &|_| {}).map(|_| to_v3.plaintext())
+            pipeline::run_parallel(&decrypt, body, Sink::Stream(&mut to_v3), workers, &|_| {})
+                .map(|_| to_v3.plaintext())
         });
         let mut from_v2 = from_v2;
-        let encrypted = pipeline::run(&encrypt, &mut from_v2, &mut out, &|_| {})
-            .map_err(anyhow::Error::new)
-            .and_then(|_| out.flush().map_err(anyhow::Error::new));
+        let written_at = Sink::At {
+            file: copy,
+            at: header.len() as u64,
+        };
+        let encrypted = pipeline::run_parallel(
+            &encrypt,
+            Source::Stream(&mut from_v2),
+            written_at,
+            workers,
+            &|_| {},
+        )
+        .map_err(anyhow::Error::new);
         // Closing the read end ends a decryption still writing (a failed write of the copy
         // would otherwise leave it blocked on a full pipe for ever).
         drop(from_v2);
@@ -200,6 +216,12 @@ fn transcrypt(
     // closed pipe); otherwise a decryption failure is.
     encrypted?;
     decrypted.context("the v2 body did not decrypt")
+}
+
+/// The workers of upgrade's runs: one per engine thread, two at least (so reading and writing
+/// overlap the AES).
+fn workers(engine: &dyn Engine) -> Workers {
+    Workers::new(engine.workers().max(2))
 }
 
 /// Reads the upgraded copy back: it opens with the same file key (slot tag and key
@@ -219,10 +241,20 @@ fn confirm(
         bail!("the copy is not format v{}", container::VERSION);
     }
     let start = again.info().chunks_start();
-    let mut body = ReadAt::new(copy, start, len.saturating_sub(start));
+    let body = Source::At {
+        file: copy,
+        at: start,
+        len: len.saturating_sub(start),
+    };
     let mut read_back = Hashing::new(std::io::sink());
     let spec = again.stream_spec(engine, Direction::Decrypt);
-    pipeline::run(&spec, &mut body, &mut read_back, &|_| {})?;
+    pipeline::run_parallel(
+        &spec,
+        body,
+        Sink::Stream(&mut read_back),
+        workers(engine),
+        &|_| {},
+    )?;
     let read_back = read_back.plaintext();
     if read_back.len != plaintext.len {
         bail!(

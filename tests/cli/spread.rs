@@ -289,3 +289,47 @@ fn a_damaged_file_decrypted_to_a_stream_fails_on_every_thread_count() {
         }
     }
 }
+
+/// `upgrade` runs its v2 body through many chunks in flight (read at offsets, decrypted into
+/// a pipe, encrypted and written at offsets, read back at offsets): a v2 file of many chunks,
+/// in CTR and ECB, becomes a v3 file that decrypts to the same plaintext, and a v2 file cut
+/// short fails and is left as it was.
+#[test]
+fn upgrade_of_a_large_v2_file_spreads_and_keeps_the_plaintext() {
+    use paraes_core::container::{seal_v2, BodyParams, Recipient};
+    use paraes_core::{pipeline, CpuEngine, Direction, Key, KeySize, Mode};
+
+    let s = Scratch::new();
+    let key = Key::new(&s.key_file("key", 256, 46, true)).unwrap();
+    let plain = seeded_bytes(46, (9 << 20) + 5);
+    s.write("plain", &plain);
+    let engine = CpuEngine::new(Some(1)).unwrap();
+    for mode in [Mode::Ctr, Mode::Ecb] {
+        let params = BodyParams {
+            mode,
+            key_size: KeySize::Aes256,
+            chunk_size: 1 << 20,
+        };
+        let (mut file, opened) = seal_v2(params, &[Recipient::Key(key.clone())]).unwrap();
+        let spec = opened.stream_spec(&engine, Direction::Encrypt);
+        pipeline::run(&spec, &mut &plain[..], &mut file, &|_| {}).unwrap();
+        assert_eq!(file[8], 2, "{mode:?}: a v2 file to begin with");
+        s.write("short.paraes", &file[..file.len() - 100]);
+        s.write("v2.paraes", &file);
+        let out = s.run(&["upgrade", "-q", "-k", "key", "short.paraes"]);
+        assert_error(&out, &format!("{mode:?}: upgrade of a v2 file cut short"));
+        assert_eq!(
+            s.read("short.paraes"),
+            file[..file.len() - 100],
+            "{mode:?}: a failed upgrade changed the file"
+        );
+        assert_success(
+            &s.run(&["upgrade", "-q", "-k", "key", "v2.paraes"]),
+            &format!("{mode:?}: upgrade"),
+        );
+        assert_eq!(s.read("v2.paraes")[8], 3, "{mode:?}: v3 after the upgrade");
+        let out = s.run(&["dec", "-q", "-k", "key", "v2.paraes", "-o", "-"]);
+        assert_success(&out, &format!("{mode:?}: dec of the upgraded file"));
+        assert!(out.stdout == plain, "{mode:?}: the plaintext changed");
+    }
+}
