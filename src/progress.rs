@@ -147,6 +147,9 @@ pub struct Summary {
     pub engine: String,
     /// Its workers (threads, ranks).
     pub workers: usize,
+    /// Where the engine's thread count came from (`engines::threads_from`), for an engine
+    /// that takes `--threads`.
+    pub threads_from: Option<String>,
     /// The runner: `local` or `mpi`.
     pub runner: &'static str,
     /// A many-file run: files done and failed.
@@ -215,6 +218,9 @@ impl Summary {
                 self.engine,
                 self.runner
             );
+            if let Some(from) = &self.threads_from {
+                eprintln!("paraes: {}: thread count set by {from}", self.command);
+            }
             if let Some(io) = self.io {
                 let (read, write) = io.ends();
                 eprintln!(
@@ -239,6 +245,7 @@ impl Summary {
                 "engine": self.engine,
                 "workers": self.workers,
                 "runner": self.runner,
+                "threads_from": self.threads_from,
                 "files": self.files.map(|f| f.done + f.failed),
                 "files_failed": self.files.map(|f| f.failed),
                 "peak_rss_bytes": peak_rss_bytes(),

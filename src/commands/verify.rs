@@ -33,7 +33,7 @@ pub fn run(plan: &VerifyPlan) -> Result<()> {
     }
     let files = many::Sized::new(plan.files.clone());
     let progress = Progress::start_many(&ui, files.total(), plan.files.len());
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let cores = paraes_core::cpus::usable().count;
     let mut count = many::for_each_file(&files, many::SMALL_FILE_WORKERS, &progress, |i, size| {
         let path = &plan.files[i];
         // A large file alone spreads over the cores; small ones already run side by side.

@@ -7,6 +7,7 @@
 //! (ARCHITECTURE.md).
 
 use anyhow::Result;
+use paraes_core::cpus::CpuSource;
 use paraes_core::{AesImpl, CpuEngine, Engine};
 use paraes_gpu::{CtrVariant, GpuEngine, GpuOptions};
 use paraes_sunway_sim::{SimConfig, SunwaySimEngine};
@@ -57,8 +58,11 @@ pub struct Takes {
 /// reads the groups its [`Takes`] names.
 #[derive(Clone, Debug)]
 pub struct EngineSettings {
-    /// Worker threads (`None`: all cores).
+    /// Worker threads (`None`: every CPU this process may use, `paraes_core::cpus`).
     pub threads: Option<usize>,
+    /// The ranks on this node among which a runner shared its CPUs to set `threads` (MPI;
+    /// `None`: `threads` is `--threads` or the default).
+    pub node_ranks: Option<usize>,
     /// The CPU's AES implementation (`None`: the fastest this CPU has).
     pub aes_impl: Option<AesImpl>,
     /// The GPU's CTR variant.
@@ -73,6 +77,7 @@ impl Default for EngineSettings {
     fn default() -> Self {
         EngineSettings {
             threads: None,
+            node_ranks: None,
             aes_impl: None,
             gpu_ctr: CtrVariant::Auto,
             gpu_device: 0,
@@ -147,13 +152,35 @@ pub const ENGINES: &[EngineEntry] = &[
     },
 ];
 
-/// The node's cores divided among its `ranks_here` ranks, unless `--threads` said otherwise.
+/// The threads of one of the node's `ranks_here` ranks, unless `--threads` said otherwise: the
+/// CPUs the rank was given (its affinity mask, a cgroup quota, `SLURM_CPUS_PER_TASK`), or its
+/// share of the machine where every rank sees all of it (`UsableCpus::per_rank`).
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 fn share_cores(settings: &mut EngineSettings, ranks_here: usize) {
     if settings.threads.is_none() {
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        settings.threads = Some((cores / ranks_here).max(1));
+        settings.threads = Some(paraes_core::cpus::usable().per_rank(ranks_here));
+        settings.node_ranks = Some(ranks_here);
     }
+}
+
+/// Where the thread count of `choice`'s engine comes from, in words (`-v`, `--stats json`,
+/// `bench`): `--threads`, or what limits this process's CPUs (`paraes_core::cpus`), shared
+/// among the node's ranks where a runner divided the machine; `None` for an engine that takes
+/// no `--threads`.
+pub fn threads_from(choice: &EngineChoice) -> Option<String> {
+    if !choice.entry.takes.threads {
+        return None;
+    }
+    let usable = paraes_core::cpus::usable();
+    Some(
+        match (choice.settings.threads, choice.settings.node_ranks) {
+            (Some(_), Some(ranks)) if usable.source == CpuSource::WholeMachine && ranks > 1 => {
+                format!("{}, shared among the node's {ranks} ranks", usable.source)
+            }
+            (Some(_), None) => "--threads".to_owned(),
+            _ => usable.source.to_string(),
+        },
+    )
 }
 
 /// Engines registered by the tests only.

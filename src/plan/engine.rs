@@ -116,6 +116,7 @@ pub fn settings(threads: Option<u32>, gpu: &GpuArgs, sim: &SimArgs) -> EngineSet
     let defaults = EngineSettings::default();
     EngineSettings {
         threads: threads.map(|t| t as usize),
+        node_ranks: None,
         aes_impl: None,
         gpu_ctr: gpu.gpu_ctr.unwrap_or(defaults.gpu_ctr),
         gpu_device: gpu.gpu_device.unwrap_or(defaults.gpu_device),

@@ -45,6 +45,7 @@ pub fn run(plan: &CryptPlan, file: &FileTask) -> Result<Summary> {
         engine: engine.name(),
         workers: engine.workers(),
         runner: "local",
+        threads_from: crate::engines::threads_from(&plan.engine),
         files: None,
         io: done.io,
     })

@@ -200,6 +200,7 @@ pub fn run(
         engine: engine.name(),
         workers: engine.workers(),
         runner: "local",
+        threads_from: crate::engines::threads_from(&plan.engine),
         files: Some(count),
         io: None,
     };

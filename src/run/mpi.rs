@@ -91,6 +91,7 @@ pub fn run_many(
         engine: engine.name(),
         workers: mpi.size(),
         runner: "mpi",
+        threads_from: crate::engines::threads_from(&rank_choice(plan, &mpi)),
         files: Some(count),
         io: None,
     }))
@@ -210,6 +211,7 @@ fn root(
         engine: engine.name(),
         workers: mpi.size(),
         runner: "mpi",
+        threads_from: crate::engines::threads_from(&rank_choice(plan, mpi)),
         files: None,
         io: None,
     })
@@ -247,10 +249,15 @@ fn launched_by_hydra() -> bool {
 /// registry says (CPU: the node's cores divided among them unless `--threads`; GPU: the node's
 /// GPUs taken in turn from `--gpu-device` on).
 fn rank_engine(plan: &CryptPlan, mpi: &Mpi) -> Result<Box<dyn Engine>> {
-    let EngineChoice { entry, settings } = &plan.engine;
-    let mut settings = settings.clone();
-    (entry.share_node)(&mut settings, mpi.local_rank(), mpi.local_size());
-    Ok((entry.build)(&settings)?.engine)
+    let choice = rank_choice(plan, mpi);
+    Ok((choice.entry.build)(&choice.settings)?.engine)
+}
+
+/// The plan's engine with this rank's share of the node, as [`rank_engine`] builds it.
+fn rank_choice(plan: &CryptPlan, mpi: &Mpi) -> EngineChoice {
+    let mut choice = plan.engine.clone();
+    (choice.entry.share_node)(&mut choice.settings, mpi.local_rank(), mpi.local_size());
+    choice
 }
 
 /// A job outcome as this rank's result: rank 0 reports the message, the others exit non-zero

@@ -62,6 +62,7 @@ pub fn run(plan: &CryptPlan, file: &FileTask, range: ByteRange) -> Result<Summar
         engine: engine.name(),
         workers: engine.workers(),
         runner: "local",
+        threads_from: crate::engines::threads_from(&plan.engine),
         files: None,
         io: None,
     })

@@ -29,6 +29,7 @@ mod ssh;
 mod stanzas;
 mod tamper;
 mod testkit;
+mod threads;
 mod trust;
 mod unverified_slot;
 mod v1_compat;

@@ -63,7 +63,7 @@ impl CpuEngine {
                 ))
             }
             Some(n) => n,
-            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            None => crate::cpus::usable().count,
         };
         let pool = if threads > 1 {
             let pool = rayon::ThreadPoolBuilder::new()

@@ -7,6 +7,7 @@ mod chunk_tag;
 pub mod cobblestone;
 pub mod container;
 pub mod cpu;
+pub mod cpus;
 pub mod engine;
 mod features;
 #[cfg(feature = "testing")]

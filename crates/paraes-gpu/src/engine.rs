@@ -66,7 +66,7 @@ impl GpuEngine {
         let kernels = <[[Kernel; KINDS]; 3]>::try_from(kernels).unwrap_or_else(|_| unreachable!());
         let threads = options
             .host_threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            .unwrap_or_else(|| paraes_core::cpus::usable().count);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("paraes-gpu-host-{i}"))

@@ -71,9 +71,8 @@ pub(crate) fn run(
 /// steps in turn, which keeps each chunk in cache from read to write (measured: two ranks on two
 /// cores, 1 GiB, 0.69 s threaded against about 0.6 s in turn).
 fn stages(mpi: &Mpi) -> Stages {
-    // The cores this process may run on (its affinity mask), shared with its node's ranks.
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    if cores / mpi.local_size() >= 2 {
+    // The CPUs this rank may use: its own where it was given some, else its share of the node.
+    if paraes_core::cpus::usable().per_rank(mpi.local_size()) >= 2 {
         Stages::Threaded
     } else {
         Stages::InTurn

@@ -130,6 +130,10 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         machine,
         rows,
     };
+    let cpu = engines::EngineChoice {
+        entry: engines::find("cpu").expect("the CPU engine is registered"),
+        settings,
+    };
     write_reports(
         args,
         &choices,
@@ -137,6 +141,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         &present,
         &absent,
         openssl_version.as_deref(),
+        engines::threads_from(&cpu).as_deref(),
     )
 }
 
@@ -170,6 +175,7 @@ fn write_reports(
     present: &[(&str, &str, &dyn Engine)],
     absent: &[(String, String)],
     openssl_version: Option<&str>,
+    threads_from: Option<&str>,
 ) -> Result<()> {
     let mut text = String::new();
     for (label, implementation, engine) in present {
@@ -178,6 +184,9 @@ fn write_reports(
             engine.workers(),
             engine.name()
         ));
+    }
+    if let Some(from) = threads_from {
+        text.push_str(&format!("CPU thread count set by {from}\n"));
     }
     if let Some(version) = openssl_version {
         text.push_str(&format!(
