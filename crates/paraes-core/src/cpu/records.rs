@@ -199,7 +199,7 @@ impl CpuEngine {
         let records = job.check(input.len(), output.len())?;
         let kernel = Records::new(job, self.aes_impl());
         let records_len = input.len().max(output.len());
-        let Some(pool) = self.pool_for(records_len) else {
+        let Some(turn) = self.pool_for(records_len) else {
             return kernel.run(0, records, input, output);
         };
         let per_group = (self.slice_len(records_len) / GCM_RECORD_LEN).max(1);
@@ -219,7 +219,7 @@ impl CpuEngine {
         let groups = Mutex::new(groups.into_iter());
         let failed = AtomicBool::new(false);
         let lowest = Mutex::new(None::<u64>);
-        self.on_all_threads(pool, || loop {
+        self.on_all_threads(&turn, || loop {
             if failed.load(Ordering::Relaxed) {
                 break;
             }
