@@ -87,7 +87,10 @@ pub struct OutputArgs {
     pub output: Option<PathBuf>,
 
     /// Write each output into DIR (created if missing) under its default name; with
-    /// --recursive, below the directory's own name, as `cp -r` does.
+    /// --recursive, below the directory's own name, as `cp -r` does; a --files-from name below
+    /// its whole path, as `rsync --files-from` does (data/x/c.txt -> DIR/data/x/c.txt.paraes; a
+    /// leading / is dropped, a name with '..' is refused). Two inputs that would land on one
+    /// output refuse the whole run before anything is written.
     #[arg(long, value_name = "DIR", conflicts_with = "output")]
     pub output_dir: Option<PathBuf>,
 

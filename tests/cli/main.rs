@@ -12,6 +12,7 @@ mod container;
 mod container_reference;
 mod faults;
 mod many_files;
+mod many_files_order;
 mod message;
 mod mpi;
 mod mpi_batches;
