@@ -15,6 +15,26 @@ fn with_key() -> Scratch {
     s
 }
 
+/// Runs `paraes COMMAND -q -k k --files-from list --output-dir DIR` in the scratch directory.
+trait ListedRun {
+    fn run_listed(&self, command: &str, dir: &str) -> Output;
+}
+
+impl ListedRun for Scratch {
+    fn run_listed(&self, command: &str, dir: &str) -> Output {
+        self.run(&[
+            command,
+            "-q",
+            "-k",
+            "k",
+            "--files-from",
+            "list",
+            "--output-dir",
+            dir,
+        ])
+    }
+}
+
 /// Files of very different sizes (empty to 3 MiB: some run side by side, some through the
 /// pipeline after them), named so that neither name nor size order is the input order.
 const FILES: [(&str, usize); 10] = [
@@ -134,48 +154,21 @@ fn files_from_names_are_mirrored_below_the_output_dir() {
     s.write("data/y/c.txt", b"y's c");
     // `./` is dropped, as find(1) writes it.
     s.write("list", b"data/x/c.txt\n./data/y/c.txt\n");
-    let out = s.run(&[
-        "enc",
-        "-q",
-        "-k",
-        "k",
-        "--files-from",
-        "list",
-        "--output-dir",
-        "out",
-    ]);
+    let out = s.run_listed("enc", "out");
     assert_success(&out, "enc --files-from --output-dir");
     assert!(s.exists("out/data/x/c.txt.paraes") && s.exists("out/data/y/c.txt.paraes"));
     s.write(
         "list",
         b"out/data/x/c.txt.paraes\nout/data/y/c.txt.paraes\n",
     );
-    let out = s.run(&[
-        "dec",
-        "-q",
-        "-k",
-        "k",
-        "--files-from",
-        "list",
-        "--output-dir",
-        "back",
-    ]);
+    let out = s.run_listed("dec", "back");
     assert_success(&out, "dec --files-from --output-dir");
     assert_eq!(s.read("back/out/data/x/c.txt"), b"x's c");
     assert_eq!(s.read("back/out/data/y/c.txt"), b"y's c");
     // An absolute name lands below the output directory without its leading /.
     let absolute = s.path("data/x/c.txt");
     s.write("list", absolute.as_os_str().as_encoded_bytes());
-    let out = s.run(&[
-        "enc",
-        "-q",
-        "-k",
-        "k",
-        "--files-from",
-        "list",
-        "--output-dir",
-        "abs",
-    ]);
+    let out = s.run_listed("enc", "abs");
     assert_success(&out, "an absolute name");
     let below = absolute.strip_prefix("/").unwrap().to_str().unwrap();
     assert!(s.exists(&format!("abs/{below}.paraes")), "{below}");
@@ -202,15 +195,7 @@ fn a_listed_name_that_climbs_out_of_the_output_dir_is_refused() {
     for name in ["data/x/../d.txt", "../outside/c.txt"] {
         s.write("list", format!("data/x/c.txt\n{name}\n").as_bytes());
         let before = s.names();
-        let out = s.run(&[
-            "enc",
-            "-k",
-            "k",
-            "--files-from",
-            "list",
-            "--output-dir",
-            "out",
-        ]);
+        let out = s.run_listed("enc", "out");
         let message = assert_usage_error(&out, name);
         assert!(
             message.contains("'..'") && message.contains(name),
