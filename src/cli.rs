@@ -74,8 +74,13 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the manual page (roff; view with `paraes man | man -l -`).
-    Man,
+    /// Print the manual page (roff; view with `paraes man | man -l -`), or write every page.
+    Man {
+        /// Write paraes.1 and one page per subcommand (paraes-enc.1, ...) into DIR (created if
+        /// missing; pages of those names are replaced) instead of printing paraes.1.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 /// `-o` and `--force`, shared by `enc` and `dec`.
@@ -313,8 +318,10 @@ pub struct DecArgs {
     #[command(flatten)]
     pub unlock: UnlockArgs,
 
-    /// Also print the body's data key on stderr (v3: key and context for pyca; v1/v2: AES key
-    /// and counter block for openssl enc). Anyone with it can read this file.
+    /// Also print on stderr what reads this file's body without paraes: for format v3, its data
+    /// key and context (for a Cobblestone reader such as pyca/cryptography); for v2, the body's
+    /// AES key and counter block (for openssl enc); refused for v1 (whose body key is your own
+    /// key). Still decrypts. Anyone with it can read this file.
     #[arg(long)]
     pub show_data_key: bool,
 

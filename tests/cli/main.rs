@@ -11,6 +11,7 @@ mod command_line_signals;
 mod container;
 mod container_reference;
 mod faults;
+mod manual;
 mod many_files;
 mod many_files_order;
 mod message;
