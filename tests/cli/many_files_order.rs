@@ -2,7 +2,8 @@
 //! were given, however the work was spread (small files run side by side, large ones after
 //! them); `--files-from` names keep their whole path below `--output-dir` (as `rsync
 //! --files-from` does) and a name that could climb out of it is refused; two inputs that would
-//! land on one output are refused before anything is written, also through `..` or a link.
+//! land on one output are refused before anything is written, also through `..` or a link; a
+//! per-file warning (an ignored stanza slot) comes in its file's place too.
 
 use std::process::Output;
 
@@ -261,4 +262,60 @@ fn two_inputs_that_land_on_one_output_refuse_the_run_before_any_write() {
         stderr(&out)
     );
     assert_eq!(s.names(), before);
+}
+
+#[test]
+fn dec_says_each_files_warning_in_its_place() {
+    // v2 files with a planted slot that --allow-unverified-slot lets through: each gets a
+    // warning line, from whichever worker opened it.
+    let s = crate::v2_compat::scratch();
+    let me = String::from_utf8(s.read("x25519.recipient"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let planted = paraes_core::fuzzing::plant_slot(
+        &s.read("ctr-multi.paraes"),
+        1,
+        &[crate::v2_compat::public(&me)],
+        7,
+    );
+    for name in ["v1.paraes", "v3.paraes", "v5.paraes"] {
+        s.write(name, &planted);
+    }
+    // A large file the identity does not open: it runs after the small ones, and fails.
+    s.key_file("other", 256, 9, true);
+    s.write("big", &seeded_bytes(9, 2 << 20));
+    assert_success(&s.run(&["enc", "-q", "-k", "other", "big"]), "enc big");
+    let given = [
+        "big.paraes",
+        "v1.paraes",
+        "missing.paraes",
+        "v3.paraes",
+        "v5.paraes",
+    ];
+    let mut dec = vec![
+        "dec",
+        "-f",
+        "-i",
+        "x25519.identity",
+        "--allow-unverified-slot",
+        "--output-dir",
+        "out",
+    ];
+    dec.extend(given);
+    for run in 0..3 {
+        let out = s.run(&dec);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        let named: Vec<&str> = err
+            .lines()
+            .filter_map(|line| {
+                line.strip_prefix("paraes: warning: ")
+                    .or_else(|| line.strip_prefix("paraes: error: "))
+            })
+            .filter_map(|rest| rest.split(": ").next())
+            .filter(|name| name.ends_with(".paraes"))
+            .collect();
+        assert_eq!(named, given, "run {run}: {err}");
+    }
 }
