@@ -10,6 +10,9 @@ use paraes_core::{KeySize, Mode};
 use paraes_gpu::CtrVariant;
 use paraes_sunway_sim::{Buffering, Variant};
 
+mod bench;
+pub use bench::BenchArgs;
+
 const EXAMPLES: &str = "\
 Examples:
   paraes keygen -o my.key                         make a random 256-bit key (mode 0600)
@@ -71,8 +74,13 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the manual page (roff; view with `paraes man | man -l -`).
-    Man,
+    /// Print the manual page (roff; view with `paraes man | man -l -`), or write every page.
+    Man {
+        /// Write paraes.1 and one page per subcommand (paraes-enc.1, ...) into DIR (created if
+        /// missing; pages of those names are replaced) instead of printing paraes.1.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 /// `-o` and `--force`, shared by `enc` and `dec`.
@@ -84,7 +92,10 @@ pub struct OutputArgs {
     pub output: Option<PathBuf>,
 
     /// Write each output into DIR (created if missing) under its default name; with
-    /// --recursive, below the directory's own name, as `cp -r` does.
+    /// --recursive, below the directory's own name, as `cp -r` does; a --files-from name below
+    /// its whole path, as `rsync --files-from` does (data/x/c.txt -> DIR/data/x/c.txt.paraes; a
+    /// leading / is dropped, a name with '..' is refused). Two inputs that would land on one
+    /// output refuse the whole run before anything is written.
     #[arg(long, value_name = "DIR", conflicts_with = "output")]
     pub output_dir: Option<PathBuf>,
 
@@ -307,8 +318,10 @@ pub struct DecArgs {
     #[command(flatten)]
     pub unlock: UnlockArgs,
 
-    /// Also print the body's data key on stderr (v3: key and context for pyca; v1/v2: AES key
-    /// and counter block for openssl enc). Anyone with it can read this file.
+    /// Also print on stderr what reads this file's body without paraes: for format v3, its data
+    /// key and context (for a Cobblestone reader such as pyca/cryptography); for v2, the body's
+    /// AES key and counter block (for openssl enc); refused for v1 (whose body key is your own
+    /// key). Still decrypts. Anyone with it can read this file.
     #[arg(long)]
     pub show_data_key: bool,
 
@@ -590,83 +603,6 @@ pub struct InfoArgs {
     /// stanzas; nothing in it is authenticated, so every slot says "authenticated": false).
     #[arg(long)]
     pub json: bool,
-}
-
-/// The options of `bench`. The lists are checked by `bench.rs`, as usage errors.
-#[derive(Args, Debug)]
-pub struct BenchArgs {
-    /// Engines to measure, comma-separated: cpu, gpu, mpi, sunway-sim, or all. Engines absent
-    /// from this build are reported as absent.
-    #[arg(short, long, value_name = "LIST", default_value = "all")]
-    pub backend: String,
-
-    /// Modes, comma-separated: ctr, ecb, gcm (gcm: format v3's body, 16 KiB AES-GCM chunks;
-    /// 128 and 256 bits only).
-    #[arg(short, long, value_name = "LIST", default_value = "ctr")]
-    pub mode: String,
-
-    /// Key sizes, comma-separated: 128, 192, 256.
-    #[arg(long, value_name = "LIST", default_value = "128")]
-    pub bits: String,
-
-    /// Buffer sizes: FROM..TO (powers of 4 from FROM to TO, inclusive) or a comma-separated
-    /// list. Default 1KiB..256MiB (--quick: 1KiB..1MiB).
-    #[arg(long, value_name = "RANGE|LIST")]
-    pub sizes: Option<String>,
-
-    /// Threads of the parallel CPU engine (default: all cores); the one-thread engine, the
-    /// speedup baseline, is always measured too.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub threads: Option<u32>,
-
-    /// Timed samples per measurement (default 11; --quick: 5).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub repeat: Option<u32>,
-
-    /// The reference measured in the same run (rows `openssl`, by `openssl speed` at every size
-    /// and thread count): openssl (required: fail without it) or none. Default: openssl when it
-    /// is installed, except with --quick.
-    #[arg(long, value_name = "NAME", value_parser = ["openssl", "none"])]
-    pub baseline: Option<String>,
-
-    /// CPU AES implementations to measure, comma-separated or repeated: aesni, vaes256, vaes512,
-    /// portable, or all (every one this CPU has). Default: the fastest this CPU has.
-    #[arg(long = "impl", value_name = "LIST", value_delimiter = ',')]
-    pub aes_impl: Vec<String>,
-
-    /// Measure nothing: read a document written by --json and print its markdown summary (and
-    /// redraw --plot, rewrite --csv).
-    #[arg(long, value_name = "FILE")]
-    pub from_json: Option<PathBuf>,
-
-    /// Write the rows as JSON to PATH ("-": standard output, and the table goes to stderr).
-    #[arg(long, value_name = "PATH")]
-    pub json: Option<PathBuf>,
-
-    /// Write the rows as CSV to PATH.
-    #[arg(long, value_name = "PATH")]
-    pub csv: Option<PathBuf>,
-
-    /// Draw throughput vs size as an SVG plot at PATH.
-    #[arg(long, value_name = "PATH.svg")]
-    pub plot: Option<PathBuf>,
-
-    /// Fewer sizes, samples and warm-up: done in well under a minute.
-    #[arg(long)]
-    pub quick: bool,
-
-    /// The GPU engine's options.
-    #[command(flatten)]
-    pub gpu: GpuArgs,
-
-    /// The Sunway simulator's options.
-    #[command(flatten)]
-    pub sim: SimArgs,
-
-    /// Also time the whole enc pipeline (container, chunk tags, temporary files) for sizes of at
-    /// least 1 MiB (rows `ENGINE-e2e`).
-    #[arg(long)]
-    pub e2e: bool,
 }
 
 /// `--mpi-io`.

@@ -2,13 +2,13 @@
 //! (newline- or NUL-separated, any bytes), and with `--recursive` the regular files below
 //! directory inputs (in name order; symbolic links inside them are not followed; FIFOs,
 //! sockets and devices are skipped). Each input keeps the name its output takes below an
-//! `--output-dir`.
+//! `--output-dir`: a command-line input its file name, a listed one its whole relative path.
 
 use std::ffi::OsStr;
 use std::fs;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
@@ -69,25 +69,53 @@ pub fn read_list(list: &Path, null: bool) -> Result<Vec<PathBuf>> {
         .collect())
 }
 
+/// How an input named by the user is named below an `--output-dir`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Naming {
+    /// By its own file name (a command-line input, as `cp a/x b/y DIR` does).
+    FileName,
+    /// By its whole path, without a leading `/` or `./` (a `--files-from` name, as `rsync
+    /// --files-from` and `tar -T` keep it): `data/x/c.txt` stays `data/x/c.txt`. A `..` is
+    /// kept, for the plan to refuse.
+    WholePath,
+}
+
+impl Naming {
+    /// The name below an output directory of the input `path`.
+    fn relative(self, path: &Path) -> PathBuf {
+        match self {
+            Naming::FileName => PathBuf::from(path.file_name().unwrap_or(path.as_os_str())),
+            Naming::WholePath => path
+                .components()
+                .filter(|c| matches!(c, Component::Normal(_) | Component::ParentDir))
+                .collect(),
+        }
+    }
+}
+
 /// The inputs of `names`, with the files below directories when `recursive` (a directory
-/// without it stays an input, and fails as one). `wanted` says whether a file found inside a
-/// directory is taken, by its name (enc skips `.paraes` files, dec takes only them).
+/// without it stays an input, and fails as one), each named below an output directory as
+/// `naming` says (a directory's files below the directory's name). `wanted` says whether a
+/// file found inside a directory is taken, by its name (enc skips `.paraes` files, dec takes
+/// only them).
 pub fn gather(
     names: Vec<PathBuf>,
+    naming: Naming,
     recursive: bool,
     wanted: impl Fn(&Path) -> bool,
     skipped: &mut Skipped,
 ) -> Vec<Found> {
     let mut found = Vec::new();
     for path in names {
+        let relative = naming.relative(&path);
         if recursive && path.is_dir() {
-            let top = match path.file_name() {
-                Some(name) => PathBuf::from(name),
-                None => PathBuf::new(),
+            // `data/..` has no file name: its files go directly below the output directory.
+            let top = match (naming, path.file_name()) {
+                (Naming::FileName, None) => PathBuf::new(),
+                _ => relative,
             };
             walk(&path, &top, &wanted, skipped, &mut found);
         } else {
-            let relative = PathBuf::from(path.file_name().unwrap_or(path.as_os_str()));
             found.push(Found { path, relative });
         }
     }
@@ -165,6 +193,7 @@ mod tests {
         let mut skipped = Skipped::default();
         let found = gather(
             vec![top.clone()],
+            Naming::FileName,
             true,
             |p| !p.as_os_str().as_bytes().ends_with(b".paraes"),
             &mut skipped,

@@ -84,12 +84,7 @@ fn execute(plan: Plan) -> Result<()> {
             std::io::stdout().write_all(&script)?;
             Ok(())
         }
-        Plan::Man => {
-            let mut page = Vec::new();
-            clap_mangen::Man::new(Cli::command()).render(&mut page)?;
-            std::io::stdout().write_all(&page)?;
-            Ok(())
-        }
+        Plan::Man(dir) => commands::man::run(dir.as_deref()),
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod info;
 pub mod keygen;
+pub mod man;
 pub mod rekey;
 pub mod upgrade;
 pub mod verify;

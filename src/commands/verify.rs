@@ -1,6 +1,7 @@
 //! `verify`: checks that containers are whole and authentic (header tag, every chunk tag, the
 //! last-chunk flag, ECB's padding) without decrypting their bodies and without writing
-//! anything; many files run as a many-file `enc` does. Prints `FILE: OK` per authentic file.
+//! anything; many files run as a many-file `enc` does. Prints `FILE: OK` per authentic file, in
+//! the order the files were given.
 
 use std::io::BufReader;
 use std::path::Path;
@@ -34,24 +35,29 @@ pub fn run(plan: &VerifyPlan) -> Result<()> {
     let files = many::Sized::new(plan.files.clone());
     let progress = Progress::start_many(&ui, files.total(), plan.files.len());
     let cores = paraes_core::cpus::usable().count;
-    let mut count = many::for_each_file(&files, many::SMALL_FILE_WORKERS, &progress, |i, size| {
-        let path = &plan.files[i];
-        // A large file alone spreads over the cores; small ones already run side by side.
-        let threads = match size {
-            many::Size::Small => 1,
-            many::Size::Large => cores,
-        };
-        let (bytes, ignored) = verify_one(path, &unlock, &engine, threads)?;
-        let shown = crate::advice::one_line(&path.display().to_string());
-        // A slot the file key does not authenticate is named on the file's own line, quiet
-        // or not: the OK is about the slot that opened the file, not that one.
-        match ignored {
-            Some(ignored) => progress.println_out(&format!("{shown}: OK, {}", ignored.short())),
-            None if !plan.quiet => progress.println_out(&format!("{shown}: OK")),
-            None => {}
-        }
-        Ok(bytes)
-    });
+    let mut count = many::for_each_file(
+        &files,
+        many::SMALL_FILE_WORKERS,
+        &progress,
+        |i, size, lines| {
+            let path = &plan.files[i];
+            // A large file alone spreads over the cores; small ones already run side by side.
+            let threads = match size {
+                many::Size::Small => 1,
+                many::Size::Large => cores,
+            };
+            let (bytes, ignored) = verify_one(path, &unlock, &engine, threads)?;
+            let shown = crate::advice::one_line(&path.display().to_string());
+            // A slot the file key does not authenticate is named on the file's own line, quiet
+            // or not: the OK is about the slot that opened the file, not that one.
+            match ignored {
+                Some(ignored) => lines.out(format!("{shown}: OK, {}", ignored.short())),
+                None if !plan.quiet => lines.out(format!("{shown}: OK")),
+                None => {}
+            }
+            Ok(bytes)
+        },
+    );
     progress.finish();
     count.failed += plan.unlisted.len();
     many::outcome(Some(count))

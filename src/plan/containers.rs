@@ -76,6 +76,7 @@ pub(super) fn containers(
     let mut skipped = Skipped::default();
     let found = files::gather(
         names,
+        files::Naming::FileName,
         list.recursive,
         |p| p.as_os_str().as_bytes().ends_with(b".paraes"),
         &mut skipped,

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use anyhow::{bail, Result};
 use paraes_core::Direction;
@@ -13,7 +13,7 @@ use super::naming::{check_not_read, default_name, NamingFix};
 use super::CryptInputs;
 use super::{FileTask, Files, Format, OutputTarget, Runner};
 use crate::files;
-use crate::files::{Found, Skipped};
+use crate::files::{Found, Naming, Skipped};
 use paraes_files::path_id;
 
 /// The files of a many-file run: every input with its output, checked as a whole (no two
@@ -46,10 +46,10 @@ pub(super) fn many_files(parts: &CryptInputs<'_>, runner: Runner) -> Result<File
             usage!(command, "with --backend mpi, --files-from needs a regular file every rank can read (not standard input, a pipe or <(...)): write the list to a file first");
         }
     }
-    let mut names = parts.inputs.to_vec();
-    if let Some(list) = &parts.list.files_from {
-        names.extend(files::read_list(list, parts.list.null)?);
-    }
+    let listed = match &parts.list.files_from {
+        Some(list) => files::read_list(list, parts.list.null)?,
+        None => Vec::new(),
+    };
     let direction = parts.direction;
     let wanted = move |path: &Path| {
         let container = path.as_os_str().as_bytes().ends_with(b".paraes");
@@ -59,7 +59,24 @@ pub(super) fn many_files(parts: &CryptInputs<'_>, runner: Runner) -> Result<File
         }
     };
     let mut skipped = Skipped::default();
-    let found = files::gather(names, parts.list.recursive, wanted, &mut skipped);
+    let recursive = parts.list.recursive;
+    let mut found = files::gather(
+        parts.inputs.to_vec(),
+        Naming::FileName,
+        recursive,
+        wanted,
+        &mut skipped,
+    );
+    found.extend(files::gather(
+        listed,
+        Naming::WholePath,
+        recursive,
+        wanted,
+        &mut skipped,
+    ));
+    if parts.output_dir.is_some() {
+        refuse_climbing_names(command, &found)?;
+    }
     say_skipped(&skipped, direction, parts.ui.quiet);
     if found.is_empty() && skipped.unlisted.is_empty() {
         bail!("no input files: nothing to do");
@@ -86,8 +103,7 @@ pub(super) fn many_files(parts: &CryptInputs<'_>, runner: Runner) -> Result<File
                 continue;
             }
         };
-        let key = std::path::absolute(&out).unwrap_or_else(|_| out.clone());
-        if let Some(first) = outputs.insert(key, path.clone()) {
+        if let Some(first) = outputs.insert(landing(&out), path.clone()) {
             bail!(
                 "{} and {} would both be written to {}: rename one, or run them separately",
                 first.display(),
@@ -126,6 +142,39 @@ pub(super) fn many_files(parts: &CryptInputs<'_>, runner: Runner) -> Result<File
         output_dir: parts.output_dir.map(Path::to_path_buf),
         refused,
     })
+}
+
+/// Refuses, with --output-dir, an input whose name below it would climb out of it (a
+/// `--files-from` name with a `..` component): mirrored, it could land outside the directory,
+/// and flattened it would collide or surprise; the user names it from a directory above it.
+fn refuse_climbing_names(command: &'static str, found: &[Found]) -> Result<()> {
+    let climbing = found.iter().find(|f| {
+        f.relative
+            .components()
+            .any(|c| matches!(c, Component::ParentDir))
+    });
+    if let Some(Found { path, .. }) = climbing {
+        usage!(
+            command,
+            "{}: a --files-from name with a '..' component cannot be mirrored below --output-dir (it could land outside it): list the names from a directory above them (cd there first), or drop --output-dir",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// Where `out` lands: its deepest directory that exists, with links and `..` resolved, and the
+/// rest of the name, so two names of one file (`a` and `sub/../a`, or a name through a
+/// linked directory) are seen as one.
+fn landing(out: &Path) -> PathBuf {
+    let absolute = std::path::absolute(out).unwrap_or_else(|_| out.to_path_buf());
+    for existing in absolute.ancestors().skip(1) {
+        if let Ok(real) = fs::canonicalize(existing) {
+            let rest = absolute.strip_prefix(existing).unwrap_or(&absolute);
+            return real.join(rest);
+        }
+    }
+    absolute
 }
 
 /// Says once what a --recursive walk left out.

@@ -58,8 +58,8 @@ pub enum Plan {
     Bench(BenchArgs),
     /// `completions SHELL`.
     Completions(clap_complete::Shell),
-    /// `man`.
-    Man,
+    /// `man`, with `--dir DIR` or to standard output.
+    Man(Option<PathBuf>),
 }
 
 /// Container or raw stream.
@@ -288,6 +288,6 @@ pub fn build(command: Command) -> Result<Plan> {
         Command::Info(args) => Plan::Info(args),
         Command::Bench(args) => Plan::Bench(args),
         Command::Completions { shell } => Plan::Completions(shell),
-        Command::Man => Plan::Man,
+        Command::Man { dir } => Plan::Man(dir),
     })
 }

@@ -22,7 +22,8 @@ pub fn run(plan: &CryptPlan, file: &FileTask) -> Result<Summary> {
     let engine = crate::engines::select(&plan.engine)?;
     let spread = Spread::Workers(crate::engines::chunk_workers(&plan.engine, engine.as_ref()));
     let credentials = Credentials::on_first_use(plan);
-    let job = prepare::prepare(plan, &credentials, file, Reach::ThisMachine)?;
+    let mut job = prepare::prepare(plan, &credentials, file, Reach::ThisMachine)?;
+    job.say_warning();
     // After the preparation, which may have asked for a passphrase on the terminal.
     let progress = Progress::start(&plan.ui, job.input.len());
     let done = crypt_prepared(plan, job, engine.as_ref(), spread, &progress, None)?;
@@ -96,6 +97,7 @@ pub fn crypt_prepared(
             stream,
             input,
             output,
+            ..
         } = &mut job;
         let spec = stream.spec(engine, plan.direction);
         let (input_name, output_name) = (input.name(), output.name());

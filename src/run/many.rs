@@ -4,9 +4,10 @@
 //! threaded pipeline at full single-file speed. So file data takes a fixed budget
 //! ([`SMALL_FILE_WORKERS`] small files, or the pipeline's 8 chunks) whatever the number and
 //! size of the files. A file that fails is reported on one line naming it, leaves nothing
-//! behind, and the others go on; the run then fails with a count.
+//! behind, and the others go on; the run then fails with a count. What each file's work says
+//! is printed in the order the inputs were given, so two runs print the same report.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
@@ -67,24 +68,87 @@ impl Sized {
     }
 }
 
+/// What the work on one file has to say (an `OK` line, a warning), held back with the file's
+/// outcome until every file before it in the input order has been reported.
+#[derive(Default)]
+pub struct FileLines {
+    lines: Vec<(Stream, String)>,
+}
+
+/// Where a line of [`FileLines`] goes.
+#[derive(Clone, Copy)]
+enum Stream {
+    Out,
+    Err,
+}
+
+impl FileLines {
+    /// A line for standard output.
+    pub fn out(&mut self, line: String) {
+        self.lines.push((Stream::Out, line));
+    }
+
+    /// A line for standard error.
+    pub fn err(&mut self, line: String) {
+        self.lines.push((Stream::Err, line));
+    }
+}
+
+/// The lines of files that finished before an earlier one, printed as soon as every file
+/// before them has been (so the report is in the order the inputs were given, however the
+/// work was spread; what waits is a few lines per file, as the file list itself holds).
+struct InOrder {
+    /// The first file whose lines are not printed yet.
+    next: usize,
+    /// Finished files at or after `next`, by index.
+    waiting: BTreeMap<usize, FileLines>,
+}
+
+impl InOrder {
+    /// Takes file `i`'s lines and prints every file's that is now due.
+    fn finished(&mut self, i: usize, lines: FileLines, progress: &Progress) {
+        self.waiting.insert(i, lines);
+        while let Some(lines) = self.waiting.remove(&self.next) {
+            for (stream, line) in &lines.lines {
+                match stream {
+                    Stream::Out => progress.println_out(line),
+                    Stream::Err => progress.println(line),
+                }
+            }
+            self.next += 1;
+        }
+    }
+}
+
 /// Runs `work` on every file of `files`: the small ones concurrently on `workers` threads,
 /// then the large ones in turn on this thread. `work` returns the input bytes done (for the
-/// display; a pipelined `work` moves the display itself and returns 0). A failure is printed
-/// as one line naming the file. Returns how many succeeded and failed.
+/// display; a pipelined `work` moves the display itself and returns 0) and puts what it has to
+/// say into the file's [`FileLines`]. A failure adds one line naming the file. Each file's
+/// lines are printed in the order of `files`, whichever finishes first. Returns how many
+/// succeeded and failed.
 pub fn for_each_file(
     sized: &Sized,
     workers: usize,
     progress: &Progress,
-    work: impl Fn(usize, Size) -> Result<u64> + Sync,
+    work: impl Fn(usize, Size, &mut FileLines) -> Result<u64> + Sync,
 ) -> FileCount {
     let (files, sizes) = (&sized.files, &sized.sizes);
     let is_small = |i: usize| sizes[i].is_none_or(|len| len <= SMALL_FILE);
     let small: Vec<usize> = (0..files.len()).filter(|&i| is_small(i)).collect();
     let large: Vec<usize> = (0..files.len()).filter(|&i| !is_small(i)).collect();
-    let count = Mutex::new(FileCount::default());
+    let count = Mutex::new((
+        FileCount::default(),
+        InOrder {
+            next: 0,
+            waiting: BTreeMap::new(),
+        },
+    ));
     let total = files.len();
-    let finish = |i: usize, outcome: Result<u64>| {
-        let mut count = count.lock().unwrap_or_else(|e| e.into_inner());
+    let run = |i: usize, size: Size| {
+        let mut lines = FileLines::default();
+        let outcome = work(i, size, &mut lines);
+        let mut guard = count.lock().unwrap_or_else(|e| e.into_inner());
+        let (count, in_order) = &mut *guard;
         match outcome {
             Ok(bytes) => {
                 count.done += 1;
@@ -92,7 +156,7 @@ pub fn for_each_file(
             }
             Err(e) => {
                 count.failed += 1;
-                progress.println(&format!(
+                lines.err(format!(
                     "paraes: error: {}: {}",
                     crate::advice::one_line(&files[i].display().to_string()),
                     crate::advice::error_line(&e)
@@ -100,6 +164,7 @@ pub fn for_each_file(
             }
         }
         progress.files_done(count.done + count.failed, total);
+        in_order.finished(i, lines, progress);
     };
     let next = AtomicUsize::new(0);
     std::thread::scope(|scope| {
@@ -107,14 +172,14 @@ pub fn for_each_file(
             scope.spawn(|| loop {
                 let at = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&i) = small.get(at) else { return };
-                finish(i, work(i, Size::Small));
+                run(i, Size::Small);
             });
         }
     });
     for &i in &large {
-        finish(i, work(i, Size::Large));
+        run(i, Size::Large);
     }
-    count.into_inner().unwrap_or_else(|e| e.into_inner())
+    count.into_inner().unwrap_or_else(|e| e.into_inner()).0
 }
 
 /// Fails the run when any file failed: "3 of 1,000 files failed".
@@ -161,12 +226,15 @@ pub fn run(
     let progress = Progress::start_many(&plan.ui, inputs.total(), jobs.len());
     let written = AtomicU64::new(0);
     let directories = Mutex::new(BTreeSet::new());
-    let mut count = for_each_file(&inputs, SMALL_FILE_WORKERS, &progress, |i, size| {
+    let mut count = for_each_file(&inputs, SMALL_FILE_WORKERS, &progress, |i, size, lines| {
         let file = &jobs[i];
         if let (Some(dir), OutputTarget::Path { path, .. }) = (output_dir, &file.output) {
             make_parents(dir, path)?;
         }
-        let job = prepare::prepare(plan, &credentials, file, Reach::ThisMachine)?;
+        let mut job = prepare::prepare(plan, &credentials, file, Reach::ThisMachine)?;
+        if let Some(warning) = job.warning.take() {
+            lines.err(warning);
+        }
         let spread = match size {
             Size::Small => Spread::InTurn,
             Size::Large => Spread::Workers(workers),

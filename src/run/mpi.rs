@@ -151,7 +151,8 @@ fn root(
             return Err(e);
         }
     }
-    let prepared = prepare::prepare(plan, credentials, file, reach).and_then(|job| {
+    let prepared = prepare::prepare(plan, credentials, file, reach).and_then(|mut job| {
+        job.say_warning();
         let strategy = strategy(io, &job)?;
         Ok((job, strategy))
     });

@@ -27,6 +27,18 @@ pub struct Prepared {
     pub input: Input,
     /// Where it goes.
     pub output: Output,
+    /// A warning about this file for the user (a stanza slot that opening ignored), left to
+    /// the caller to print: a many-file run prints it in the file's place in the report.
+    pub warning: Option<String>,
+}
+
+impl Prepared {
+    /// Prints the file's warning, if any, now (a run of one file).
+    pub fn say_warning(&mut self) {
+        if let Some(warning) = self.warning.take() {
+            eprintln!("{warning}");
+        }
+    }
 }
 
 /// A failure that has already been reported to the user: by another process of the same job
@@ -55,13 +67,20 @@ pub fn warner(quiet: bool) -> impl Fn(&str) {
 /// line. A v2 file's slot is ignored only because the user overrode the refusal, and its other
 /// recipients may see other content: said even under `--quiet`. A v3 file's is a warning.
 pub fn tell_ignored_slot(quiet: bool, name: &str, ignored: &IgnoredSlot) {
-    if !quiet || ignored.version < container::VERSION {
-        eprintln!(
+    if let Some(line) = ignored_slot_warning(quiet, name, ignored) {
+        eprintln!("{line}");
+    }
+}
+
+/// The line [`tell_ignored_slot`] prints, or `None` when `quiet` silences it.
+fn ignored_slot_warning(quiet: bool, name: &str, ignored: &IgnoredSlot) -> Option<String> {
+    (!quiet || ignored.version < container::VERSION).then(|| {
+        format!(
             "paraes: warning: {}: {}",
             crate::advice::one_line(name),
             ignored.warning()
-        );
-    }
+        )
+    })
 }
 
 /// The secrets a run needs, each read once whatever the number of files (a passphrase is
@@ -195,6 +214,7 @@ pub fn prepare(
                 stream: Stream::raw(key, mode, iv, *padding, plan.chunk_size),
                 input,
                 output,
+                warning: None,
             });
         }
         Format::Message { context, .. } => {
@@ -205,11 +225,13 @@ pub fn prepare(
                 stream,
                 input,
                 output,
+                warning: None,
             });
         }
         Format::Container(key_size) => key_size.unwrap_or(paraes_core::KeySize::Aes256),
     };
 
+    let mut warning = None;
     let opened = match plan.direction {
         Direction::Encrypt => {
             let recipients = credentials.recipients()?;
@@ -252,10 +274,14 @@ pub fn prepare(
                 input = input.replaying(first);
                 opened
             };
-            if let Some(ignored) = opened.ignored_slot() {
-                tell_ignored_slot(plan.ui.quiet, &input.name(), ignored);
-            }
+            warning = opened
+                .ignored_slot()
+                .and_then(|ignored| ignored_slot_warning(plan.ui.quiet, &input.name(), ignored));
             if plan.show_data_key {
+                // A run of one file: its warning first, as it was found.
+                if let Some(line) = warning.take() {
+                    eprintln!("{line}");
+                }
                 show_data_key(&opened)?;
             }
             opened
@@ -268,6 +294,7 @@ pub fn prepare(
         stream: Stream::container(opened, plan.chunk_size),
         input,
         output,
+        warning,
     })
 }
 

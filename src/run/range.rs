@@ -17,11 +17,13 @@ pub fn run(plan: &CryptPlan, file: &FileTask, range: ByteRange) -> Result<Summar
     let engine = crate::engines::select(&plan.engine)?;
     let credentials = Credentials::on_first_use(plan);
     let mut job = prepare::prepare(plan, &credentials, file, Reach::ThisMachine)?;
+    job.say_warning();
     let progress = Progress::start(&plan.ui, None);
     let Prepared {
         stream,
         input,
         output,
+        ..
     } = &mut job;
     let Input::File(file, path) = input else {
         bail!("--range needs a file");
