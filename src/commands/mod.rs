@@ -5,5 +5,6 @@ pub mod bench;
 pub mod info;
 pub mod keygen;
 pub mod rekey;
+mod rekey_change;
 pub mod upgrade;
 pub mod verify;
