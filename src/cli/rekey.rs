@@ -82,7 +82,7 @@ pub struct RekeyArgs {
     #[arg(long)]
     pub rewrite: bool,
 
-    /// No warnings.
+    /// Print nothing but errors: no warnings, and no line saying what changed.
     #[arg(short, long, conflicts_with = "verbose")]
     pub quiet: bool,
 

@@ -29,6 +29,20 @@ fn stanza_records(container: &[u8]) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// Asserts that each of `unlocks` opens `file` to `plain`.
+fn assert_each_opens(s: &Scratch, file: &str, plain: &[u8], unlocks: &[&[&str]]) {
+    for unlock in unlocks {
+        assert_eq!(opens(s, file, unlock).as_deref(), Some(plain), "{unlock:?}");
+    }
+}
+
+/// Encrypts `f` to `f.paraes` for `my.key` and `extra` ways in; its bytes.
+fn sealed(s: &Scratch, extra: &[&str]) -> Vec<u8> {
+    let out = s.run(&[&["enc", "-q", "-k", "my.key"][..], extra, &["f"]].concat());
+    assert_success(&out, "enc");
+    s.read("f.paraes")
+}
+
 /// A scratch directory with `f` (its plaintext returned), `my.key`, `alice.id` and `bob.id`.
 fn setup() -> (Scratch, Vec<u8>, String, String) {
     let s = Scratch::new();
@@ -45,9 +59,7 @@ fn setup() -> (Scratch, Vec<u8>, String, String) {
 #[test]
 fn adding_a_recipient_keeps_every_stanza_byte_for_byte_and_both_keys_open() {
     let (s, plain, alice, bob) = setup();
-    let out = s.run(&["enc", "-q", "-k", "my.key", "-r", &bob, "f"]);
-    assert_success(&out, "enc");
-    let before = s.read("f.paraes");
+    let before = sealed(&s, &["-r", &bob]);
     let out = s.run(&[
         "rekey",
         "-k",
@@ -63,17 +75,12 @@ fn adding_a_recipient_keeps_every_stanza_byte_for_byte_and_both_keys_open() {
     let (old, new) = (stanza_records(&before), stanza_records(&after));
     assert_eq!(new.len(), 3, "two kept, one added");
     assert_eq!(new[..2], old[..], "the old stanzas, byte for byte");
-    for unlock in [
-        &["-k", "my.key"][..],
-        &["-i", "alice.id"],
-        &["-i", "bob.id"],
-    ] {
-        assert_eq!(
-            opens(&s, "f.paraes", unlock).as_deref(),
-            Some(&plain[..]),
-            "{unlock:?}"
-        );
-    }
+    assert_each_opens(
+        &s,
+        "f.paraes",
+        &plain,
+        &[&["-k", "my.key"], &["-i", "alice.id"], &["-i", "bob.id"]],
+    );
     // And a key file and a passphrase, added together.
     s.key_file("more.key", 128, 40, true);
     s.secret("pass", b"a long enough passphrase\n");
@@ -90,17 +97,16 @@ fn adding_a_recipient_keeps_every_stanza_byte_for_byte_and_both_keys_open() {
     assert_success(&out, "rekey --add-key-file --add-passphrase-file");
     let added = stanza_records(&s.read("f.paraes"));
     assert_eq!(added[..3], new[..]);
-    for unlock in [
-        &["-k", "more.key"][..],
-        &["--passphrase-file", "pass"],
-        &["-k", "my.key"],
-    ] {
-        assert_eq!(
-            opens(&s, "f.paraes", unlock).as_deref(),
-            Some(&plain[..]),
-            "{unlock:?}"
-        );
-    }
+    assert_each_opens(
+        &s,
+        "f.paraes",
+        &plain,
+        &[
+            &["-k", "more.key"],
+            &["--passphrase-file", "pass"],
+            &["-k", "my.key"],
+        ],
+    );
 }
 
 /// `info` names each stanza (`#N` where a kind repeats); `--remove` by that name, or by kind
@@ -109,20 +115,7 @@ fn adding_a_recipient_keeps_every_stanza_byte_for_byte_and_both_keys_open() {
 fn removing_by_the_name_info_shows_locks_out_that_key_only() {
     let (s, plain, alice, bob) = setup();
     s.secret("pass", b"a long enough passphrase\n");
-    let out = s.run(&[
-        "enc",
-        "-q",
-        "-k",
-        "my.key",
-        "--passphrase-file",
-        "pass",
-        "-r",
-        &alice,
-        "-r",
-        &bob,
-        "f",
-    ]);
-    assert_success(&out, "enc");
+    sealed(&s, &["--passphrase-file", "pass", "-r", &alice, "-r", &bob]);
     let info = String::from_utf8(s.run(&["info", "f.paraes"]).stdout).unwrap();
     assert!(
         info.contains("named: key-file, passphrase, x25519#3, x25519#4"),
@@ -160,13 +153,12 @@ fn removing_by_the_name_info_shows_locks_out_that_key_only() {
     ]);
     assert_success(&out, "rekey --remove passphrase");
     assert!(opens(&s, "f.paraes", &["--passphrase-file", "pass"]).is_none());
-    for unlock in [&["-k", "my.key"][..], &["-i", "bob.id"]] {
-        assert_eq!(
-            opens(&s, "f.paraes", unlock).as_deref(),
-            Some(&plain[..]),
-            "{unlock:?}"
-        );
-    }
+    assert_each_opens(
+        &s,
+        "f.paraes",
+        &plain,
+        &[&["-k", "my.key"], &["-i", "bob.id"]],
+    );
     let info = String::from_utf8(s.run(&["info", "f.paraes"]).stdout).unwrap();
     assert!(info.contains("named: key-file, x25519\n"), "{info}");
 }
@@ -176,11 +168,7 @@ fn removing_by_the_name_info_shows_locks_out_that_key_only() {
 #[test]
 fn removing_the_opener_needs_force_and_the_last_way_in_is_never_removed() {
     let (s, plain, alice, _) = setup();
-    assert_success(
-        &s.run(&["enc", "-q", "-k", "my.key", "-r", &alice, "f"]),
-        "enc",
-    );
-    let before = s.read("f.paraes");
+    let before = sealed(&s, &["-r", &alice]);
     let out = s.run(&["rekey", "-k", "my.key", "--remove", "key-file", "f.paraes"]);
     let err = assert_error(&out, "removing the opener without --force");
     assert!(
@@ -200,10 +188,7 @@ fn removing_the_opener_needs_force_and_the_last_way_in_is_never_removed() {
     ]);
     assert_success(&out, "rekey --remove key-file --force");
     assert!(opens(&s, "f.paraes", &["-k", "my.key"]).is_none());
-    assert_eq!(
-        opens(&s, "f.paraes", &["-i", "alice.id"]).as_deref(),
-        Some(&plain[..])
-    );
+    assert_each_opens(&s, "f.paraes", &plain, &[&["-i", "alice.id"]]);
 }
 
 /// `--new-*` replaces every stanza: it refuses to drop the one that opened the file unless that
@@ -211,11 +196,7 @@ fn removing_the_opener_needs_force_and_the_last_way_in_is_never_removed() {
 #[test]
 fn replacing_says_what_it_drops_and_keeps_the_opener_unless_forced() {
     let (s, plain, alice, bob) = setup();
-    assert_success(
-        &s.run(&["enc", "-q", "-k", "my.key", "-r", &alice, "f"]),
-        "enc",
-    );
-    let before = s.read("f.paraes");
+    let before = sealed(&s, &["-r", &alice]);
     let out = s.run(&["rekey", "-k", "my.key", "--new-recipient", &bob, "f.paraes"]);
     let err = assert_error(&out, "replace that drops the opener");
     assert!(
@@ -242,13 +223,12 @@ fn replacing_says_what_it_drops_and_keeps_the_opener_unless_forced() {
         "{err}"
     );
     assert!(opens(&s, "f.paraes", &["-i", "alice.id"]).is_none());
-    for unlock in [&["-k", "my.key"][..], &["-i", "bob.id"]] {
-        assert_eq!(
-            opens(&s, "f.paraes", unlock).as_deref(),
-            Some(&plain[..]),
-            "{unlock:?}"
-        );
-    }
+    assert_each_opens(
+        &s,
+        "f.paraes",
+        &plain,
+        &[&["-k", "my.key"], &["-i", "bob.id"]],
+    );
     // --force drops it.
     let out = s.run(&[
         "rekey",
@@ -266,10 +246,7 @@ fn replacing_says_what_it_drops_and_keeps_the_opener_unless_forced() {
     );
     assert!(opens(&s, "f.paraes", &["-i", "bob.id"]).is_none());
     assert!(opens(&s, "f.paraes", &["-k", "my.key"]).is_none());
-    assert_eq!(
-        opens(&s, "f.paraes", &["-i", "alice.id"]).as_deref(),
-        Some(&plain[..])
-    );
+    assert_each_opens(&s, "f.paraes", &plain, &[&["-i", "alice.id"]]);
 }
 
 /// A remove that names nothing, or more than one stanza, is one line and changes nothing;
@@ -277,11 +254,7 @@ fn replacing_says_what_it_drops_and_keeps_the_opener_unless_forced() {
 #[test]
 fn a_remove_that_names_nothing_or_several_is_one_line_and_changes_nothing() {
     let (s, _, alice, bob) = setup();
-    assert_success(
-        &s.run(&["enc", "-q", "-k", "my.key", "-r", &alice, "-r", &bob, "f"]),
-        "enc",
-    );
-    let before = s.read("f.paraes");
+    let before = sealed(&s, &["-r", &alice, "-r", &bob]);
     for (name, needle) in [
         ("passphrase", "no stanza of the file is \"passphrase\""),
         ("x25519#1", "no stanza of the file is \"x25519#1\""),
