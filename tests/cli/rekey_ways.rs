@@ -281,3 +281,40 @@ fn a_remove_that_names_nothing_or_several_is_one_line_and_changes_nothing() {
         assert_eq!(s.read("f.paraes"), before, "{args:?}: byte-identical");
     }
 }
+
+/// `--add-passphrase` asks on the terminal, twice, and the passphrase then opens the file
+/// beside the key that opened it.
+#[test]
+fn add_passphrase_asks_twice_on_the_terminal_and_keeps_the_key() {
+    let (s, plain, _, _) = setup();
+    let before = sealed(&s, &[]);
+    let out = s.bash(
+        r#"rm -f typed.log status.txt
+        ( n=0; for i in $(seq 1200); do
+            [ -e status.txt ] && break
+            c=$(grep -o 'Passphrase' typed.log 2>/dev/null | wc -l)
+            if [ "$c" -gt "$n" ]; then n=$c; printf 'a long enough passphrase\n'; fi
+            sleep 0.1
+          done ) \
+        | timeout 150 script -qfec '"$PARAES" rekey -k my.key --add-passphrase f.paraes; echo $? > status.txt' typed.log >/dev/null
+        cat status.txt"#,
+    );
+    let log = String::from_utf8_lossy(&s.read("typed.log")).into_owned();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0", "{log}");
+    assert!(log.contains("Passphrase again"), "asked twice: {log}");
+    assert!(
+        !log.contains("long enough"),
+        "the passphrase was echoed: {log}"
+    );
+    assert_eq!(
+        stanza_records(&s.read("f.paraes"))[0],
+        stanza_records(&before)[0]
+    );
+    s.secret("pass", b"a long enough passphrase\n");
+    assert_each_opens(
+        &s,
+        "f.paraes",
+        &plain,
+        &[&["-k", "my.key"], &["--passphrase-file", "pass"]],
+    );
+}
