@@ -11,7 +11,9 @@ use paraes_gpu::CtrVariant;
 use paraes_sunway_sim::{Buffering, Variant};
 
 mod bench;
+mod rekey;
 pub use bench::BenchArgs;
+pub use rekey::RekeyArgs;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -26,8 +28,8 @@ Examples:
   paraes keygen --x25519 -o me.id                 an X25519 identity; its recipient on stderr
   paraes enc -r paraes1... -k team.key big.dat    for a public key and a key file at once
   paraes dec -i me.id big.dat.paraes              open with an identity file
-  paraes rekey -k old.key --new-key-file new.key big.dat.paraes
-                                                  new keys, body untouched
+  paraes rekey -k my.key --add-recipient paraes1... big.dat.paraes
+                                                  one more way in, body untouched
   paraes enc --raw ctr -k my.key f -o f.ctr       bare CTR stream (random IV, printed), as openssl enc
   paraes info big.dat.paraes                      show a container's header
   paraes enc -k my.key --recursive dir --output-dir /backup
@@ -60,7 +62,8 @@ pub enum Command {
     Keygen(KeygenArgs),
     /// Print the header fields of a container and check its length (no key needed).
     Info(InfoArgs),
-    /// Replace who can open a container (its stanzas) without re-encrypting its body.
+    /// Change who can open a container (its stanzas) without re-encrypting its body: add ways
+    /// in, remove them by name, or replace them all.
     Rekey(RekeyArgs),
     /// Re-encrypt format v2 containers as v3 under the same file key, keeping every stanza
     /// (so recipients who are not present still open them); each file is replaced only once
@@ -513,54 +516,6 @@ pub struct UpgradeArgs {
     /// Print nothing for upgraded files (errors still go to standard error).
     #[arg(short, long)]
     pub quiet: bool,
-}
-
-/// The options of `rekey`.
-#[derive(Args, Debug)]
-#[command(group(
-    clap::ArgGroup::new("new_keys")
-        .required(true)
-        .multiple(true)
-        .args(["new_key_file", "new_recipient", "new_recipients_file", "new_passphrase_file"])
-))]
-pub struct RekeyArgs {
-    /// The container (changed in place when the new stanzas fit, else a renamed copy).
-    pub file: PathBuf,
-
-    /// How to open it now.
-    #[command(flatten)]
-    pub keys: KeyArgs,
-
-    #[command(flatten)]
-    pub unlock: UnlockArgs,
-
-    /// New: a key file that opens the file (repeatable).
-    #[arg(long, value_name = "PATH")]
-    pub new_key_file: Vec<PathBuf>,
-
-    /// New: a recipient that opens the file (repeatable).
-    #[arg(long, value_name = "RECIPIENT")]
-    pub new_recipient: Vec<String>,
-
-    /// New: the recipients listed in FILE (repeatable).
-    #[arg(long, value_name = "FILE")]
-    pub new_recipients_file: Vec<PathBuf>,
-
-    /// New: a passphrase from a file's first line.
-    #[arg(long, value_name = "PATH")]
-    pub new_passphrase_file: Option<PathBuf>,
-
-    /// Write a copy and rename it over the file, never in place (NFS, FUSE: no write lease).
-    #[arg(long)]
-    pub rewrite: bool,
-
-    /// No warnings.
-    #[arg(short, long, conflicts_with = "verbose")]
-    pub quiet: bool,
-
-    /// Say how the file was guarded against other writers.
-    #[arg(short, long)]
-    pub verbose: bool,
 }
 
 /// The options of `keygen`.

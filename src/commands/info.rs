@@ -4,12 +4,13 @@
 //! stanza slot; it reports temporaries an interrupted rekey left beside the file. `--json`
 //! prints the same facts as one JSON object (docs/FORMAT.md, "Reading a v3 body without
 //! paraes"): each slot's stanzas as text, and as objects with their kind byte, name and, for
-//! SSH stanzas, the key tag (which SSH key a stanza claims to be for).
+//! SSH stanzas, the key tag (which SSH key a stanza claims to be for). Each stanza also has the
+//! name `rekey --remove` takes (its kind, an SSH key tag, `#N` where a kind repeats).
 
 use anyhow::{bail, Result};
 use paraes_core::container::{
-    Access, BodyLayout, ContainerError, HeaderInfo, LayoutError, StanzaKind, UnverifiedHeader,
-    V1KeySource,
+    stanza_names, Access, BodyLayout, ContainerError, HeaderInfo, LayoutError, StanzaKind,
+    UnverifiedHeader, V1KeySource,
 };
 use paraes_core::Mode;
 use serde_json::json;
@@ -96,6 +97,10 @@ fn print_text(info: &HeaderInfo, layout: Option<&Result<BodyLayout, LayoutError>
                     slot.generation,
                     list_stanzas(&slot.stanzas)
                 );
+                println!(
+                    "              named: {}",
+                    stanza_names(&slot.stanzas).join(", ")
+                );
             }
             if slots.len() > 1 {
                 println!("              (two slots: a key shows whether both are authentic)");
@@ -119,10 +124,12 @@ fn print_text(info: &HeaderInfo, layout: Option<&Result<BodyLayout, LayoutError>
     println!("authenticity: not checked (that needs the key: paraes dec)");
 }
 
-/// One stanza as a JSON object: its kind byte, its kind's name (null for a kind this paraes
-/// does not know), and the SSH key tag of an SSH stanza, as hex.
-fn stanza_json(kind: &StanzaKind) -> serde_json::Value {
+/// One stanza as a JSON object: its name in its slot (what `rekey --remove` takes), its kind
+/// byte, its kind's name (null for a kind this paraes does not know), and the SSH key tag of an
+/// SSH stanza, as hex.
+fn stanza_json(kind: &StanzaKind, name: String) -> serde_json::Value {
     let mut object = json!({
+        "name": name,
         "kind_byte": kind.byte(),
         "kind": kind.name(),
     });
@@ -166,7 +173,7 @@ fn as_json(
                         "generation": slot.generation,
                         "authenticated": false,
                         "stanzas": slot.stanzas.iter().map(ToString::to_string).collect::<Vec<_>>(),
-                        "stanza_kinds": slot.stanzas.iter().map(stanza_json).collect::<Vec<_>>(),
+                        "stanza_kinds": slot.stanzas.iter().zip(stanza_names(&slot.stanzas)).map(|(kind, name)| stanza_json(kind, name)).collect::<Vec<_>>(),
                     })
                 })
                 .collect(),

@@ -6,5 +6,6 @@ pub mod info;
 pub mod keygen;
 pub mod man;
 pub mod rekey;
+mod rekey_change;
 pub mod upgrade;
 pub mod verify;

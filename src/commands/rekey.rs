@@ -30,8 +30,13 @@ pub fn run(args: &RekeyPlan) -> Result<()> {
     // opened (a prompt or a FIFO may take any time): from the read of the header to the
     // writes, nothing waits on the user.
     let unlock = args.open.unlock(&warn)?;
-    let new = NewStanzas::prepare(&args.new.recipients(&warn)?)?;
-    for warning in new.warnings() {
+    let recipients = args.change.new_keys().recipients(&warn)?;
+    let new = if recipients.is_empty() {
+        None
+    } else {
+        Some(NewStanzas::prepare(&recipients)?)
+    };
+    for warning in new.iter().flat_map(NewStanzas::warnings) {
         warn(&warning.to_string());
     }
     // Through a link, the container rekeyed is the link's target, in place or rewritten
@@ -65,7 +70,16 @@ pub fn run(args: &RekeyPlan) -> Result<()> {
     } else {
         RekeyWay::InPlaceWhereTheyFit
     };
-    let plan = opened.rekey_with(&new, way)?;
+    let (plan, change) = super::rekey_change::plan(
+        &opened,
+        &unlock,
+        &args.change,
+        new.as_ref(),
+        &recipients,
+        args.force,
+        way,
+    )
+    .with_context(|| format!("{shown} is unchanged"))?;
     match &plan {
         Rekey::InPlace(in_place) => {
             // The lease covers the writes alone (taken after any prompt, so no reader waits
@@ -124,6 +138,9 @@ pub fn run(args: &RekeyPlan) -> Result<()> {
                 );
             }
         }
+    }
+    if !args.quiet {
+        eprintln!("paraes: {shown}: {change}");
     }
     Ok(())
 }

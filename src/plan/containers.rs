@@ -1,5 +1,5 @@
-//! The option rules of the commands that work on existing containers: `verify`, `upgrade`
-//! and `rekey`.
+//! The option rules of the commands that work on existing containers: `verify` and `upgrade`
+//! (`rekey`'s are in `rekey.rs`).
 
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
@@ -8,13 +8,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use paraes_core::{Direction, KeySize};
 
-use super::keys::{KeyPlan, KeySource, PassphraseSource};
+use super::keys::KeyPlan;
 use super::many::say_skipped;
-use super::{RekeyPlan, UpgradePlan, VerifyPlan};
-use crate::cli::{RekeyArgs, UpgradeArgs, VerifyArgs};
+use super::{UpgradePlan, VerifyPlan};
+use crate::cli::{UpgradeArgs, VerifyArgs};
 use crate::files;
 use crate::files::{Found, Skipped};
-use paraes_files::path_id;
 
 /// Builds the plan of `verify`.
 pub(super) fn verify(args: &VerifyArgs) -> Result<VerifyPlan> {
@@ -105,49 +104,5 @@ pub(super) fn containers(
         unlisted,
         keys,
         quiet,
-    })
-}
-
-/// Builds the plan of `rekey`.
-pub(super) fn rekey(args: &RekeyArgs) -> Result<RekeyPlan> {
-    const C: &str = "rekey";
-    let open = KeyPlan::new(&args.keys).with_unlock(&args.unlock);
-    if open.keys.is_empty() && open.passphrase.is_none() && open.identities.is_empty() {
-        usage!(C, "rekey must open the file first: give its current key (-k, --key, --key-fd, --key-env, -p, --passphrase-file or -i)");
-    }
-
-    let new = KeyPlan {
-        keys: args
-            .new_key_file
-            .iter()
-            .map(|p| KeySource::from_path(p))
-            .collect(),
-        passphrase: args
-            .new_passphrase_file
-            .as_deref()
-            .map(PassphraseSource::from_path),
-        recipients: args.new_recipient.clone(),
-        recipients_files: args.new_recipients_file.clone(),
-        ..KeyPlan::default()
-    };
-    if open.stdin_readers() + new.stdin_readers() > 1 {
-        usage!(C, "standard input can feed only one key or passphrase");
-    }
-    let container = path_id(&args.file);
-    for (_, path) in open.paths().into_iter().chain(new.paths()) {
-        if container.is_some() && path_id(path) == container {
-            bail!(
-                "{} is the container being rekeyed, not a key: give its keys in other files",
-                path.display()
-            );
-        }
-    }
-    Ok(RekeyPlan {
-        file: args.file.clone(),
-        open,
-        new,
-        rewrite: args.rewrite,
-        quiet: args.quiet,
-        verbose: args.verbose,
     })
 }

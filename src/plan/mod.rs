@@ -31,14 +31,16 @@ mod engine;
 mod keys;
 mod many;
 mod naming;
+mod rekey;
 
-use containers::rekey;
 use containers::upgrade;
 use containers::verify;
 use crypt::dec;
 use crypt::enc;
 pub use engine::settings as engine_settings;
 pub use keys::{KeyPlan, KeySource, PassphraseSource};
+use rekey::rekey;
+pub use rekey::{RekeyChange, RekeyPlan};
 
 /// What to run.
 pub enum Plan {
@@ -258,22 +260,6 @@ pub(super) struct CryptInputs<'a> {
     pub(super) force_raw: bool,
     pub(super) engine: &'a EngineArgs,
     pub(super) ui: &'a UiArgs,
-}
-
-/// A validated `rekey`.
-pub struct RekeyPlan {
-    /// The container.
-    pub file: PathBuf,
-    /// What opens it now.
-    pub open: KeyPlan,
-    /// What will open it.
-    pub new: KeyPlan,
-    /// `--rewrite`: a copy renamed over the file, never in place.
-    pub rewrite: bool,
-    /// No messages.
-    pub quiet: bool,
-    /// `-v`: say how the file was guarded.
-    pub verbose: bool,
 }
 
 /// Builds the plan of a parsed command line.

@@ -24,6 +24,7 @@ mod rails;
 mod range;
 mod raw;
 mod rekey_race;
+mod rekey_ways;
 mod roundtrip;
 mod secrets;
 mod spread;

@@ -51,6 +51,7 @@ fn v_and_w(s: &Scratch) -> (Vec<u8>, Vec<u8>) {
     }
     let out = s.run(&[
         "rekey",
+        "--force",
         "-q",
         "-k",
         "b.key",
@@ -80,6 +81,7 @@ fn a_file_replaced_in_place_while_rekey_reads_its_new_key_is_never_written() {
     let rekey = s
         .command(&[
             "rekey",
+            "--force",
             "-k",
             "a.key",
             "--new-key-file",
@@ -147,6 +149,7 @@ fn rekey_while_asked(s: &Scratch, hold_open: bool, before_answer: &str) -> (Stri
     std::fs::copy(s.path("V.paraes"), s.path("W.paraes")).unwrap();
     let out = s.run(&[
         "rekey",
+        "--force",
         "-q",
         "-k",
         "team.key",
@@ -166,7 +169,7 @@ fn rekey_while_asked(s: &Scratch, hold_open: bool, before_answer: &str) -> (Stri
           {before_answer}
           printf 'pass words\n'
           for i in $(seq 600); do [ -e status.txt ] && break; sleep 0.05; done ) \
-        | timeout 120 script -qfec '"$PARAES" rekey -v -i locked --new-key-file new.key V.paraes; echo $? > status.txt' typed.log >/dev/null
+        | timeout 120 script -qfec '"$PARAES" rekey -v --force -i locked --new-key-file new.key V.paraes; echo $? > status.txt' typed.log >/dev/null
         wait
         cat status.txt"#
     ));
@@ -223,6 +226,7 @@ fn rekey_rewrite_replaces_the_file_by_a_copy() {
     let inode = std::fs::metadata(s.path("V.paraes")).unwrap().ino();
     let out = s.run(&[
         "rekey",
+        "--force",
         "-k",
         "a.key",
         "--rewrite",
@@ -260,6 +264,7 @@ fn kill_9_during_a_rekey_over_a_planted_slot_leaves_a_file_the_old_or_the_new_se
     assert!(said.contains("OK, stanza slot 1 ignored"), "{said}");
     let args = [
         "rekey",
+        "--force",
         "-q",
         "-i",
         "victim.id",

@@ -156,6 +156,27 @@ fn a_file_for_two_ssh_keys_opens_with_either_and_not_with_a_stranger_s() {
     assert_eq!(kinds[0]["ssh_key_tag"], ed_tag.as_str());
     assert_eq!(kinds[1]["kind"], "ssh-rsa recipient");
     assert_eq!(kinds[1]["ssh_key_tag"], rsa_tag.as_str());
+    // Each SSH stanza is named by its kind and key tag, and removed by that name (issue 39).
+    assert!(
+        info.contains(&format!("named: ssh-ed25519:{ed_tag}, ssh-rsa:{rsa_tag}")),
+        "{info}"
+    );
+    assert_eq!(kinds[1]["name"], format!("ssh-rsa:{rsa_tag}").as_str());
+    let out = s.run(&[
+        "rekey",
+        "-i",
+        "id_ed25519",
+        "--remove",
+        &format!("ssh-rsa:{rsa_tag}"),
+        "f.paraes",
+    ]);
+    let err = assert_success(&out, "rekey --remove ssh-rsa:TAG");
+    assert!(err.contains(&format!("removed ssh-rsa:{rsa_tag}")), "{err}");
+    assert!(opens(&s, "f.paraes", &["-i", "id_rsa"]).is_none());
+    assert_eq!(
+        opens(&s, "f.paraes", &["-i", "id_ed25519"]).as_deref(),
+        Some(&plain[..])
+    );
     // keygen -y prints a private key's public line (without its comment).
     let out = s.run(&["keygen", "-y", "id_ed25519"]);
     let printed = String::from_utf8(out.stdout).unwrap();
@@ -527,6 +548,7 @@ fn ssh_stanzas_mix_with_every_kind_and_rekey() {
     // rekey: open with the SSH key, hand the file to the RSA key alone.
     let out = s.run(&[
         "rekey",
+        "--force",
         "-i",
         "id_ed25519",
         "--new-recipient",

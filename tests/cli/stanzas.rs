@@ -7,7 +7,7 @@ use crate::common::{
 };
 
 /// An identity file `name` (X25519, or hybrid with `pq`) and its recipient.
-fn identity(s: &Scratch, name: &str, pq: bool) -> String {
+pub(crate) fn identity(s: &Scratch, name: &str, pq: bool) -> String {
     let kind = if pq { "--pq" } else { "--x25519" };
     let out = s.run(&["keygen", kind, "-o", name]);
     let err = assert_success(&out, "keygen identity");
@@ -25,7 +25,7 @@ fn identity(s: &Scratch, name: &str, pq: bool) -> String {
     recipient
 }
 
-fn opens(s: &Scratch, file: &str, unlock: &[&str]) -> Option<Vec<u8>> {
+pub(crate) fn opens(s: &Scratch, file: &str, unlock: &[&str]) -> Option<Vec<u8>> {
     let out = s.run(&[&["dec", "-q", file, "-o", "-"][..], unlock].concat());
     out.status.success().then_some(out.stdout)
 }
@@ -144,6 +144,7 @@ fn rekey_swaps_who_can_open_and_keeps_the_body() {
     assert_success(&s.run(&["enc", "-q", "-k", "old.key", "f"]), "enc");
     let before = s.read("f.paraes");
     let bob = identity(&s, "bob.id", false);
+    // Replacing every stanza drops the one that opened the file: --force says that is meant.
     let out = s.run(&[
         "rekey",
         "-k",
@@ -152,10 +153,15 @@ fn rekey_swaps_who_can_open_and_keeps_the_body() {
         "new.key",
         "--new-recipient",
         &bob,
+        "--force",
         "f.paraes",
     ]);
     let err = assert_success(&out, "rekey");
     assert!(err.contains("in place"), "{err}");
+    assert!(
+        err.contains("dropped key-file (it opened the file)"),
+        "{err}"
+    );
     let after = s.read("f.paraes");
     assert_eq!(after.len(), before.len());
     assert!(
@@ -191,7 +197,7 @@ fn rekey_swaps_who_can_open_and_keeps_the_body() {
     let pq: Vec<String> = (0..3)
         .map(|i| identity(&s, &format!("pq{i}.id"), true))
         .collect();
-    let mut args = vec!["rekey", "-i", "bob.id"];
+    let mut args = vec!["rekey", "--force", "-i", "bob.id"];
     for r in &pq {
         args.extend(["--new-recipient", r.as_str()]);
     }

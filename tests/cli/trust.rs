@@ -58,7 +58,7 @@ fn opens(s: &Scratch, name: &str, unlock: &[&str]) -> Option<Vec<u8>> {
 }
 
 fn rekey(s: &Scratch, args: &[&str]) -> std::process::Output {
-    s.run(&[&["rekey", "-q"][..], args].concat())
+    s.run(&[&["rekey", "-q", "--force"][..], args].concat())
 }
 
 /// `rekey -k FROM [EXTRA...] --new-key-file TO victim.paraes` succeeds, and TO opens the file.
@@ -302,6 +302,7 @@ fn info_and_rekey_report_temporaries_a_killed_rekey_left() {
     assert!(info.contains(".paraes-rekey.XyZ123"), "{info}");
     let out = s.run(&[
         "rekey",
+        "--force",
         "-k",
         "old.key",
         "--new-key-file",
@@ -323,7 +324,7 @@ fn a_second_rekey_of_the_same_file_waits_for_none_and_writes_nothing() {
         "flock victim.paraes sh -c ': > held; until [ -e done ]; do sleep 0.01; done' & \
          for i in $(seq 6000); do [ -e held ] && break; sleep 0.01; done; \
          [ -e held ] || echo 'flock never took the lock'; \
-         \"$PARAES\" rekey -k old.key --new-key-file new.key victim.paraes; echo \"exit $?\"; \
+         \"$PARAES\" rekey --force -k old.key --new-key-file new.key victim.paraes; echo \"exit $?\"; \
          : > done; wait",
     );
     let text =

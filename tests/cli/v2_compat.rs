@@ -314,7 +314,7 @@ fn rekey_keeps_a_v2_file_v2_and_moves_it_to_the_new_key() {
         let before = s.read(file);
         let out = s.run(
             &[
-                &["rekey", "-q"][..],
+                &["rekey", "-q", "--force"][..],
                 old,
                 &["--new-key-file", "new.key", file],
             ]
@@ -474,7 +474,7 @@ fn slots_planted_in_a_v2_file_never_open_it_for_anyone_nor_replace_the_real_one(
     let rekey = |extra: &[&str]| {
         s.run(
             &[
-                &["rekey", "-q", "-i", "x25519.identity"][..],
+                &["rekey", "-q", "--force", "-i", "x25519.identity"][..],
                 extra,
                 &["--new-key-file", "new.key", "victim.paraes"],
             ]

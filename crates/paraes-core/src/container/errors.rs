@@ -73,6 +73,10 @@ pub enum ContainerError {
     /// More than one passphrase among the recipients, or none at all.
     #[error("{0}")]
     BadRecipients(String),
+    /// A change of a file's stanzas by name that cannot be made: a name that names no stanza
+    /// or several, or a result with no way in.
+    #[error("{0}")]
+    BadStanzaChange(String),
     /// A recipient's text does not parse.
     #[error("not a paraes recipient: {0}")]
     BadRecipient(String),

@@ -22,6 +22,7 @@ mod v1;
 mod v2;
 mod v3;
 mod warnings;
+mod ways;
 
 pub(crate) use body::BodyCheck;
 pub use body::{
@@ -51,6 +52,7 @@ pub use stanza::{
 };
 pub use v1::V1KeySource;
 pub use warnings::{seal_warnings, SealWarning};
+pub use ways::{select, stanza_names, StanzaSelector};
 
 use crate::cobblestone;
 use errors::read_exact;

@@ -7,7 +7,7 @@ use super::body::{BodyAccess, BodyCheck};
 use super::header::{Parsed, UnverifiedHeader};
 use super::info::{count_kinds, describe, Access, IgnoredSlot};
 use super::keys::{FileSecret, DEFAULT_MAX_KDF_MIB};
-use super::opened::{BodyKeys, Opened, RekeyState};
+use super::opened::{BodyKeys, Opened, Opener, RekeyState};
 use super::stanza::{self, Identity, Stanza};
 use super::v1::{V1Header, V1KeySource};
 use super::v2::{self, HeaderKeys, SlottedHeader};
@@ -151,7 +151,7 @@ impl UnverifiedHeader {
                 refused.get_or_insert(ContainerError::KeyNamedTooOften);
                 continue;
             }
-            for stanza in &slot.stanzas {
+            for (place, stanza) in slot.stanzas.iter().enumerate() {
                 for &identity in identities {
                     if too_costly && stanza.argon2().is_some() {
                         refused.get_or_insert(ContainerError::KdfTooCostly {
@@ -192,6 +192,14 @@ impl UnverifiedHeader {
                         }
                         opened.ignored = Some(ignored);
                     }
+                    opened.opener = Some(Opener {
+                        stanza: place,
+                        identity: unlock
+                            .identities
+                            .iter()
+                            .position(|given| std::ptr::eq(given, identity))
+                            .expect("the identity tried is one of the unlock's"),
+                    });
                     return Ok(opened);
                 }
             }
@@ -366,6 +374,7 @@ impl UnverifiedHeader {
             body_checked: false,
             batch: DEFAULT_CHUNK_SIZE,
             ignored: None,
+            opener: None,
             warnings: Vec::new(),
         }
     }

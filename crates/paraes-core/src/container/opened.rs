@@ -21,6 +21,15 @@ pub(super) struct RekeyState {
     pub(super) newest_generation: u64,
 }
 
+/// Which stanza of the opening slot opened the file, and with which identity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Opener {
+    /// Its place among the slot's stanzas ([`Opened::opened_by`]).
+    pub(super) stanza: usize,
+    /// Its place among the [`Unlock`](super::Unlock)'s identities.
+    pub(super) identity: usize,
+}
+
 /// The keys a body runs with.
 pub(super) enum BodyKeys {
     /// v1 and v2: the body's AES key and paraes's chunk authenticator.
@@ -41,6 +50,9 @@ pub struct Opened {
     /// The stanzas of the slot that opened the file (v2, v3), as they are: an upgrade keeps
     /// them.
     pub(super) stanzas: Vec<Stanza>,
+    /// Which stanza opened the file, with which identity (`None` for a container sealed, or
+    /// opened with its secret or by a v1 key).
+    pub(super) opener: Option<Opener>,
     /// Whether the body check passed with the whole body at hand when the file was opened
     /// (v2: its first and last chunk tags from a whole file; v3: the key commitment), which a
     /// rekey needs before it writes anything.

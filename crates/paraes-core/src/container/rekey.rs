@@ -8,6 +8,7 @@
 
 use super::body::BodyAccess;
 use super::header::Parsed;
+use super::opened::RekeyState;
 use super::seal::slotted_header;
 use super::stanza::Stanza;
 use super::v2::{self, HeaderKeys, Preamble, GENERATION_LEN, MAX_GENERATION};
@@ -148,6 +149,12 @@ impl Opened {
     /// [`Opened::rekey`] with stanzas prepared beforehand (before the file was opened: the
     /// costly part of each, such as Argon2id, is done), written the way `way` says.
     pub fn rekey_with(&self, new: &NewStanzas, way: RekeyWay) -> Result<Rekey, ContainerError> {
+        self.check_rekeyable()?;
+        self.rekey_to(new.seal(&self.secret)?, way)
+    }
+
+    /// Refuses a file that cannot be rekeyed: format v1, or one whose body was not checked.
+    pub(super) fn check_rekeyable(&self) -> Result<RekeyState, ContainerError> {
         let Some(state) = self.rekey else {
             return Err(ContainerError::BadRecipients(
                 "a format v1 file cannot be rekeyed (its body is encrypted with the user's key \
@@ -163,12 +170,21 @@ impl Opened {
                     .into(),
             ));
         }
+        Ok(state)
+    }
+
+    /// The rekey that writes `stanzas` (each wrapping this file's key) as the file's one slot.
+    pub(super) fn rekey_to(
+        &self,
+        stanzas: Vec<Stanza>,
+        way: RekeyWay,
+    ) -> Result<Rekey, ContainerError> {
+        let state = self.check_rekeyable()?;
         let generation = state
             .newest_generation
             .checked_add(1)
             .filter(|g| *g <= MAX_GENERATION)
             .ok_or(ContainerError::GenerationExhausted)?;
-        let stanzas: Vec<Stanza> = new.seal(&self.secret)?;
         let slot = v2::encode_slot(
             &state.preamble_bytes,
             state.preamble.slot_len,

@@ -109,6 +109,7 @@ pub(super) fn seal_message(
         body_checked: false,
         batch: DEFAULT_CHUNK_SIZE,
         ignored: None,
+        opener: None,
         warnings: Vec::new(),
     };
     Ok((header, opened))
@@ -167,6 +168,7 @@ pub fn seal_v2(
         body_checked: false,
         batch: DEFAULT_CHUNK_SIZE,
         ignored: None,
+        opener: None,
         warnings: super::seal_warnings(recipients),
     };
     Ok((header, opened))

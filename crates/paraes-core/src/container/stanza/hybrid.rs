@@ -45,6 +45,10 @@ impl Kind for Hybrid {
         "ML-KEM-768 + X25519 recipient"
     }
 
+    fn label(&self) -> &'static str {
+        "mlkem768-x25519"
+    }
+
     fn body_len(&self) -> BodyLen {
         BodyLen::Exact(x_wing::CIPHERTEXT_SIZE + WRAPPED_LEN)
     }

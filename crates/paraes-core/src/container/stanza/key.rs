@@ -22,6 +22,10 @@ impl Kind for KeyFile {
         "key file"
     }
 
+    fn label(&self) -> &'static str {
+        "key-file"
+    }
+
     fn body_len(&self) -> BodyLen {
         BodyLen::Exact(SALT_LEN + WRAPPED_LEN)
     }

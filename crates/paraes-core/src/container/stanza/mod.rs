@@ -130,6 +130,10 @@ trait Kind: Sync {
     /// Its name, as `info` and error messages show it ("key file").
     fn name(&self) -> &'static str;
 
+    /// The word that names its stanzas in `info`'s stanza names and in `rekey --remove`
+    /// ("key-file"): lower case, no spaces, unique in [`KINDS`].
+    fn label(&self) -> &'static str;
+
     /// The lengths its body may have; any other is refused when the header is read.
     fn body_len(&self) -> BodyLen;
 
@@ -176,6 +180,12 @@ trait Kind: Sync {
     }
 }
 
+/// The words that name the stanza kinds this paraes knows ([`Kind::label`]), in registry
+/// order.
+pub fn kind_labels() -> Vec<&'static str> {
+    KINDS.iter().map(|kind| kind.label()).collect()
+}
+
 /// The kind of kind byte `byte`; `None` for a kind this paraes does not know.
 fn lookup(byte: u8) -> Option<&'static dyn Kind> {
     KINDS.iter().copied().find(|kind| kind.byte() == byte)
@@ -196,6 +206,8 @@ pub struct StanzaKind {
     byte: u8,
     /// `None`: a kind this paraes does not know.
     name: Option<&'static str>,
+    /// Its kind's [`Kind::label`]; `None` for a kind this paraes does not know.
+    label: Option<&'static str>,
     argon2: Option<Argon2Params>,
     /// The SSH key tag of an SSH stanza (docs/FORMAT.md): which key it claims to be for.
     ssh_tag: Option<[u8; 4]>,
@@ -207,6 +219,7 @@ impl StanzaKind {
         StanzaKind {
             byte,
             name: Some(name),
+            label: None,
             argon2: None,
             ssh_tag: None,
         }
@@ -217,6 +230,7 @@ impl StanzaKind {
         StanzaKind {
             byte,
             name: None,
+            label: None,
             argon2: None,
             ssh_tag: None,
         }
@@ -235,6 +249,29 @@ impl StanzaKind {
         StanzaKind {
             ssh_tag: Some(tag),
             ..self
+        }
+    }
+
+    /// This kind, named in stanza names by `label`.
+    fn with_label(self, label: &'static str) -> Self {
+        StanzaKind {
+            label: Some(label),
+            ..self
+        }
+    }
+
+    /// What names a stanza of this kind (docs/FORMAT.md, "Naming stanzas"): its kind's word
+    /// ("key-file", "x25519"), followed for an SSH stanza by a colon and its key tag in hex
+    /// ("ssh-ed25519:1a2b3c4d"); "kind-N" for a kind byte N this paraes does not know. Stanzas
+    /// of one slot may share it ([`crate::container::stanza_names`] tells them apart).
+    pub fn label(&self) -> String {
+        match (self.label, self.ssh_tag) {
+            (None, _) => format!("kind-{}", self.byte),
+            (Some(label), None) => label.to_owned(),
+            (Some(label), Some(tag)) => format!(
+                "{label}:{:02x}{:02x}{:02x}{:02x}",
+                tag[0], tag[1], tag[2], tag[3]
+            ),
         }
     }
 
@@ -346,7 +383,10 @@ impl Stanza {
             return Ok(None);
         };
         kind.body_len().check(self.kind, self.body.len())?;
-        Ok(Some((kind, kind.describe(self.args())?)))
+        Ok(Some((
+            kind,
+            kind.describe(self.args())?.with_label(kind.label()),
+        )))
     }
 
     /// The Argon2id parameters this stanza asks for (a passphrase stanza that parses).

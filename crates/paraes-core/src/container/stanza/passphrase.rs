@@ -23,6 +23,10 @@ impl Kind for Passphrase {
         "passphrase"
     }
 
+    fn label(&self) -> &'static str {
+        "passphrase"
+    }
+
     fn body_len(&self) -> BodyLen {
         BodyLen::Exact(ARGS_LEN + WRAPPED_LEN)
     }

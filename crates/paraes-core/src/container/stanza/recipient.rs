@@ -85,6 +85,20 @@ impl Identity {
 }
 
 impl Identity {
+    /// Whether this identity opens the stanza made for `recipient`: the same key, the same
+    /// passphrase, or the secret key of the same public key. A rekey asks it to tell whether
+    /// the way that opened a file is among its new stanzas.
+    pub fn is_for(&self, recipient: &Recipient) -> bool {
+        match (self, recipient) {
+            (Identity::Key(key), Recipient::Key(other)) => key.as_bytes() == other.as_bytes(),
+            (Identity::Passphrase(passphrase), Recipient::Passphrase(other, _)) => {
+                passphrase[..] == other[..]
+            }
+            (Identity::Secret(secret), Recipient::Public(public)) => secret.recipient() == *public,
+            _ => false,
+        }
+    }
+
     /// The secret key of this identity if it is a `T` (a public-key kind's own type).
     pub(crate) fn secret_key<T: 'static>(&self) -> Option<&T> {
         let Identity::Secret(secret) = self else {

@@ -65,6 +65,10 @@ impl Kind for SshEd25519 {
         "ssh-ed25519 recipient"
     }
 
+    fn label(&self) -> &'static str {
+        "ssh-ed25519"
+    }
+
     fn body_len(&self) -> BodyLen {
         BodyLen::Exact(TAG_LEN + SHARE_LEN + WRAPPED_LEN)
     }

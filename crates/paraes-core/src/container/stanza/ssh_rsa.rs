@@ -85,6 +85,10 @@ impl Kind for SshRsa {
         "ssh-rsa recipient"
     }
 
+    fn label(&self) -> &'static str {
+        "ssh-rsa"
+    }
+
     fn body_len(&self) -> BodyLen {
         BodyLen::Between(
             TAG_LEN + MIN_CIPHERTEXT + WRAPPED_LEN,

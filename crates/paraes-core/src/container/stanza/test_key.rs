@@ -60,6 +60,10 @@ impl Kind for TestKey {
         "test key"
     }
 
+    fn label(&self) -> &'static str {
+        "test-key"
+    }
+
     fn body_len(&self) -> BodyLen {
         BodyLen::Between(SALT_LEN.start() + WRAPPED_LEN, SALT_LEN.end() + WRAPPED_LEN)
     }

@@ -39,6 +39,10 @@ impl Kind for X25519 {
         "X25519 recipient"
     }
 
+    fn label(&self) -> &'static str {
+        "x25519"
+    }
+
     fn body_len(&self) -> BodyLen {
         BodyLen::Exact(SHARE_LEN + WRAPPED_LEN)
     }

@@ -181,3 +181,93 @@ fn rekey_needs_the_body_checked(file: Vec<u8>) {
         .confirm_rekey(&plan, BodyAccess::Bytes(&copy[..copy.len() - 1]))
         .is_err());
 }
+
+/// The stanzas of slot `position` of `file`, as stored.
+fn slot_stanzas(file: &[u8], position: usize) -> Vec<Stanza> {
+    let header = SlottedHeader::read(file[..32].try_into().unwrap(), &mut &file[32..]).unwrap();
+    header
+        .slots
+        .into_iter()
+        .find(|slot| slot.index == position)
+        .expect("the slot parses")
+        .stanzas
+}
+
+/// An edit keeps every stanza it does not remove byte for byte (so a recipient who is not
+/// present still opens the file), adds the new ones after them, and the opener is known.
+#[test]
+fn an_edit_keeps_the_other_stanzas_byte_for_byte_and_adds() {
+    let data = plain();
+    let bob = SecretIdentity::generate_x25519().unwrap();
+    let file = encrypt(
+        &[Recipient::Key(key(1)), Recipient::Public(bob.recipient())],
+        &data,
+    );
+    let before = slot_stanzas(&file, 0);
+    let opened = open_file(&file, Identity::Key(key(1)));
+    assert_eq!(opened.opened_by(), Some(0));
+    assert_eq!(opened.opening_identity(), Some(0));
+    let add = NewStanzas::prepare(&[Recipient::Key(key(2))]).unwrap();
+    let added = opened
+        .edit_with(&[], Some(&add), RekeyWay::InPlaceWhereTheyFit)
+        .unwrap()
+        .apply_to(&file);
+    let after = slot_stanzas(&added, 1);
+    assert_eq!(after[..2], before[..], "the old stanzas, byte for byte");
+    assert_eq!(after.len(), 3);
+    for identity in [
+        Identity::Key(key(1)),
+        Identity::Key(key(2)),
+        Identity::Secret(bob.clone()),
+    ] {
+        assert_eq!(decrypt(&added, vec![identity]).unwrap(), data);
+    }
+    // Removing the first key file keeps bob's and key 2's stanzas as they were.
+    let opened = open_file(&added, Identity::Key(key(2)));
+    assert_eq!(opened.opened_by(), Some(2));
+    let removed = opened
+        .edit_with(&[0], None, RekeyWay::InPlaceWhereTheyFit)
+        .unwrap()
+        .apply_to(&added);
+    assert_eq!(slot_stanzas(&removed, 0), after[1..]);
+    assert!(decrypt(&removed, vec![Identity::Key(key(1))]).is_err());
+    assert_eq!(
+        decrypt(&removed, vec![Identity::Key(key(2))]).unwrap(),
+        data
+    );
+    // Removing every stanza, or adding a second passphrase, is refused.
+    let opened = open_file(&removed, Identity::Key(key(2)));
+    assert!(matches!(
+        opened.edit_with(&[0, 1], None, RekeyWay::InPlaceWhereTheyFit),
+        Err(ContainerError::BadStanzaChange(_))
+    ));
+}
+
+/// `info`'s names: a label, with `#N` only where a label repeats; selectors name exactly one.
+#[test]
+fn stanza_names_and_selectors() {
+    let bob = SecretIdentity::generate_x25519().unwrap();
+    let carol = SecretIdentity::generate_x25519().unwrap();
+    let file = encrypt(
+        &[
+            Recipient::Key(key(1)),
+            Recipient::Public(bob.recipient()),
+            Recipient::Public(carol.recipient()),
+        ],
+        &plain(),
+    );
+    let kinds = open_file(&file, Identity::Key(key(1)))
+        .stanza_kinds()
+        .unwrap();
+    assert_eq!(stanza_names(&kinds), ["key-file", "x25519#2", "x25519#3"]);
+    let pick = |text: &str| select(&kinds, &[text.parse::<StanzaSelector>().unwrap()]);
+    assert_eq!(pick("key-file").unwrap(), [0]);
+    assert_eq!(pick("KEY-FILE#1").unwrap(), [0]);
+    assert_eq!(pick("x25519#3").unwrap(), [2]);
+    assert!(pick("x25519").is_err(), "two stanzas: ambiguous");
+    assert!(pick("x25519#1").is_err(), "stanza 1 is a key file");
+    assert!(pick("passphrase").is_err(), "none");
+    for bad in ["frob", "x25519#0", "ssh-ed25519:xyz", "x25519#"] {
+        assert!(bad.parse::<StanzaSelector>().is_err(), "{bad}");
+    }
+}
