@@ -259,6 +259,41 @@ mod tests {
         assert!(replaying.refuse_as_output(&link).is_err());
     }
 
+    /// A binary container file stays a file read at its offsets (nothing read moved them); an
+    /// armored one becomes a stream of the container's bytes, with no offsets and no length,
+    /// that still names and guards its file.
+    #[test]
+    fn dearmored_keeps_a_binary_file_positional_and_streams_an_armored_one() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let binary = dir.path().join("binary");
+        fs::write(&binary, b"PARAES container bytes").unwrap();
+        let input = Input::open(Some(&binary), InputKinds::RegularOnly).unwrap();
+        let mut input = input.dearmored().unwrap();
+        assert!(matches!(input, Input::File(..)) && !input.is_armored());
+        assert_eq!(
+            input.at_offsets().map(|(_, at, len)| (at, len)),
+            Some((0, 22))
+        );
+        let mut all = Vec::new();
+        input.read_to_end(&mut all).unwrap();
+        assert_eq!(all, b"PARAES container bytes");
+
+        let mut armor = armor::ArmorWriter::new(Vec::new());
+        armor.write_all(&[7u8; 100]).unwrap();
+        let armored = dir.path().join("armored");
+        fs::write(&armored, armor.finish().unwrap()).unwrap();
+        let input = Input::open(Some(&armored), InputKinds::FilesAndStreams).unwrap();
+        let mut input = input.dearmored().unwrap();
+        assert!(input.is_armored());
+        assert!(input.at_offsets().is_none() && input.len().is_none());
+        assert_eq!(input.path(), Some(armored.as_path()));
+        assert!(input.refuse_as_output(&armored).is_err());
+        let mut all = Vec::new();
+        input.read_to_end(&mut all).unwrap();
+        assert_eq!(all, [7u8; 100]);
+    }
+
     #[test]
     fn regular_only_refuses_a_fifo_without_opening_it() {
         let dir = tempfile::tempdir().unwrap();

@@ -482,6 +482,30 @@ mod tests {
         );
     }
 
+    /// An armored output has no offsets (it is written in order) and appears, whole and
+    /// ended by the end line, only on commit.
+    #[test]
+    fn an_armored_output_is_a_stream_finished_on_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out.asc");
+        let mut output = Output::create(Some(&dest), &files_only(false))
+            .unwrap()
+            .armored();
+        assert!(output.at_offsets().is_none() && output.file().is_none() && !output.is_file());
+        assert_eq!(output.name(), dest.display().to_string());
+        output.writer().write_all(&[1u8; 49]).unwrap();
+        assert!(!dest.exists());
+        output.commit().unwrap();
+        let text = String::from_utf8(fs::read(&dest).unwrap()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert_eq!(
+            (lines[0], lines[3]),
+            (crate::armor::BEGIN, crate::armor::END)
+        );
+        assert_eq!((lines[1].len(), lines[2].len()), (64, 4));
+    }
+
     #[test]
     fn a_fifo_is_refused_unless_streams_are_allowed() {
         let dir = tempfile::tempdir().unwrap();
