@@ -275,3 +275,35 @@ fn armor_is_for_containers_and_whole_files_only() {
         "{message}"
     );
 }
+
+/// MPI ranks read and write at their own offsets, which armor has not: `enc --armor` under MPI
+/// is a usage error, `dec` of armor under MPI refuses in one line and writes nothing.
+#[cfg(feature = "mpi")]
+#[test]
+fn mpi_ranks_refuse_armor() {
+    use crate::mpi::with_mpi::{run_mpi, MPI_ENC};
+    let s = Scratch::new();
+    s.key_file("k", 256, 1, true);
+    s.write("plain", &seeded_bytes(3, 2 * CHUNK + 9));
+    let mut args = MPI_ENC.to_vec();
+    args.extend(["-a", "plain", "-o", "p.asc"]);
+    let message = assert_usage_error(&s.run(&args), "enc --armor --backend mpi");
+    assert!(message.contains("--armor"), "{message}");
+    assert_success(
+        &s.run(&["enc", "-q", "-a", "-k", "k", "plain", "-o", "p.asc"]),
+        "enc -a",
+    );
+    let before = s.names();
+    let out = run_mpi(
+        &s,
+        2,
+        &["dec", "--backend", "mpi", "-k", "k", "p.asc", "-o", "out"],
+    );
+    assert!(!out.status.success(), "dec of armor under MPI");
+    assert!(
+        stderr(&out).contains("p.asc is ASCII armor"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(s.names(), before, "nothing written");
+}
