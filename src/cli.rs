@@ -11,8 +11,10 @@ use paraes_gpu::CtrVariant;
 use paraes_sunway_sim::{Buffering, Variant};
 
 mod bench;
+mod message;
 mod rekey;
 pub use bench::BenchArgs;
+pub use message::{FormatArg, MessageArgs};
 pub use rekey::RekeyArgs;
 
 const EXAMPLES: &str = "\
@@ -32,6 +34,7 @@ Examples:
                                                   one more way in, body untouched
   paraes enc --raw ctr -k my.key f -o f.ctr       bare CTR stream (random IV, printed), as openssl enc
   paraes info big.dat.paraes                      show a container's header
+  paraes enc -a -k my.key notes.txt -o -          the container as ASCII armor (text)
   paraes enc -k my.key --recursive dir --output-dir /backup
                                                   many files in one run
   paraes verify -k my.key /backup/dir/*.paraes    check every tag, write nothing
@@ -256,6 +259,11 @@ pub struct EncArgs {
     #[arg(long)]
     pub no_pad: bool,
 
+    /// Write the container as ASCII armor (PEM-style text, 64-column base64 lines, see
+    /// docs/FORMAT.md) to paste into an e-mail or a YAML file; dec, verify and info read it.
+    #[arg(short, long, conflicts_with_all = ["raw", "format"])]
+    pub armor: bool,
+
     #[command(flatten)]
     pub message: MessageArgs,
 
@@ -264,34 +272,6 @@ pub struct EncArgs {
 
     #[command(flatten)]
     pub ui: UiArgs,
-}
-
-/// The bare-message options of `enc` and `dec`.
-#[derive(Args, Debug)]
-pub struct MessageArgs {
-    /// cobblestone: no container, a bare C2SP chunked-encryption message (Cobblestone-128 or
-    /// -256 by the key's size; pyca/cryptography 50 reads and writes it) under your 16- or
-    /// 32-byte random key itself [default: container]
-    #[arg(long, value_name = "FORMAT", value_enum, conflicts_with = "raw")]
-    pub format: Option<FormatArg>,
-
-    /// With --format cobblestone: the message's context, the exact UTF-8 bytes of TEXT
-    /// [default: empty]
-    #[arg(long, value_name = "TEXT", conflicts_with = "context_hex")]
-    pub context: Option<String>,
-
-    /// With --format cobblestone: the message's context as hex
-    #[arg(long, value_name = "HEX")]
-    pub context_hex: Option<String>,
-}
-
-/// What `enc` writes and `dec` reads.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FormatArg {
-    /// A paraes container (the default).
-    Container,
-    /// A bare C2SP chunked-encryption message (Cobblestone).
-    Cobblestone,
 }
 
 /// The options of `dec`.

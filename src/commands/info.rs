@@ -5,9 +5,11 @@
 //! prints the same facts as one JSON object (docs/FORMAT.md, "Reading a v3 body without
 //! paraes"): each slot's stanzas as text, and as objects with their kind byte, name and, for
 //! SSH stanzas, the key tag (which SSH key a stanza claims to be for). Each stanza also has the
-//! name `rekey --remove` takes (its kind, an SSH key tag, `#N` where a kind repeats).
+//! name `rekey --remove` takes (its kind, an SSH key tag, `#N` where a kind repeats). An armored
+//! container (docs/FORMAT.md, "ASCII armor") is decoded to its end, so its armor is checked and
+//! its length known.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use paraes_core::container::{
     stanza_names, Access, BodyLayout, ContainerError, HeaderInfo, LayoutError, StanzaKind,
     UnverifiedHeader, V1KeySource,
@@ -29,24 +31,41 @@ fn list_stanzas(stanzas: &[StanzaKind]) -> String {
 
 /// `info`.
 pub fn run(args: &InfoArgs) -> Result<()> {
-    let mut input = Input::open(Some(&args.file), InputKinds::FilesAndStreams)?;
+    let mut input = Input::open(Some(&args.file), InputKinds::FilesAndStreams)?.dearmored()?;
     let header = UnverifiedHeader::read(&mut input).map_err(|e| match e {
         ContainerError::NotAContainer => anyhow::anyhow!(
             "{} is not a paraes container (no paraes header)",
             args.file.display()
         ),
+        ContainerError::Io(io) => {
+            anyhow::Error::new(io).context(format!("reading {} failed", args.file.display()))
+        }
         other => other.into(),
     })?;
     let info = header.info();
-    let layout = input.len().map(|len| info.layout(len));
+    let armored = input.is_armored();
+    let len = match &mut input {
+        Input::Armored(armored) => {
+            std::io::copy(armored, &mut std::io::sink())
+                .with_context(|| format!("reading {} failed", args.file.display()))?;
+            Some(armored.bytes_decoded())
+        }
+        other => other.len(),
+    };
+    let layout = len.map(|len| info.layout(len));
     let stale = input
         .path()
         .map(paraes_files::leftovers)
         .unwrap_or_default();
     if args.json {
-        println!("{}", as_json(info, layout.as_ref(), stale.len()));
+        let mut facts = as_json(info, layout.as_ref(), stale.len());
+        facts["armored"] = json!(armored);
+        println!("{facts}");
     } else {
         print_text(info, layout.as_ref());
+        if armored {
+            println!("armor:        ASCII armor (docs/FORMAT.md), read whole: well formed");
+        }
         if !stale.is_empty() {
             println!("leftovers:    {}", paraes_files::leftovers_warning(&stale));
         }

@@ -107,6 +107,7 @@ pub(super) fn enc(args: &EncArgs) -> Result<CryptPlan> {
         chunk_size,
         show_data_key: false,
         force_raw: false,
+        armor: args.armor,
         engine: &args.engine,
         ui: &args.ui,
     })
@@ -208,6 +209,7 @@ pub(super) fn dec(args: &DecArgs) -> Result<CryptPlan> {
         chunk_size: DEFAULT_CHUNK_SIZE,
         show_data_key: args.show_data_key,
         force_raw: args.force_raw,
+        armor: false,
         engine: &args.engine,
         ui: &args.ui,
     })
@@ -293,6 +295,9 @@ pub(super) fn finish(parts: CryptInputs<'_>) -> Result<CryptPlan> {
         usage!(command, "standard input can feed only one thing: the data (or the file list) comes from standard input, so give the key or passphrase another way (-k FILE, --key-fd N, --key-env VAR, --passphrase-file FILE), or give the data as a file");
     }
     let (engine, runner) = engine_and_runner(command, parts.engine)?;
+    if parts.armor && runner != Runner::Local {
+        usage!(command, "--armor writes one text stream in order, which MPI ranks writing at their own offsets cannot: drop --backend mpi or --armor");
+    }
     let files = if many {
         many_files(&parts, runner)?
     } else {
@@ -323,6 +328,7 @@ pub(super) fn finish(parts: CryptInputs<'_>) -> Result<CryptPlan> {
         chunk_size: parts.chunk_size,
         show_data_key: parts.show_data_key,
         force_raw: parts.force_raw,
+        armor: parts.armor,
         engine,
         runner,
         ui: Ui {

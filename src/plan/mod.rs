@@ -225,6 +225,8 @@ pub struct CryptPlan {
     pub show_data_key: bool,
     /// dec --raw: go on although the input starts with the container magic.
     pub force_raw: bool,
+    /// enc --armor: the container written as ASCII armor (a stream, in order).
+    pub armor: bool,
     /// The engine of each process.
     pub engine: EngineChoice,
     /// Local or MPI.
@@ -258,6 +260,7 @@ pub(super) struct CryptInputs<'a> {
     pub(super) chunk_size: usize,
     pub(super) show_data_key: bool,
     pub(super) force_raw: bool,
+    pub(super) armor: bool,
     pub(super) engine: &'a EngineArgs,
     pub(super) ui: &'a UiArgs,
 }

@@ -165,7 +165,7 @@ fn spread_chunks(
         write_at_offsets: output.at_offsets().is_some(),
         workers,
     };
-    if let Input::Stdin(stdin) = &*input {
+    if let Some(stdin) = input.stdin() {
         paraes_files::widen_pipe(stdin);
     }
     if let Output::Stdout(stdout) = &*output {

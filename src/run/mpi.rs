@@ -228,6 +228,9 @@ fn strategy(io: Option<MpiIo>, job: &Prepared) -> Result<IoStrategy> {
              --backend mpi in.pipe ...)"
         );
     }
+    if job.input.is_armored() {
+        bail!("{} is ASCII armor, which one process decodes in order: decrypt it without --backend mpi", job.input.name());
+    }
     let files = job.input.len().is_some() && job.output.is_file();
     match io {
         Some(MpiIo::Direct) if !files => bail!(

@@ -180,7 +180,7 @@ pub fn prepare(
     };
     let options = OutputOptions {
         replace: matches!(file.output, OutputTarget::Path { force: true, .. }),
-        binary: plan.direction == Direction::Encrypt,
+        binary: plan.direction == Direction::Encrypt && !plan.armor,
         reach,
         derived_name: matches!(file.output, OutputTarget::Path { derived: true, .. }),
         stream_into_special_files: true,
@@ -248,32 +248,12 @@ pub fn prepare(
             opened
         }
         Direction::Decrypt => {
+            input = input.dearmored()?;
             let unverified = read_header(&mut input)?;
             let unlock = credentials.unlock()?;
             let _turn = unlock.has_passphrase().then(kdf_turn);
-            // The body check (docs/FORMAT.md): a regular file's length and last chunk (and
-            // v2's first chunk) are read at their offsets before anything is written; v3's key
-            // commitment was read with the header. On a stream, v2's first record is read
-            // ahead, checked, and then served again to the pipeline, which checks every chunk
-            // as it goes.
-            let opened = if input.len().is_some() {
-                let Input::File(file, _) = &input else {
-                    unreachable!("only a regular file has a length")
-                };
-                unverified.open(&unlock, BodyAccess::File(file))?
-            } else if unverified.info().is_message() {
-                unverified.open(&unlock, BodyAccess::Stream { first: &[] })?
-            } else {
-                let record = unverified.info().params.chunk_size + container::TAG_LEN;
-                let mut first = Vec::new();
-                (&mut input)
-                    .take(record as u64)
-                    .read_to_end(&mut first)
-                    .with_context(|| format!("reading {} failed", input.name()))?;
-                let opened = unverified.open(&unlock, BodyAccess::Stream { first: &first })?;
-                input = input.replaying(first);
-                opened
-            };
+            let (opened, rest) = open_body(unverified, &unlock, input)?;
+            input = rest;
             warning = opened
                 .ignored_slot()
                 .and_then(|ignored| ignored_slot_warning(plan.ui.quiet, &input.name(), ignored));
@@ -288,6 +268,7 @@ pub fn prepare(
         }
     };
     let output = Output::create(dest, &options)?;
+    let output = if plan.armor { output.armored() } else { output };
     Ok(Prepared {
         // A v3 body goes through the pipeline in batches of --chunk-size (MPI ranks split the
         // body at its multiples); a v1/v2 body one format chunk at a time.
@@ -296,6 +277,37 @@ pub fn prepare(
         output,
         warning,
     })
+}
+
+/// Opens the container whose header `unverified` was read from `input` with `unlock`, and
+/// checks its body as docs/FORMAT.md says: a regular file's length and last chunk (and v2's
+/// first chunk) are read at their offsets before anything is written; v3's key commitment was
+/// read with the header. On a stream, v2's first record is read ahead, checked, and then served
+/// again (the input given back), for the pipeline, which checks every chunk as it goes.
+pub fn open_body(
+    unverified: UnverifiedHeader,
+    unlock: &Unlock,
+    mut input: Input,
+) -> Result<(Opened, Input)> {
+    if input.len().is_some() {
+        let Input::File(file, _) = &input else {
+            unreachable!("only a regular file has a length")
+        };
+        let opened = unverified.open(unlock, BodyAccess::File(file))?;
+        return Ok((opened, input));
+    }
+    if unverified.info().is_message() {
+        let opened = unverified.open(unlock, BodyAccess::Stream { first: &[] })?;
+        return Ok((opened, input));
+    }
+    let record = unverified.info().params.chunk_size + container::TAG_LEN;
+    let mut first = Vec::new();
+    (&mut input)
+        .take(record as u64)
+        .read_to_end(&mut first)
+        .with_context(|| format!("reading {} failed", input.name()))?;
+    let opened = unverified.open(unlock, BodyAccess::Stream { first: &first })?;
+    Ok((opened, input.replaying(first)))
 }
 
 /// A bare message's stream under `key`: enc draws a fresh salt; dec reads the salt and the

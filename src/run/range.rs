@@ -25,6 +25,9 @@ pub fn run(plan: &CryptPlan, file: &FileTask, range: ByteRange) -> Result<Summar
         output,
         ..
     } = &mut job;
+    if input.is_armored() {
+        bail!("--range reads a binary container at its chunks' offsets, and {} is ASCII armor, which has none: decrypt it whole (drop --range)", input.name());
+    }
     let Input::File(file, path) = input else {
         bail!("--range needs a file");
     };

@@ -4,6 +4,7 @@
 mod common;
 
 mod abuse;
+mod armor;
 mod bench;
 mod command_line;
 mod command_line_keys;

@@ -1,5 +1,5 @@
-//! Inputs: standard input, a file, or a stream whose first bytes were read ahead and are
-//! served again. Which files a call takes is its own option ([`InputKinds`]), never a
+//! Inputs: standard input, a file, a stream whose first bytes were read ahead and are
+//! served again, or an armored container decoded as it is read. Which files a call takes is its own option ([`InputKinds`]), never a
 //! process-wide setting, so two threads (two Python calls) keep their own rules.
 
 use std::fs::{self, File};
@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{Mode, OFlags};
 
+use crate::armor::{self, ArmorReader};
 use crate::error::{special_kind, FileError};
 use crate::reads::{file_id, FilesRead};
 
@@ -31,6 +32,9 @@ pub enum Input {
     /// A stream whose next bytes were read ahead (a container's first record, to check it
     /// against the key): they are served again before the rest of the stream.
     Replaying(io::Chain<io::Cursor<Vec<u8>>, Box<Input>>),
+    /// An armored container ([`Input::dearmored`]): a stream of the container's bytes, whatever
+    /// the input beneath (it has no offsets and no length).
+    Armored(Box<ArmorReader<Input>>),
 }
 
 impl Input {
@@ -55,21 +59,74 @@ impl Input {
         Input::Replaying(io::Cursor::new(ahead).chain(Box::new(self)))
     }
 
+    /// A container input that may be armored: when its first bytes are a PEM-style begin
+    /// line, the armored input (its begin line checked now), else this input as it is. Looked
+    /// at without moving a regular file's offset; a stream's first bytes are served again.
+    pub fn dearmored(self) -> Result<Self, FileError> {
+        let mut start = [0u8; armor::ARMOR_PREFIX.len()];
+        let failed = |name: String| move |e| FileError::io(format!("reading {name} failed"), e);
+        let (input, seen) = match (&self, self.len()) {
+            (Input::File(file, _), Some(_)) => {
+                use std::os::unix::fs::FileExt;
+                let seen = read_start(|buf, at| file.read_at(buf, at as u64), &mut start);
+                let seen = seen.map_err(failed(self.name()))?;
+                (self, seen)
+            }
+            _ => {
+                let mut input = self;
+                let seen = read_start(|buf, _| input.read(buf), &mut start);
+                let seen = seen.map_err(failed(input.name()))?;
+                (input.replaying(start[..seen].to_vec()), seen)
+            }
+        };
+        if !armor::looks_armored(&start[..seen]) {
+            return Ok(input);
+        }
+        let name = input.name();
+        let reader = ArmorReader::new(input).map_err(failed(name))?;
+        Ok(Input::Armored(Box::new(reader)))
+    }
+
+    /// Whether the input is armored text ([`Input::dearmored`]).
+    pub fn is_armored(&self) -> bool {
+        match self {
+            Input::Armored(_) => true,
+            Input::Replaying(chain) => chain.get_ref().1.is_armored(),
+            Input::Stdin(_) | Input::File(..) => false,
+        }
+    }
+
+    /// Standard input, when the input is read from it (beneath a replay or an armor too).
+    pub fn stdin(&self) -> Option<&io::Stdin> {
+        match self {
+            Input::Stdin(stdin) => Some(stdin),
+            _ => self.beneath()?.stdin(),
+        }
+    }
+
+    /// The input beneath a replay or an armor.
+    fn beneath(&self) -> Option<&Input> {
+        match self {
+            Input::Replaying(chain) => Some(chain.get_ref().1),
+            Input::Armored(reader) => Some(reader.get_ref()),
+            Input::Stdin(_) | Input::File(..) => None,
+        }
+    }
+
     /// The input file's path, if it is one.
     pub fn path(&self) -> Option<&Path> {
         match self {
-            Input::Stdin(_) => None,
             Input::File(_, path) => Some(path),
-            Input::Replaying(chain) => chain.get_ref().1.path(),
+            _ => self.beneath()?.path(),
         }
     }
 
     /// The input as error messages name it.
     pub fn name(&self) -> String {
-        match self {
-            Input::Stdin(_) => "standard input".to_owned(),
-            Input::File(_, path) => path.display().to_string(),
-            Input::Replaying(chain) => chain.get_ref().1.name(),
+        match (self, self.beneath()) {
+            (Input::File(_, path), _) => path.display().to_string(),
+            (_, Some(beneath)) => beneath.name(),
+            _ => "standard input".to_owned(),
         }
     }
 
@@ -81,7 +138,7 @@ impl Input {
                 .ok()
                 .filter(|m| m.is_file())
                 .map(|m| m.len()),
-            Input::Stdin(_) | Input::Replaying(_) => None,
+            Input::Stdin(_) | Input::Replaying(_) | Input::Armored(_) => None,
         }
     }
 
@@ -90,12 +147,11 @@ impl Input {
         self.len() == Some(0)
     }
 
-    /// The input's file, if it is one.
+    /// The file the input is read from, if it is one (beneath a replay or an armor too).
     pub fn file(&self) -> Option<&File> {
         match self {
-            Input::Stdin(_) => None,
             Input::File(file, _) => Some(file),
-            Input::Replaying(chain) => chain.get_ref().1.file(),
+            _ => self.beneath()?.file(),
         }
     }
 
@@ -117,8 +173,27 @@ impl Read for Input {
             Input::Stdin(stdin) => stdin.read(buf),
             Input::File(file, _) => file.read(buf),
             Input::Replaying(chain) => chain.read(buf),
+            Input::Armored(reader) => reader.read(buf),
         }
     }
+}
+
+/// Reads up to `start.len()` bytes from offset 0 on by `read_at(buf, offset)`, fewer only
+/// where the input ends; returns how many.
+fn read_start(
+    mut read_at: impl FnMut(&mut [u8], usize) -> io::Result<usize>,
+    start: &mut [u8],
+) -> io::Result<usize> {
+    let mut seen = 0;
+    while seen < start.len() {
+        match read_at(&mut start[seen..], seen) {
+            Ok(0) => break,
+            Ok(n) => seen += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(seen)
 }
 
 /// Refuses what `meta` describes at `path` unless it is a regular file.
@@ -182,6 +257,41 @@ mod tests {
         input.refuse_as_output(&other).unwrap();
         let replaying = input.replaying(b"ahead".to_vec());
         assert!(replaying.refuse_as_output(&link).is_err());
+    }
+
+    /// A binary container file stays a file read at its offsets (nothing read moved them); an
+    /// armored one becomes a stream of the container's bytes, with no offsets and no length,
+    /// that still names and guards its file.
+    #[test]
+    fn dearmored_keeps_a_binary_file_positional_and_streams_an_armored_one() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let binary = dir.path().join("binary");
+        fs::write(&binary, b"PARAES container bytes").unwrap();
+        let input = Input::open(Some(&binary), InputKinds::RegularOnly).unwrap();
+        let mut input = input.dearmored().unwrap();
+        assert!(matches!(input, Input::File(..)) && !input.is_armored());
+        assert_eq!(
+            input.at_offsets().map(|(_, at, len)| (at, len)),
+            Some((0, 22))
+        );
+        let mut all = Vec::new();
+        input.read_to_end(&mut all).unwrap();
+        assert_eq!(all, b"PARAES container bytes");
+
+        let mut armor = armor::ArmorWriter::new(Vec::new());
+        armor.write_all(&[7u8; 100]).unwrap();
+        let armored = dir.path().join("armored");
+        fs::write(&armored, armor.finish().unwrap()).unwrap();
+        let input = Input::open(Some(&armored), InputKinds::FilesAndStreams).unwrap();
+        let mut input = input.dearmored().unwrap();
+        assert!(input.is_armored());
+        assert!(input.at_offsets().is_none() && input.len().is_none());
+        assert_eq!(input.path(), Some(armored.as_path()));
+        assert!(input.refuse_as_output(&armored).is_err());
+        let mut all = Vec::new();
+        input.read_to_end(&mut all).unwrap();
+        assert_eq!(all, [7u8; 100]);
     }
 
     #[test]

@@ -2,13 +2,15 @@
 //! the Python package), so that each gets the same rails: inputs opened by one rule set
 //! ([`Input`], [`InputKinds`]), outputs that take their name only when whole ([`Output`],
 //! [`OutputOptions`]), the leftovers a killed run can leave ([`leftovers`]), and the guards of
-//! a change in place ([`guard`], [`lease`]), the files a job reads, never its output
+//! a change in place ([`guard`], [`lease`]), containers as ASCII armor read and written as
+//! streams ([`armor`]), the files a job reads, never its output
 //! ([`FilesRead`]), and key material read by one set of text rules
 //! ([`keys`]: key files, identity files, recipients files). Errors are typed ([`FileError`],
 //! [`keys::KeyFileError`]) and name no command-line flag or keyword argument: each front end
 //! adds its own advice by the error's type.
 #![deny(missing_docs)]
 
+pub mod armor;
 mod error;
 pub mod guard;
 mod input;

@@ -1,4 +1,5 @@
-//! Outputs with the safety rails. An output file is written to an unnamed temporary (Linux
+//! Outputs with the safety rails; any of them may be written as ASCII armor
+//! ([`Output::armored`]). An output file is written to an unnamed temporary (Linux
 //! `O_TMPFILE`) in its directory and linked into place only when the job succeeded, so that no
 //! signal, not even SIGKILL, can leave a partial file behind; where the file system has no
 //! `O_TMPFILE` (or MPI ranks on other nodes must open it by name), a named hidden temporary
@@ -15,6 +16,7 @@ use rustix::fs::{AtFlags, Mode, OFlags, CWD};
 use rustix::io::Errno;
 use tempfile::NamedTempFile;
 
+use crate::armor::ArmorWriter;
 use crate::error::{special_kind, FileError};
 use crate::pending::{named_done, set_pending, Pending};
 
@@ -98,6 +100,8 @@ pub enum Output {
         /// Whether an existing `dest` may be replaced.
         force: bool,
     },
+    /// Any of the above written as ASCII armor ([`Output::armored`]): a stream, in order.
+    Armored(Box<ArmorWriter<Output>>),
 }
 
 impl Output {
@@ -166,6 +170,12 @@ impl Output {
         })
     }
 
+    /// This output written as ASCII armor (docs/FORMAT.md): a text stream, written in order
+    /// (it has no offsets), finished by [`Output::commit`].
+    pub fn armored(self) -> Self {
+        Output::Armored(Box::new(ArmorWriter::new(self)))
+    }
+
     /// Writes `bytes` at `offset` of an output file paraes created (its temporary), for
     /// writers that place their pieces themselves (several threads or ranks); refused for a
     /// stream, which has no offsets.
@@ -227,6 +237,7 @@ impl Output {
         match self {
             Output::Stdout(_) => "standard output".to_owned(),
             Output::Stream(_, path) | Output::File { dest: path, .. } => path.display().to_string(),
+            Output::Armored(armored) => armored.get_ref().name(),
         }
     }
 
@@ -243,6 +254,7 @@ impl Output {
                 temp: Temporary::Named(named),
                 ..
             } => named.as_file_mut(),
+            Output::Armored(armored) => &mut **armored,
         }
     }
 
@@ -257,6 +269,13 @@ impl Output {
     /// [`Output::commit`] without syncing the directory that holds the new name: returns
     /// that directory, for a many-file run to sync each of its directories once at the end.
     pub fn commit_leaving_directory(self) -> Result<Option<PathBuf>, FileError> {
+        if let Output::Armored(armored) = self {
+            let name = armored.get_ref().name();
+            let inner = armored
+                .finish()
+                .map_err(|e| FileError::io(format!("writing {name} failed"), e))?;
+            return inner.commit_leaving_directory();
+        }
         let Output::File { temp, dest, force } = self else {
             self.flush_stream()?;
             set_pending(Pending::Nothing);
@@ -303,6 +322,17 @@ impl Output {
         self.writer()
             .flush()
             .map_err(|e| FileError::io(format!("writing {name} failed"), e))
+    }
+}
+
+/// The output's stream ([`Output::writer`]) as a writer of its own (what an armor writes to).
+impl Write for Output {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.writer().write(bytes)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.writer().flush()
     }
 }
 
@@ -450,6 +480,30 @@ mod tests {
             1,
             "no temporary left"
         );
+    }
+
+    /// An armored output has no offsets (it is written in order) and appears, whole and
+    /// ended by the end line, only on commit.
+    #[test]
+    fn an_armored_output_is_a_stream_finished_on_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let dest = dir.path().join("out.asc");
+        let mut output = Output::create(Some(&dest), &files_only(false))
+            .unwrap()
+            .armored();
+        assert!(output.at_offsets().is_none() && output.file().is_none() && !output.is_file());
+        assert_eq!(output.name(), dest.display().to_string());
+        output.writer().write_all(&[1u8; 49]).unwrap();
+        assert!(!dest.exists());
+        output.commit().unwrap();
+        let text = String::from_utf8(fs::read(&dest).unwrap()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert_eq!(
+            (lines[0], lines[3]),
+            (crate::armor::BEGIN, crate::armor::END)
+        );
+        assert_eq!((lines[1].len(), lines[2].len()), (64, 4));
     }
 
     #[test]

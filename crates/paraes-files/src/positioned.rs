@@ -3,7 +3,9 @@
 //! is read through), an output file paraes created written at offsets ([`Output::at_offsets`],
 //! its room reserved up front by [`Output::reserve`]), and pipes widened so a stream moves in
 //! large pieces ([`widen_pipe`]). Standard input and output are always streams, even when
-//! they are regular files: their offsets are shared with the shell (`>>` appends).
+//! they are regular files: their offsets are shared with the shell (`>>` appends). ASCII armor
+//! at either end is a stream too (an [`Input::Armored`], an [`Output::Armored`]): its text has
+//! no offsets that match the container's, so it takes the in-order path by the same rule.
 
 use std::fs::File;
 use std::io::Seek;
@@ -50,14 +52,15 @@ impl Input {
 
 impl Output {
     /// The output file when paraes created it (a temporary that nobody else writes): then it can
-    /// be written at offsets. `None` for standard output and for a FIFO or device.
+    /// be written at offsets. `None` for standard output, a FIFO or device, and armor (text
+    /// written in order).
     pub fn at_offsets(&self) -> Option<&File> {
         match self {
             Output::File { temp, .. } => Some(match temp {
                 Temporary::Anonymous(file) => file,
                 Temporary::Named(named) => named.as_file(),
             }),
-            Output::Stdout(_) | Output::Stream(..) => None,
+            Output::Stdout(_) | Output::Stream(..) | Output::Armored(_) => None,
         }
     }
 
