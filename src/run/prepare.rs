@@ -387,23 +387,30 @@ fn fresh_salts(recipients: &[Recipient]) -> Result<Vec<Recipient>> {
         .collect()
 }
 
-/// `dec --raw` of a file that starts with the container magic is almost surely a mistake
-/// (its plaintext would be garbage): refused unless --force-raw. Only regular files are
-/// looked at (a pipe's bytes cannot be put back).
+/// `dec --raw` of a file that starts with the container magic, or with the begin line of a
+/// container's ASCII armor, is almost surely a mistake (its plaintext would be garbage):
+/// refused unless --force-raw. Only regular files are looked at (a pipe's bytes cannot be put
+/// back).
 fn refuse_container_as_raw(input: &mut Input) -> Result<()> {
     let Input::File(file, path) = input else {
         return Ok(());
     };
     use std::os::unix::fs::FileExt;
-    let mut start = [0u8; container::MAGIC.len()];
-    let whole = file.read_exact_at(&mut start, 0).is_ok();
-    if whole && start == container::MAGIC {
-        bail!(
-            "{} is a paraes container, not a raw stream: drop --raw to decrypt it (--force-raw if it really is a raw stream)",
-            path.display()
-        );
-    }
-    Ok(())
+    let armor_begin = paraes_files::armor::BEGIN.as_bytes();
+    let mut start = vec![0u8; armor_begin.len().max(container::MAGIC.len())];
+    let seen = file.read_at(&mut start, 0).unwrap_or(0);
+    let start = &start[..seen];
+    let what = if start.starts_with(&container::MAGIC) {
+        "a paraes container"
+    } else if start.starts_with(armor_begin) {
+        "a paraes container in ASCII armor"
+    } else {
+        return Ok(());
+    };
+    bail!(
+        "{} is {what}, not a raw stream: drop --raw to decrypt it (--force-raw if it really is a raw stream)",
+        path.display()
+    );
 }
 
 /// A random raw CTR IV, printed on stderr so the stream can be decrypted.

@@ -307,3 +307,54 @@ fn mpi_ranks_refuse_armor() {
     );
     assert_eq!(s.names(), before, "nothing written");
 }
+
+/// An armored file whose armor is refused at its end (data after the end line, or no end
+/// line) writes nothing to standard output either: the whole armor of a regular file is
+/// checked before any chunk is decrypted (found by a hostile review: 25 MiB of plaintext went
+/// out before the refusal). `dec --raw` of an armored container is refused as a binary one is.
+#[test]
+fn a_file_whose_armor_fails_at_its_end_writes_nothing_to_a_stream() {
+    let s = Scratch::new();
+    s.key_file("k", 256, 3, true);
+    // Larger than the windows read ahead on two workers (`--threads 1`), so chunks would be
+    // written before the end is read.
+    s.write("plain", &seeded_bytes(3, 40 << 20));
+    assert_success(
+        &s.run(&["enc", "-q", "-a", "-k", "k", "plain", "-o", "p.asc"]),
+        "enc -a",
+    );
+    let text = String::from_utf8(s.read("p.asc")).unwrap();
+    let no_end = text[..text.len() - END.len() - 1].to_string();
+    for (what, bad) in [
+        ("data after the end line", format!("{text}junk\n")),
+        ("no end line", no_end),
+    ] {
+        s.write("bad.asc", bad.as_bytes());
+        for to in ["-o - > out", "-o - | cat > out"] {
+            let script = format!("set -o pipefail; $PARAES dec -q --threads 1 -k k bad.asc {to}");
+            let out = s.bash(&script);
+            assert_error(&out, &format!("{what}: {script}"));
+            assert!(
+                s.read("out").is_empty(),
+                "{what}: {script} wrote {} bytes before the refusal",
+                s.read("out").len()
+            );
+        }
+    }
+    let out = s.run(&[
+        "dec",
+        "-q",
+        "--raw",
+        "ctr",
+        "--iv",
+        "000102030405060708090a0b0c0d0e0f",
+        "-k",
+        "k",
+        "p.asc",
+        "-o",
+        "raw.out",
+    ]);
+    let message = assert_error(&out, "dec --raw of an armored container");
+    assert!(message.contains("ASCII armor"), "{message}");
+    assert!(!s.path("raw.out").exists(), "dec --raw wrote an output");
+}

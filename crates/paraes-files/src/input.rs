@@ -83,6 +83,14 @@ impl Input {
             return Ok(input);
         }
         let name = input.name();
+        if let (Input::File(file, _), Some(len)) = (&input, input.len()) {
+            // A file's whole armor is checked before any of it is used, so a run that writes
+            // to a stream gets nothing from a file whose armor is then refused (a binary file
+            // has its end checked before anything is written too).
+            let mut check = ArmorReader::new(paraes_core::positioned::ReadAt::new(file, 0, len))
+                .map_err(failed(name.clone()))?;
+            io::copy(&mut check, &mut io::sink()).map_err(failed(name.clone()))?;
+        }
         let reader = ArmorReader::new(input).map_err(failed(name))?;
         Ok(Input::Armored(Box::new(reader)))
     }
