@@ -37,13 +37,13 @@ pub struct CpuEngine {
 }
 
 impl CpuEngine {
-    /// An engine on `threads` threads (`None`: one per available core) with the implementation
+    /// An engine on `threads` threads (`None`: one per CPU this process may use, [`crate::cpus::usable`]) with the implementation
     /// [`AesImpl::detect`] picks.
     pub fn new(threads: Option<usize>) -> Result<Self, EngineError> {
         Self::with_aes_impl(AesImpl::detect(), threads)
     }
 
-    /// An engine on `threads` threads (`None`: one per available core) with `implementation`,
+    /// An engine on `threads` threads (`None`: one per CPU this process may use, [`crate::cpus::usable`]) with `implementation`,
     /// which must be available on this CPU.
     pub fn with_aes_impl(
         implementation: AesImpl,

@@ -8,7 +8,9 @@
 //! allocator hands out a large block 16 bytes past a page boundary, so a read of a file from
 //! offset 0 (every `enc` of a file) hit the slow case on every window. A block at a page
 //! boundary meets the slow case only where the file offset's place in its page is 4065-4095
-//! (reads) or 1-31 (writes), which no format of paraes puts a window at (docs/ARCHITECTURE.md).
+//! (reads) or 1-31 (writes). Raw streams and format v3 never put a window there (their windows
+//! are whole pages long, from offset 0 or 4096 + 56); format v2's chunks are 16 bytes longer than
+//! a power of two, so a few of a v2 file's windows still take the slow copy (docs/RESULTS.md).
 //! Small blocks are left as the system allocator places them.
 
 use std::alloc::{GlobalAlloc, Layout, System};
