@@ -20,6 +20,9 @@
 #                                                 with maturin into target/py-venv; its pytest
 #                                                 suite (against pyaes, pyca and this CLI) and
 #                                                 the crypto_pyaes benchmark
+#   6. scripts/test-install.sh                    README's `cargo install --locked --path .`
+#                                                 into a fresh prefix; the installed binary
+#                                                 runs README's quick start
 #
 # Tests that need hardware this machine lacks (a GPU) run on a stand-in and say so loudly.
 set -euo pipefail
@@ -80,3 +83,6 @@ kernels/check-ptx.sh
 
 echo "== the Python package (paraes for Python, paraes.pyaes)"
 scripts/test-python.sh
+
+echo "== README's install: cargo install into a fresh prefix, then the quick start"
+scripts/test-install.sh
