@@ -58,6 +58,13 @@ pub fn run(args: &RekeyPlan) -> Result<()> {
     if !stale.is_empty() {
         warn(&paraes_files::leftovers_warning(&stale));
     }
+    if super::is_armored(file).with_context(|| shown.clone())? {
+        bail!(
+            "{shown}: it is an ASCII-armored container (enc --armor), whose header cannot be \
+             changed in place: decrypt it and encrypt it again for the new keys \
+             (paraes dec ... -o - | paraes enc --armor ...)"
+        );
+    }
     let unverified =
         UnverifiedHeader::read(&mut BufReader::new(file)).with_context(|| shown.clone())?;
     // The body check proves the opened file key is the body's before anything is written.

@@ -358,3 +358,32 @@ fn a_file_whose_armor_fails_at_its_end_writes_nothing_to_a_stream() {
     assert!(message.contains("ASCII armor"), "{message}");
     assert!(!s.path("raw.out").exists(), "dec --raw wrote an output");
 }
+
+/// rekey and upgrade change a binary container in place; an armored one is refused in one line
+/// that says why and what to do (before: "not a paraes container"), and is left as it was.
+#[test]
+fn rekey_and_upgrade_say_an_armored_container_cannot_change_in_place() {
+    let s = Scratch::new();
+    s.key_file("k", 256, 1, true);
+    s.key_file("k2", 256, 2, true);
+    s.write("plain", &seeded_bytes(3, 5000));
+    assert_success(
+        &s.run(&["enc", "-q", "-a", "-k", "k", "plain", "-o", "p.asc"]),
+        "enc -a",
+    );
+    let armored = s.read("p.asc");
+    let out = s.run(&["rekey", "-k", "k", "--add-key-file", "k2", "p.asc"]);
+    let message = assert_error(&out, "rekey of armor");
+    assert!(
+        message.contains("ASCII-armored") && message.contains("encrypt it again"),
+        "{message}"
+    );
+    let out = s.run(&["upgrade", "-k", "k", "p.asc"]);
+    assert!(!out.status.success(), "upgrade of armor succeeded");
+    let said = stderr(&out);
+    assert!(
+        said.contains("already format v3") && said.contains("ASCII-armored"),
+        "{said}"
+    );
+    assert_eq!(s.read("p.asc"), armored, "the armored file changed");
+}
