@@ -13,13 +13,19 @@
 # cores, so one rank already uses more than one core) and pinned (one core per rank: the
 # single-process tool and one rank under `taskset -c 0`, ranks under `mpiexec -bind-to core`),
 # which measures scaling per core. Ratios compare runners of the same block.
-# Needs a binary built with --features mpi and MPICH's mpiexec.
+# The last columns are issue 40's parallel efficiency: the single-process tool's median over
+# (ranks x the runner's median), in wall time and in pass time.
+# Needs a binary built with --features mpi and the launcher of the MPI library it links
+# (MPI_LAUNCHER, default mpiexec: e.g. MPI_LAUNCHER=mpiexec.mpich, or
+# MPI_LAUNCHER="mpirun.openmpi --oversubscribe --allow-run-as-root" with PARAES built against
+# Open MPI; `ldd $PARAES` says which).
 #   benches/mpi-scaling.sh [SIZE_MIB=1024] [REPEATS=7] [DIR=/dev/shm]
 set -euo pipefail
 size_mib=${1:-1024}
 repeats=${2:-7}
 dir=${3:-/dev/shm}
 paraes=${PARAES:-target/release/paraes}
+read -r -a launcher <<< "${MPI_LAUNCHER:-mpiexec}"
 [ -x "$paraes" ] || { echo "build first: cargo build --release --features mpi" >&2; exit 1; }
 work=$(mktemp -d "$dir/paraes-mpi-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -36,8 +42,8 @@ run_case() {
   if [ "$1" -ge 5 ]; then pin=(taskset -c 0) bind=(-bind-to core); fi
   case $(($1 % 5)) in
     0) "${pin[@]}" "$paraes" "${enc[@]}" --backend cpu ;;
-    1 | 2) mpiexec -n "$n" "${bind[@]}" "$paraes" "${enc[@]}" --backend mpi --mpi-io direct ;;
-    3 | 4) mpiexec -n "$n" "${bind[@]}" "$paraes" "${enc[@]}" --backend mpi --mpi-io scatter ;;
+    1 | 2) "${launcher[@]}" -n "$n" "${bind[@]}" "$paraes" "${enc[@]}" --backend mpi --mpi-io direct ;;
+    3 | 4) "${launcher[@]}" -n "$n" "${bind[@]}" "$paraes" "${enc[@]}" --backend mpi --mpi-io scatter ;;
   esac
 }
 
@@ -65,10 +71,10 @@ stats() {
   echo "$med $min $cpu $pass"
 }
 
-echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores; ${size_mib} MiB in $dir; $repeats runs each, alternating; $(mpiexec --version | grep -m1 Version | xargs)"
+echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores; ${size_mib} MiB in $dir; $repeats runs each, alternating; ${launcher[*]}: $("${launcher[0]}" --version 2>&1 | grep -m1 -i -e "version" -e "openrte" | xargs); $(ldd "$paraes" | grep -o 'libmpi[a-z_]*\.so[.0-9]*' | sort -u | xargs)"
 echo "# load average before: $load_before; after: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-34s %5s %8s %8s %6s %9s %10s %6s %7s %9s %10s\n' runner ranks median_s min_s GB/s \
-  vs_single efficiency cpu_s pass_s vs_single efficiency
+printf '%-34s %5s %8s %8s %6s %9s %10s %6s %7s %9s %10s %12s %12s\n' runner ranks median_s min_s GB/s \
+  vs_single efficiency cpu_s pass_s vs_single efficiency eff_vs_single pass_vs_single
 base=""
 for c in "${!names[@]}"; do
   [ $((c % 5)) = 0 ] && read -r single _ _ single_pass < <(stats "$c")
@@ -79,10 +85,12 @@ for c in "${!names[@]}"; do
   vs=$(echo "$single / $med" | bc -l)
   vs_pass=$(echo "$single_pass / $pass" | bc -l)
   eff=- eff_pass=-
+  eff_single=$(printf '%.1f%%' "$(echo "$single / ($n * $med) * 100" | bc -l)")
+  eff_single_pass=$(printf '%.1f%%' "$(echo "$single_pass / ($n * $pass) * 100" | bc -l)")
   if [ $((c % 5)) != 0 ]; then
     eff=$(printf '%.1f%%' "$(echo "$base / ($n * $med) * 100" | bc -l)")
     eff_pass=$(printf '%.1f%%' "$(echo "$base_pass / ($n * $pass) * 100" | bc -l)")
   fi
-  printf '%-34s %5s %8.3f %8.3f %6.2f %9.2f %10s %6.2f %7.3f %9.2f %10s\n' "${names[$c]}" "$n" \
-    "$med" "$min" "$gbs" "$vs" "$eff" "$cpu" "$pass" "$vs_pass" "$eff_pass"
+  printf '%-34s %5s %8.3f %8.3f %6.2f %9.2f %10s %6.2f %7.3f %9.2f %10s %12s %12s\n' "${names[$c]}" "$n" \
+    "$med" "$min" "$gbs" "$vs" "$eff" "$cpu" "$pass" "$vs_pass" "$eff_pass" "$eff_single" "$eff_single_pass"
 done
