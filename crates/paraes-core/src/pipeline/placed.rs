@@ -243,4 +243,30 @@ mod tests {
         no_last.arrived(chunk(0, false));
         assert!(no_last.check().is_err());
     }
+
+    #[test]
+    fn a_counted_run_ends_at_its_count_with_no_chunk_marked_last() {
+        // Three chunks that do not end their stream: the final one may be short.
+        let placed = Placed::counted(8, 3);
+        for (i, len) in [(2, 5), (0, 8), (1, 8)] {
+            placed.record(i, false, len).unwrap();
+        }
+        placed.check().unwrap();
+        Placed::counted(8, 0).check().unwrap();
+        let missing = Placed::counted(8, 3);
+        missing.record(0, false, 8).unwrap();
+        missing.record(2, false, 8).unwrap();
+        assert!(missing.check().unwrap_err().to_string().contains("chunk 1"));
+        assert!(Placed::counted(8, 3).record(3, false, 8).is_err());
+        assert!(Placed::counted(8, 3).record(2, true, 8).is_err());
+        assert!(Placed::counted(8, 3).record(1, false, 5).is_err());
+
+        let mut order = InOrder::counted(Some(2));
+        order.arrived(chunk(1, false));
+        order.arrived(chunk(0, false));
+        order.check().unwrap();
+        let mut short = InOrder::counted(Some(2));
+        short.arrived(chunk(0, false));
+        assert!(short.check().is_err());
+    }
 }
