@@ -288,7 +288,8 @@ pub struct DecArgs {
 
     /// Decrypt only plaintext bytes START..END (END exclusive; sizes with units such as 4MiB;
     /// either end may be left open: 1GiB.., ..4KiB). Reads and authenticates only the chunks
-    /// that hold them, plus the last chunk (so the length is authentic).
+    /// that hold them, plus the last chunk (so the length is authentic), the whole chunks
+    /// on many workers at their offsets.
     #[arg(long, value_name = "START..END")]
     pub range: Option<String>,
 

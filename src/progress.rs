@@ -167,24 +167,8 @@ fn peak_rss_bytes() -> Option<u64> {
     Some(kib * 1024)
 }
 
-/// How a file's chunks were read and written where many were in flight.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IoMode {
-    /// Read at offsets by the workers (a regular file paraes opened), or as a stream.
-    pub read_at_offsets: bool,
-    /// Written at offsets by the workers (a file paraes created), or as a stream in order.
-    pub write_at_offsets: bool,
-    /// The workers.
-    pub workers: usize,
-}
-
-impl IoMode {
-    /// How each end was reached, in a word (`--stats json`'s values): `offsets` or `stream`.
-    pub fn ends(&self) -> (&'static str, &'static str) {
-        let word = |at_offsets| if at_offsets { "offsets" } else { "stream" };
-        (word(self.read_at_offsets), word(self.write_at_offsets))
-    }
-}
+/// How a file's chunks were read and written where many were in flight (paraes-files').
+pub use paraes_files::IoMode;
 
 /// The files of a many-file run.
 #[derive(Clone, Copy, Debug, Default)]

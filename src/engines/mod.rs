@@ -246,15 +246,15 @@ impl std::fmt::Debug for EngineEntry {
 /// The workers of a local run's chunks in flight on `engine`, the engine `choice` built: one
 /// per engine thread where the engine's work is spread over the CPU's threads (`--threads`:
 /// the CPU engine, the GPU engine's host threads), so `--threads` bounds a run's memory too
-/// (README: 64 MiB + 8 MiB per worker); at least two, so that one chunk is read or written
-/// while another is at the engine.
+/// (README: 64 MiB + 8 MiB per worker); at least two ([`paraes_files::chunk_workers`], the
+/// rule the Python package follows too).
 pub fn chunk_workers(choice: &EngineChoice, engine: &dyn Engine) -> usize {
     let threads = if choice.entry.takes.threads {
         engine.workers()
     } else {
         1
     };
-    threads.max(2)
+    paraes_files::chunk_workers(threads)
 }
 
 /// The engine of `choice`.

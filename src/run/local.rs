@@ -4,18 +4,18 @@
 //! thread; with the progress display; and commits the output.
 
 use std::collections::BTreeSet;
-use std::io::Read;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
 use anyhow::{Context, Result};
-use paraes_core::pipeline::{self, PipelineError, Segment, Sink, Source, Stages, Workers};
+use paraes_core::pipeline::PipelineError;
 use paraes_core::{Direction, Engine};
 
 use crate::plan::{CryptPlan, FileTask};
 use crate::progress::{IoMode, Progress, Summary};
 use crate::run::prepare::{self, Credentials, Prepared};
-use paraes_files::{Input, Output, Reach};
+pub use paraes_files::Spread;
+use paraes_files::{Reach, SpreadError};
 
 /// Runs the one file of `plan` in this process.
 pub fn run(plan: &CryptPlan, file: &FileTask) -> Result<Summary> {
@@ -63,16 +63,6 @@ pub struct Done {
     pub io: Option<IoMode>,
 }
 
-/// How a prepared file's chunks run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Spread {
-    /// Many in flight on this many workers (a file alone, or a large file of a many-file run).
-    Workers(usize),
-    /// One after another on the calling thread (the small files of a many-file run, many of
-    /// which run at once).
-    InTurn,
-}
-
 /// Runs and commits one prepared file of `plan`, its chunks spread as `spread` says. A run
 /// of many chunks in flight moves `progress` on from where it stands; an in-turn run leaves it
 /// to the caller. With `directories`, the output's directory is added there to be synced
@@ -101,32 +91,12 @@ pub fn crypt_prepared(
         } = &mut job;
         let spec = stream.spec(engine, plan.direction);
         let (input_name, output_name) = (input.name(), output.name());
-        let named = |e| name_failure(e, &input_name, &output_name);
-        match spread {
-            Spread::Workers(workers) => {
-                let start = progress.position();
-                let moved = |n| progress.set(start + n);
-                let (ran, io) = spread_chunks(&spec, input, output, workers, written, &moved)?;
-                written += ran.written;
-                (ran.read, Some(io))
-            }
-            Spread::InTurn => {
-                let mut counted = CountedReader {
-                    inner: input,
-                    bytes: 0,
-                };
-                written += pipeline::run_segment(
-                    &spec,
-                    Segment::WHOLE,
-                    Stages::InTurn,
-                    &mut counted,
-                    &mut output.writer(),
-                    &|_| {},
-                )
-                .map_err(named)?;
-                (counted.bytes, None)
-            }
-        }
+        let start = progress.position();
+        let moved = |n| progress.set(start + n);
+        let ran = paraes_files::run_stream(&spec, input, output, spread, written, &moved)
+            .map_err(|e| name_spread_failure(e, &input_name, &output_name))?;
+        written += ran.ran.written;
+        (ran.ran.read, ran.io)
     };
     match directories {
         None => job.output.commit()?,
@@ -142,64 +112,12 @@ pub fn crypt_prepared(
     Ok(Done { read, written, io })
 }
 
-/// Runs `spec` from `input` to `output` with many chunks in flight on `workers` workers: read
-/// at offsets where the input is a regular file paraes opened, written at offsets (its room
-/// reserved first) where the output is a file paraes created, from byte `header_len` (what
-/// was written before the stream); a pipe at either end widened. Standard input and output
-/// are streams even when they are regular files (their offsets are the shell's).
-fn spread_chunks(
-    spec: &pipeline::StreamSpec<'_>,
-    input: &mut Input,
-    output: &mut Output,
-    workers: usize,
-    header_len: u64,
-    progress: &(dyn Fn(u64) + Sync),
-) -> Result<(pipeline::Ran, IoMode)> {
-    let (input_name, output_name) = (input.name(), output.name());
-    let named = |e| name_failure(e, &input_name, &output_name);
-    let positioned = input
-        .at_offsets()
-        .map(|(file, at, len)| (file.try_clone(), at, len));
-    let mode = IoMode {
-        read_at_offsets: positioned.is_some(),
-        write_at_offsets: output.at_offsets().is_some(),
-        workers,
-    };
-    if let Some(stdin) = input.stdin() {
-        paraes_files::widen_pipe(stdin);
+/// Names the file that failed in a stream's run.
+fn name_spread_failure(e: SpreadError, input: &str, output: &str) -> anyhow::Error {
+    match e {
+        SpreadError::File(e) => e.into(),
+        SpreadError::Stream(e) => name_failure(e, input, output),
     }
-    if let Output::Stdout(stdout) = &*output {
-        paraes_files::widen_pipe(stdout);
-    }
-    let input_file;
-    let source = match positioned {
-        Some((file, at, len)) => {
-            input_file = file.with_context(|| format!("reading {input_name} failed"))?;
-            if let Some(out_len) = spec.output_len(len) {
-                output.reserve(header_len + out_len)?;
-            }
-            Source::At {
-                file: &input_file,
-                at,
-                len,
-            }
-        }
-        None => Source::Stream(input),
-    };
-    let output_file = output
-        .at_offsets()
-        .map(|file| file.try_clone())
-        .transpose()?;
-    let sink = match &output_file {
-        Some(file) => Sink::At {
-            file,
-            at: header_len,
-        },
-        None => Sink::Stream(output.writer()),
-    };
-    let ran = pipeline::run_parallel(spec, source, sink, Workers::new(workers), progress)
-        .map_err(named)?;
-    Ok((ran, mode))
 }
 
 /// Names the file that failed (the pipeline only knows "the input" and "the output").
@@ -212,19 +130,5 @@ pub fn name_failure(e: PipelineError, input: &str, output: &str) -> anyhow::Erro
             anyhow::Error::new(io).context(format!("writing {output} failed"))
         }
         other => other.into(),
-    }
-}
-
-/// A reader that counts what passes through it.
-struct CountedReader<'a, R> {
-    inner: &'a mut R,
-    bytes: u64,
-}
-
-impl<R: Read> Read for CountedReader<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.bytes += n as u64;
-        Ok(n)
     }
 }

@@ -1,16 +1,19 @@
 //! `dec --range START..END`: decrypts only the plaintext bytes asked for, reading and
 //! authenticating only the chunks that hold them plus the last chunk (so the plaintext length
 //! it checks the range against is authentic), through paraes-core's seekable reader, of a
-//! container or a bare message (`--format cobblestone`).
+//! container or a bare message (`--format cobblestone`). The whole chunks a range covers are
+//! read at their offsets and opened by many workers at once (the parallel pipeline's), written
+//! at offsets to an output file paraes created, in order to a stream; `--stats` says so.
 
 use anyhow::{bail, Context, Result};
 use paraes_core::container::RangeError;
+use paraes_core::pipeline::Workers;
 
 use crate::plan::{ByteRange, CryptPlan, FileTask};
 use crate::progress::{Progress, Summary};
 use crate::run::local::name_failure;
 use crate::run::prepare::{self, Credentials, Prepared};
-use paraes_files::{Input, Reach};
+use paraes_files::{Input, OutputEnd, Reach};
 
 /// Runs `dec --range` on the one container or bare message of `plan`.
 pub fn run(plan: &CryptPlan, file: &FileTask, range: ByteRange) -> Result<Summary> {
@@ -19,6 +22,7 @@ pub fn run(plan: &CryptPlan, file: &FileTask, range: ByteRange) -> Result<Summar
     let mut job = prepare::prepare(plan, &credentials, file, Reach::ThisMachine)?;
     job.say_warning();
     let progress = Progress::start(&plan.ui, None);
+    let workers = crate::engines::chunk_workers(&plan.engine, engine.as_ref());
     let Prepared {
         stream,
         input,
@@ -47,10 +51,19 @@ pub fn run(plan: &CryptPlan, file: &FileTask, range: ByteRange) -> Result<Summar
             "--range {asked} reaches past the end of {name}, whose plaintext has {len} bytes: ask for at most ..{len}"
         );
     }
+    let output_name = output.name();
+    let mut output_end = OutputEnd::new(output, 0, Some(end - range.start))?;
+    let io = output_end.io_mode(true, workers);
     let copied = reader
-        .copy_range(range.start, end, output.writer())
+        .copy_range_parallel(
+            range.start,
+            end,
+            output_end.sink(),
+            Workers::new(workers),
+            &|n| progress.set(n),
+        )
         .map_err(|e| match e {
-            RangeError::Stream(e) => name_failure(e, &name, &output.name()),
+            RangeError::Stream(e) => name_failure(e, &name, &output_name),
             other => other.into(),
         });
     let bytes_read = reader.bytes_read();
@@ -69,6 +82,6 @@ pub fn run(plan: &CryptPlan, file: &FileTask, range: ByteRange) -> Result<Summar
         runner: "local",
         threads_from: crate::engines::threads_from(&plan.engine),
         files: None,
-        io: None,
+        io: Some(io),
     })
 }

@@ -263,3 +263,59 @@ fn a_small_range_reads_a_few_chunks_and_tampering_elsewhere_does_not_matter() {
         "raw",
     );
 }
+
+/// A large range runs its whole chunks on many workers, read at their offsets (`--stats json`
+/// says `io.read: offsets`; `io.write: offsets` into a file paraes created, `stream` to
+/// standard output), and gives the plaintext's bytes whether it starts on a window of chunks,
+/// inside one, or inside a chunk, and whether it reaches the end; it still reads only the
+/// chunks it touches and the last, and a damaged chunk among its workers' is refused with no
+/// output.
+#[test]
+fn a_large_range_runs_on_many_workers_at_offsets() {
+    let s = Scratch::new();
+    s.key_file("k", 256, 3, true);
+    let n = 10 * (1 << 20) + 777;
+    let plain = seeded_bytes(9, n);
+    s.write("p", &plain);
+    assert_success(&s.run(&["enc", "-q", "-k", "k", "p"]), "enc");
+    let c = CHUNK;
+    for (start, end) in [
+        (5, 9 * (1 << 20) + 3),
+        (3 * c + 1, n),
+        (0, n),
+        ((1 << 20) + 7 * c - 5, 8 * (1 << 20) + 100),
+        (256 * c, 2 * 256 * c),
+    ] {
+        let text = format!("{start}..{end}");
+        for (to, write) in [("r", "offsets"), ("-", "stream")] {
+            let out = s.run(&[
+                "dec", "-q", "-f", "-k", "k", "p.paraes", "--range", &text, "-o", to, "--stats",
+                "json",
+            ]);
+            let err = assert_success(&out, &text);
+            let stats: serde_json::Value = serde_json::from_str(err.trim()).expect(&err);
+            assert_eq!(stats["io"]["read"], "offsets", "{text} to {to}: {stats}");
+            assert_eq!(stats["io"]["write"], write, "{text} to {to}: {stats}");
+            assert!(stats["io"]["workers"].as_u64().unwrap() >= 2, "{stats}");
+            let got = if to == "-" { out.stdout } else { s.read("r") };
+            assert!(got == plain[start..end], "{text} to {to}: wrong bytes");
+            let touched = ((end.max(1) - 1) / c - start / c + 1) as u64;
+            let read = stats["bytes_in"].as_u64().unwrap();
+            assert!(
+                read <= (touched + 1) * (c + TAG_LEN) as u64,
+                "{text}: read {read} bytes"
+            );
+        }
+    }
+    // A damaged chunk in the middle of a large range: refused, nothing written.
+    let chunks_start = HEADER_LEN + MESSAGE_PREFIX_LEN;
+    let mut bytes = s.read("p.paraes");
+    bytes[chunks_start + 300 * (CHUNK + TAG_LEN) + 5] ^= 1;
+    s.write("p.paraes", &bytes);
+    let before = s.names();
+    let out = s.run(&[
+        "dec", "-k", "k", "p.paraes", "--range", "5..9MiB", "-o", "bad",
+    ]);
+    let err = s.assert_refused(&out, &before, "damaged chunk in a large range");
+    assert!(err.contains("chunk 300 failed authentication"), "{err}");
+}

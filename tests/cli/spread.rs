@@ -190,7 +190,7 @@ fn stats_say_how_each_end_was_reached() {
 }
 
 /// Peak memory stays under README's bound, 64 MiB + 8 MiB per worker (workers: `--threads`,
-/// at least two), whatever the file's size and however it is reached.
+/// at least two), whatever the file's size and however it is reached, `dec --range` too.
 #[test]
 fn memory_stays_under_the_bound_at_any_size() {
     let s = Scratch::new();
@@ -212,6 +212,8 @@ fn memory_stays_under_the_bound_at_any_size() {
             format!("cat big | $PARAES enc -k key --threads {threads} --stats json > /dev/null"),
             format!("$PARAES dec -k key --threads {threads} --stats json big.paraes -o /dev/null"),
             format!("cat big.paraes | $PARAES dec -k key --threads {threads} --stats json -o out --force"),
+            format!("$PARAES dec -k key --threads {threads} --stats json big.paraes --range 5..300MiB -o out --force"),
+            format!("$PARAES dec -k key --threads {threads} --stats json big.paraes --range 5..300MiB -o - > /dev/null"),
         ] {
             let out = s.bash(&script);
             assert_success(&out, &script);

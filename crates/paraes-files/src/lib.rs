@@ -4,7 +4,8 @@
 //! [`OutputOptions`]), the leftovers a killed run can leave ([`leftovers`]), and the guards of
 //! a change in place ([`guard`], [`lease`]), containers as ASCII armor read and written as
 //! streams ([`armor`]), the files a job reads, never its output
-//! ([`FilesRead`]), and key material read by one set of text rules
+//! ([`FilesRead`]), a stream's chunks between an input and an output, many in flight at offsets
+//! where the files allow ([`run_stream`]), and key material read by one set of text rules
 //! ([`keys`]: key files, identity files, recipients files). Errors are typed ([`FileError`],
 //! [`keys::KeyFileError`]) and name no command-line flag or keyword argument: each front end
 //! adds its own advice by the error's type.
@@ -23,6 +24,7 @@ pub mod pending;
 mod positioned;
 mod reads;
 pub mod replace;
+mod spread;
 
 pub use error::{one_line, FileError};
 pub use input::{check_regular, open_regular_file, Input, InputKinds};
@@ -31,3 +33,4 @@ pub use output::{sync_directory, Output, OutputOptions, Reach, Temporary};
 pub use page_aligned::PageAlignedLarge;
 pub use positioned::widen_pipe;
 pub use reads::{fd_id, file_id, path_id, FilesRead};
+pub use spread::{chunk_workers, run_stream, IoMode, Moved, OutputEnd, Spread, SpreadError};

@@ -16,14 +16,13 @@ use std::io::Read;
 use std::path::Path;
 
 use paraes_core::container::{self, BodyAccess, Opened, Recipient, Unlock, UnverifiedHeader};
-use paraes_core::pipeline::{self, Stages};
+use paraes_core::pipeline;
 use paraes_core::KeySize;
 use paraes_files::{FilesRead, Output, OutputOptions};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use crate::errors;
-use crate::THREADED_FROM;
 
 /// Plaintext bytes per pipeline chunk of the bodies written (as `paraes enc`'s default).
 pub const BATCH: usize = pipeline::DEFAULT_CHUNK_SIZE;
@@ -36,15 +35,6 @@ pub fn key_size(bits: u32) -> PyResult<KeySize> {
         other => Err(PyValueError::new_err(format!(
             "a container's body key is 128 or 256 bits, not {other}"
         ))),
-    }
-}
-
-/// How a container of `len` bytes runs: on the pipeline's threads when large or of unknown
-/// length (a stream), in turn on the calling thread when small.
-pub fn stages(len: Option<u64>) -> Stages {
-    match len {
-        Some(len) if len < THREADED_FROM as u64 => Stages::InTurn,
-        _ => Stages::Threaded,
     }
 }
 

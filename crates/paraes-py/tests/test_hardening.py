@@ -339,7 +339,7 @@ def test_an_unfinished_output_has_no_name(tmp_path):
 
 def test_sigkill_leaves_no_partial_output(tmp_path):
     key = paraes.generate_key()
-    data = seeded(3_000_000, 9)
+    data = seeded(12_000_000, 9)
     (tmp_path / "p.bin").write_bytes(data)
     paraes.encrypt_file(tmp_path / "p.bin", tmp_path / "c.paraes", keys=[key])
     before = files_in(tmp_path)
@@ -352,8 +352,10 @@ def test_sigkill_leaves_no_partial_output(tmp_path):
     assert proc.returncode == -signal.SIGKILL, proc
     check_leftovers(tmp_path, "w.paraes", before)
     # decrypt_file killed while it writes: a FIFO feeds most of the container and then stalls.
-    # A batch's plaintext goes out once the next batch is whole (so it is known not to be the
-    # last): 2.6 MB holds the header and two whole 1 MiB batches, and the first goes out.
+    # A stream is read in windows of 4 MiB of plaintext (as the CLI's); a window's plaintext
+    # goes out once the next window is whole (so it is known not to be the last): 9 MB holds
+    # the header and two whole windows (4,198,400 bytes each with their tags), and the first
+    # goes out.
     fifo = tmp_path / "in.fifo"
     os.mkfifo(fifo)
     before = files_in(tmp_path)
@@ -365,7 +367,7 @@ def test_sigkill_leaves_no_partial_output(tmp_path):
                             key.hex()], cwd=HERE)
     try:
         with open_fifo_for_writing(fifo) as f:
-            f.write((tmp_path / "c.paraes").read_bytes()[:2_600_000])
+            f.write((tmp_path / "c.paraes").read_bytes()[:9_000_000])
             f.flush()
             # Wait until that plaintext went out to the temporary.
             wait_until("1 MiB of plaintext in decrypt_file's temporary",

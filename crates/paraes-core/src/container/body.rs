@@ -18,6 +18,8 @@ use super::{
 };
 use crate::cobblestone;
 
+mod range;
+
 /// How a reader of a container can reach its bytes, for the body check of docs/FORMAT.md
 /// ("Opening a file"): a file key is accepted only if the first and the last chunk tag of the
 /// body verify under it (only the first, on a stream).
@@ -502,13 +504,7 @@ impl<'a, R: Read + Seek> SeekableReader<'a, R> {
         end: u64,
         output: &mut (impl Write + ?Sized),
     ) -> Result<u64, RangeError> {
-        if start > end || end > self.plaintext_len {
-            return Err(RangeError::OutOfBounds {
-                start,
-                end,
-                len: self.plaintext_len,
-            });
-        }
+        self.check_range(start, end)?;
         let chunk = self.spec.chunk_size as u64;
         let mut at = start;
         while at < end {
@@ -522,6 +518,18 @@ impl<'a, R: Read + Seek> SeekableReader<'a, R> {
             at += (to - from) as u64;
         }
         Ok(end - start)
+    }
+
+    /// Checks that `start..end` is a range of the plaintext.
+    fn check_range(&self, start: u64, end: u64) -> Result<(), RangeError> {
+        if start > end || end > self.plaintext_len {
+            return Err(RangeError::OutOfBounds {
+                start,
+                end,
+                len: self.plaintext_len,
+            });
+        }
+        Ok(())
     }
 
     /// Makes chunk `index` the cached, authenticated plaintext.

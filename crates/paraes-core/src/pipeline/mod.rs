@@ -39,7 +39,7 @@ mod steps;
 #[cfg(test)]
 mod tests;
 
-pub use parallel::{run_parallel, Ran, Sink, Source, Workers, WINDOW};
+pub use parallel::{run_parallel, run_parallel_segment, Ran, Sink, Source, Workers, WINDOW};
 pub use reader::ChunkReader;
 pub use spec::{StreamSpec, Tags};
 pub use stages::{run, run_segment};

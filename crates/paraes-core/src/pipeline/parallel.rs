@@ -16,8 +16,9 @@ use std::sync::Mutex;
 
 use super::placed::{InOrder, Placed};
 use super::reader::ChunkReader;
-use super::{Chunk, PipelineError, StreamSpec, Tags};
+use super::{Chunk, PipelineError, Segment, StreamSpec, Tags};
 use crate::engine::Direction;
+use crate::engine::EngineError;
 
 /// The least a worker reads or writes at once: a window of whole pipeline chunks of at least
 /// this many bytes (a v2 stream's chunks keep their format's size, each with its tag).
@@ -113,9 +114,111 @@ pub fn run_parallel(
     workers: Workers,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Ran, PipelineError> {
+    run_parallel_segment(spec, Segment::WHOLE, source, sink, workers, progress)
+}
+
+/// [`run_parallel`] of the chunks of `segment` (indices of `spec`'s chunks), which a
+/// [`Source::At`] holds (`len` bytes: whole records where the segment does not end the
+/// stream): the output is those chunks' output, in order, from the sink's start; no chunk is
+/// marked last unless the segment ends the stream. A segment whose first chunk is not on a
+/// window's boundary runs its chunks up to the next boundary first, on smaller windows, so the
+/// rest runs on whole windows.
+pub fn run_parallel_segment(
+    spec: &StreamSpec<'_>,
+    segment: Segment,
+    source: Source<'_>,
+    mut sink: Sink<'_>,
+    workers: Workers,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Ran, PipelineError> {
     spec.check()?;
-    let spec = &windowed(spec, workers.window);
+    let first = segment.first_index;
+    let aligned = first.next_multiple_of(chunks_per_window(spec, workers.window));
+    let head_len = (aligned - first) * spec.input_record_len() as u64;
+    match source {
+        Source::At { file, at, len } if aligned != first && head_len < len => {
+            let head = Segment {
+                first_index: first,
+                ends_stream: false,
+            };
+            let rest = Segment {
+                first_index: aligned,
+                ..segment
+            };
+            let head_source = Source::At {
+                file,
+                at,
+                len: head_len,
+            };
+            let head = run_windows(spec, head, head_source, sink.reborrow(0), workers, progress)?;
+            let rest_source = Source::At {
+                file,
+                at: at + head_len,
+                len: len - head_len,
+            };
+            let rest_progress = |n| progress(head.written + n);
+            let rest = run_windows(
+                spec,
+                rest,
+                rest_source,
+                sink.reborrow(head.written),
+                workers,
+                &rest_progress,
+            )?;
+            Ok(Ran {
+                read: head.read + rest.read,
+                written: head.written + rest.written,
+            })
+        }
+        source => run_windows(spec, segment, source, sink, workers, progress),
+    }
+}
+
+impl Sink<'_> {
+    /// Writes `bytes` at `skip` bytes past the sink's start (a stream: where it stands).
+    pub(crate) fn write_at(&mut self, skip: u64, bytes: &[u8]) -> Result<(), PipelineError> {
+        match self {
+            Sink::At { file, at } => file.write_all_at(bytes, *at + skip),
+            Sink::Stream(output) => output.write_all(bytes),
+        }
+        .map_err(PipelineError::Write)
+    }
+
+    /// This sink again, from `skip` bytes past its start (a stream: where it stands).
+    pub(crate) fn reborrow(&mut self, skip: u64) -> Sink<'_> {
+        match self {
+            Sink::At { file, at } => Sink::At {
+                file,
+                at: *at + skip,
+            },
+            Sink::Stream(output) => Sink::Stream(&mut **output),
+        }
+    }
+}
+
+/// The body of [`run_parallel_segment`]: the chunks of `segment` on windows as large as its
+/// first index allows.
+fn run_windows(
+    spec: &StreamSpec<'_>,
+    segment: Segment,
+    source: Source<'_>,
+    sink: Sink<'_>,
+    workers: Workers,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Ran, PipelineError> {
+    let (windowed, base) = windowed(spec, workers.window, segment.first_index);
+    let spec = &windowed;
     let workers = workers.for_record(spec.input_record_len());
+    // A segment that does not end the stream is whole records: its chunk count is known.
+    let count = match (&source, segment.ends_stream) {
+        (_, true) => None,
+        (Source::At { len, .. }, false) => Some(len.div_ceil(spec.input_record_len() as u64)),
+        (Source::Stream(_), false) => {
+            return Err(PipelineError::Engine(EngineError::Unsupported(
+                "a part of a stream runs in parallel only from a file read at offsets".into(),
+            )))
+        }
+    };
     let buffers = workers.buffers();
     let (free_tx, free_rx) = sync_channel::<Vec<u8>>(buffers);
     for _ in 0..buffers {
@@ -131,7 +234,10 @@ pub fn run_parallel(
         showing: Mutex::new(()),
     };
     let placed = match &sink {
-        Sink::At { .. } => Some(Placed::new(spec.output_record_len())),
+        Sink::At { .. } => Some(match count {
+            Some(count) => Placed::counted(spec.output_record_len(), count),
+            None => Placed::new(spec.output_record_len()),
+        }),
         Sink::Stream(_) => None,
     };
     let (feed, reading) = match source {
@@ -140,7 +246,8 @@ pub fn run_parallel(
                 file,
                 at,
                 len,
-                chunks: spec.chunk_count(len),
+                chunks: count.unwrap_or_else(|| spec.chunk_count(len)),
+                ends_stream: segment.ends_stream,
                 next: AtomicU64::new(0),
                 free: &free_rx,
             };
@@ -171,7 +278,8 @@ pub fn run_parallel(
                 // no send ever waits.
                 let (done_tx, done_rx) = sync_channel::<Option<Chunk>>(buffers + workers.threads);
                 let run = &run;
-                let writer = scope.spawn(move || write_in_order(output, done_rx, free_tx, run));
+                let writer =
+                    scope.spawn(move || write_in_order(output, done_rx, free_tx, run, count));
                 (Deliver::Queue(done_tx), Some(writer))
             }
         };
@@ -187,7 +295,7 @@ pub fn run_parallel(
                     deliver: &deliver,
                     finished: false,
                 };
-                stopper.finished = work(spec, feed, &deliver, run);
+                stopper.finished = work(spec, base, feed, &deliver, run);
             });
         }
         drop(deliver);
@@ -212,17 +320,34 @@ pub fn run_parallel(
     })
 }
 
-/// `spec` with pipeline chunks of at least `window` bytes where the chunk size is not the
-/// format's (a v2 stream's chunk carries its tag): a GCM stream's batch or a raw stream's
-/// chunk changes where the pipeline cuts, never the bytes it writes.
-fn windowed<'a>(spec: &StreamSpec<'a>, window: usize) -> StreamSpec<'a> {
-    let chunk_size = match spec.tags {
-        Tags::Chunk(_) => spec.chunk_size,
-        Tags::None | Tags::Gcm(_) => spec.chunk_size * window.div_ceil(spec.chunk_size).max(1),
-    };
-    StreamSpec {
-        chunk_size,
+/// How many of `spec`'s chunks make a pipeline chunk of at least `window` bytes where the
+/// chunk size is not the format's (a v2 stream's chunk carries its tag): a GCM stream's batch
+/// or a raw stream's chunk changes where the pipeline cuts, never the bytes it writes.
+fn chunks_per_window(spec: &StreamSpec<'_>, window: usize) -> u64 {
+    match spec.tags {
+        Tags::Chunk(_) => 1,
+        Tags::None | Tags::Gcm(_) => window.div_ceil(spec.chunk_size).max(1) as u64,
+    }
+}
+
+/// `spec` with pipeline chunks of [`chunks_per_window`] of its chunks, or of fewer where
+/// `first_index` (of `spec`'s chunks) is not a multiple of that (the largest count that
+/// divides both), and the index of the first pipeline chunk of a segment from `first_index`.
+fn windowed<'a>(spec: &StreamSpec<'a>, window: usize, first_index: u64) -> (StreamSpec<'a>, u64) {
+    let per_window = gcd(first_index, chunks_per_window(spec, window));
+    let spec = StreamSpec {
+        chunk_size: spec.chunk_size * per_window as usize,
         ..*spec
+    };
+    (spec, first_index / per_window)
+}
+
+/// The greatest common divisor of `a` and `b` (`b` when `a` is 0).
+fn gcd(a: u64, b: u64) -> u64 {
+    if a == 0 {
+        b
+    } else {
+        gcd(b % a, a)
     }
 }
 
@@ -268,6 +393,7 @@ enum Feed<'a> {
         at: u64,
         len: u64,
         chunks: u64,
+        ends_stream: bool,
         next: AtomicU64,
         free: &'a Mutex<Receiver<Vec<u8>>>,
     },
@@ -289,6 +415,7 @@ impl Feed<'_> {
                 at,
                 len,
                 chunks,
+                ends_stream,
                 next,
                 free,
             } => {
@@ -303,7 +430,7 @@ impl Feed<'_> {
                 let start = index * record;
                 let chunk_len = (len - start).min(record) as usize;
                 data.resize(chunk_len, 0);
-                let last = index + 1 == *chunks;
+                let last = *ends_stream && index + 1 == *chunks;
                 let read = read_exactly_at(file, &mut data, at + start).and_then(|()| {
                     if last {
                         same_size(file, at + len)
@@ -400,7 +527,15 @@ impl Drop for Stopper<'_, '_, '_> {
 
 /// A worker: takes chunks, seals or opens them, delivers them, until the input ends (returns
 /// true) or the run fails or stops (false).
-fn work(spec: &StreamSpec<'_>, feed: &Feed<'_>, deliver: &Deliver<'_>, run: &Run<'_>) -> bool {
+/// Chunk indices from `feed` count from the run's first chunk; the stream's index of each is
+/// `base` more.
+fn work(
+    spec: &StreamSpec<'_>,
+    base: u64,
+    feed: &Feed<'_>,
+    deliver: &Deliver<'_>,
+    run: &Run<'_>,
+) -> bool {
     while !run.stopped() {
         let mut chunk = match feed.next(spec, run) {
             None => return !run.stopped(),
@@ -410,10 +545,12 @@ fn work(spec: &StreamSpec<'_>, feed: &Feed<'_>, deliver: &Deliver<'_>, run: &Run
                 return false;
             }
         };
+        chunk.index += base;
         let crypted = match spec.direction {
             Direction::Encrypt => super::seal(spec, &mut chunk),
             Direction::Decrypt => super::open(spec, &mut chunk),
         };
+        chunk.index -= base;
         if let Err(e) = crypted {
             run.fail(chunk.index, e);
             return false;
@@ -488,8 +625,9 @@ fn write_in_order(
     done: Receiver<Option<Chunk>>,
     free: SyncSender<Vec<u8>>,
     run: &Run<'_>,
+    count: Option<u64>,
 ) -> InOrder {
-    let mut order = InOrder::default();
+    let mut order = InOrder::counted(count);
     for chunk in done {
         let Some(chunk) = chunk else {
             return order;

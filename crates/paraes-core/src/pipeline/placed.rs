@@ -12,6 +12,9 @@ use super::{Chunk, PipelineError};
 /// `i * record_len`, except the last, which may be shorter.
 pub(super) struct Placed {
     record_len: usize,
+    /// For a run of chunks that does not end its stream, how many there are: none is marked
+    /// last, and the final one (`count - 1`) may be shorter.
+    count: Option<u64>,
     state: Mutex<PlacedState>,
 }
 
@@ -30,7 +33,17 @@ impl Placed {
     pub(super) fn new(record_len: usize) -> Self {
         Placed {
             record_len,
+            count: None,
             state: Mutex::new(PlacedState::default()),
+        }
+    }
+
+    /// Nothing written yet, of `count` chunks of `record_len` output bytes that do not end
+    /// their stream (the final one may be shorter, none is marked last).
+    pub(super) fn counted(record_len: usize, count: u64) -> Self {
+        Placed {
+            count: Some(count),
+            ..Placed::new(record_len)
         }
     }
 
@@ -48,7 +61,14 @@ impl Placed {
             )));
         }
         state.written[word] |= bit;
-        if !last && len != self.record_len {
+        let final_of_count = self.count == Some(index + 1);
+        if self.count.is_some_and(|count| last || index >= count) {
+            return Err(hole(format!(
+                "chunk {index} of the output is not one of the {} it has",
+                self.count.unwrap_or_default()
+            )));
+        }
+        if !last && !final_of_count && len != self.record_len {
             return Err(hole(format!(
                 "chunk {index} of the output was {len} bytes where its range is {}",
                 self.record_len
@@ -67,7 +87,12 @@ impl Placed {
     /// Checks that every chunk up to the last was written, and none past it.
     pub(super) fn check(self) -> Result<(), PipelineError> {
         let state = self.state.into_inner().unwrap_or_else(|e| e.into_inner());
-        let Some(last) = state.last else {
+        let last = match self.count {
+            Some(0) => return Ok(()),
+            Some(count) => Some(count - 1),
+            None => state.last,
+        };
+        let Some(last) = last else {
             return Err(hole("the output's last chunk was never written".into()));
         };
         if state.highest != Some(last) {
@@ -87,9 +112,20 @@ pub(super) struct InOrder {
     waiting: BTreeMap<u64, Chunk>,
     next: u64,
     last_released: bool,
+    /// For a run of chunks that does not end its stream, how many there are.
+    count: Option<u64>,
 }
 
 impl InOrder {
+    /// Nothing arrived yet, of `count` chunks that do not end their stream (`None`: a whole
+    /// stream, ended by the chunk marked last).
+    pub(super) fn counted(count: Option<u64>) -> Self {
+        InOrder {
+            count,
+            ..InOrder::default()
+        }
+    }
+
     /// Takes `chunk`; returns the chunks now due, in order (none until the next index comes).
     pub(super) fn arrived(&mut self, chunk: Chunk) -> Vec<Chunk> {
         self.waiting.insert(chunk.index, chunk);
@@ -109,6 +145,15 @@ impl InOrder {
                 "chunk {} of the output never came, so chunk {index} and those after it were not written",
                 self.next
             )));
+        }
+        if let Some(count) = self.count {
+            if self.next != count || self.last_released {
+                return Err(hole(format!(
+                    "{} chunks of the output were written where it has {count}",
+                    self.next
+                )));
+            }
+            return Ok(());
         }
         if !self.last_released {
             return Err(hole("the output's last chunk was never written".into()));
@@ -197,5 +242,31 @@ mod tests {
         let mut no_last = InOrder::default();
         no_last.arrived(chunk(0, false));
         assert!(no_last.check().is_err());
+    }
+
+    #[test]
+    fn a_counted_run_ends_at_its_count_with_no_chunk_marked_last() {
+        // Three chunks that do not end their stream: the final one may be short.
+        let placed = Placed::counted(8, 3);
+        for (i, len) in [(2, 5), (0, 8), (1, 8)] {
+            placed.record(i, false, len).unwrap();
+        }
+        placed.check().unwrap();
+        Placed::counted(8, 0).check().unwrap();
+        let missing = Placed::counted(8, 3);
+        missing.record(0, false, 8).unwrap();
+        missing.record(2, false, 8).unwrap();
+        assert!(missing.check().unwrap_err().to_string().contains("chunk 1"));
+        assert!(Placed::counted(8, 3).record(3, false, 8).is_err());
+        assert!(Placed::counted(8, 3).record(2, true, 8).is_err());
+        assert!(Placed::counted(8, 3).record(1, false, 5).is_err());
+
+        let mut order = InOrder::counted(Some(2));
+        order.arrived(chunk(1, false));
+        order.arrived(chunk(0, false));
+        order.check().unwrap();
+        let mut short = InOrder::counted(Some(2));
+        short.arrived(chunk(0, false));
+        assert!(short.check().is_err());
     }
 }

@@ -1,7 +1,7 @@
 """Type stubs of paraes._paraes, the native half of the paraes package (see paraes/__init__.py)."""
 
 import os
-from typing import Any, Iterable, Optional, Tuple, Union
+from typing import Any, Iterable, Literal, Optional, Tuple, TypedDict, Union
 
 from typing_extensions import Buffer
 
@@ -15,6 +15,19 @@ IdentityArg = Union[Buffer, StrPath]
 # recipients file's path (os.PathLike).
 RecipientArg = Union[str, os.PathLike[str]]
 Passphrase = Union[str, bytes]
+
+class IoMode(TypedDict):
+    """How a file's chunks ran, many in flight (the CLI's `--stats json` "io")."""
+    read: Literal["offsets", "stream"]
+    write: Literal["offsets", "stream"]
+    workers: int
+
+class FileStats(TypedDict):
+    """What encrypt_file / decrypt_file read and wrote, and how (the CLI's `--stats json` keys):
+    io is None where a file under THREADED_FROM bytes ran in turn on the calling thread."""
+    bytes_in: int
+    bytes_out: int
+    io: Optional[IoMode]
 
 class Error(Exception):
     """A paraes operation failed (the message says why, in one line)."""
@@ -72,8 +85,10 @@ def encrypt_file(
     passphrase: Optional[Passphrase] = None,
     bits: int = 256,
     overwrite: bool = False,
-) -> None:
-    """Encrypts src into a new container dst (format v3, as `paraes enc`)."""
+) -> FileStats:
+    """Encrypts src into a new container dst (format v3, as `paraes enc`), with many chunks in
+    flight on max(2, threads()) workers, read and written at offsets where src is a regular file;
+    returns what ran."""
 
 def decrypt_file(
     src: StrPath,
@@ -86,8 +101,9 @@ def decrypt_file(
     max_kdf_mib: Optional[int] = None,
     allow_unverified_slot: bool = False,
     overwrite: bool = False,
-) -> None:
-    """Decrypts the container src into dst, which appears only if all of it was authentic.
+) -> FileStats:
+    """Decrypts the container src into dst, which appears only if all of it was authentic;
+    returns what ran (as encrypt_file).
 
     ssh_passphrase unlocks the SSH private keys among the identities that have one;
     max_kdf_mib caps the Argon2id work (MiB x passes) a passphrase stanza may ask (default

@@ -1,6 +1,7 @@
 //! Many chunks in flight ([`run_parallel`]): the same bytes as the pipeline in order for every
 //! kind of stream, number of workers and way each end is reached, at chunk and window edges;
-//! what a tampered window lets out; an input that changes size while it is read.
+//! what a tampered window lets out; an input that changes size while it is read; a segment of a
+//! stream from any chunk ([`run_parallel_segment`]) gives that part of the whole stream's output.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -13,7 +14,10 @@ use crate::engine::{
     GCM_RECORD_LEN,
 };
 use crate::key::KeySize;
-use crate::pipeline::{run_parallel, PipelineError, Sink, Source, StreamSpec, Tags, Workers};
+use crate::pipeline::{
+    run_parallel, run_parallel_segment, PipelineError, Segment, Sink, Source, StreamSpec, Tags,
+    Workers,
+};
 
 /// Bytes before the stream in the input file and in the output file (a container's header).
 const INPUT_AT: usize = 7;
@@ -397,4 +401,124 @@ fn windows_larger_than_the_window_run_on_fewer_workers() {
     assert_eq!(workers.for_record(crate::pipeline::WINDOW + 16).threads, 4);
     assert_eq!(workers.for_record(16 * crate::pipeline::WINDOW).threads, 1);
     assert_eq!(Workers::new(1).for_record(64 << 20).threads, 1);
+}
+
+/// Runs the chunks `first..end` (`None`: to the stream's end) of `spec`'s stream `whole`
+/// in parallel from a file at offsets; returns the output and the result.
+fn segment_through(
+    spec: &StreamSpec<'_>,
+    whole: &[u8],
+    (first, end): (u64, Option<u64>),
+    to_file: bool,
+    workers: Workers,
+) -> (Vec<u8>, Result<(), PipelineError>) {
+    let record = spec.input_record_len();
+    let from = first as usize * record;
+    let to = end.map_or(whole.len(), |end| end as usize * record);
+    let input_file = file_with(INPUT_AT, whole);
+    let source = Source::At {
+        file: &input_file,
+        at: (INPUT_AT + from) as u64,
+        len: (to - from) as u64,
+    };
+    let segment = Segment {
+        first_index: first,
+        ends_stream: end.is_none(),
+    };
+    let mut output_file = file_with(OUTPUT_AT, &[]);
+    let mut stream_output = Vec::new();
+    let sink = if to_file {
+        Sink::At {
+            file: &output_file,
+            at: OUTPUT_AT as u64,
+        }
+    } else {
+        Sink::Stream(&mut stream_output)
+    };
+    let ran = run_parallel_segment(spec, segment, source, sink, workers, &|_| {});
+    let output = if to_file {
+        let mut all = Vec::new();
+        output_file.seek(SeekFrom::Start(0)).unwrap();
+        output_file.read_to_end(&mut all).unwrap();
+        all.split_off(OUTPUT_AT)
+    } else {
+        stream_output
+    };
+    if let Ok(ran) = &ran {
+        assert_eq!(ran.read, (to - from) as u64);
+        assert_eq!(ran.written, output.len() as u64);
+    }
+    (output, ran.map(|_| ()))
+}
+
+#[test]
+fn a_segment_from_any_chunk_gives_its_part_of_the_whole_output() {
+    let cipher = message_cipher();
+    let engine = leak(CpuEngine::new(Some(2)).unwrap());
+    let keys = leak(sealed(KeySize::from_len(32).unwrap()));
+    let auth = keys.authenticator().unwrap();
+    let g = GCM_CHUNK_LEN;
+    let gcm = move |direction| StreamSpec::message(engine, direction, cipher, g);
+    let v2 = move |direction| StreamSpec {
+        chunk_size: g,
+        tags: Tags::Chunk(auth),
+        ..keys.stream_spec(engine, direction)
+    };
+    let specs: [(&str, &dyn Fn(Direction) -> StreamSpec<'static>); 2] =
+        [("gcm", &gcm), ("v2", &v2)];
+    let plain = data(13 * g + 5);
+    for (name, spec) in specs {
+        let sealed = run_spec(&spec(Direction::Encrypt), &plain).unwrap();
+        // Windows of four chunks: segments from on and off their boundaries, to the stream's
+        // end or not, empty ones too.
+        for span in [
+            (0, Some(13)),
+            (1, Some(2)),
+            (1, Some(12)),
+            (3, Some(11)),
+            (4, Some(9)),
+            (5, None),
+            (7, None),
+            (13, None),
+            (6, Some(6)),
+        ] {
+            let decrypt = spec(Direction::Decrypt);
+            let out_record = decrypt.output_record_len();
+            let from = span.0 as usize * out_record;
+            let to = span.1.map_or(plain.len(), |end| end as usize * out_record);
+            for threads in 1..=3 {
+                let workers = Workers {
+                    threads,
+                    window: 4 * g,
+                };
+                for to_file in [true, false] {
+                    let at = format!("{name} {span:?}, {threads} workers, to a file {to_file}");
+                    let (out, ran) = segment_through(&decrypt, &sealed, span, to_file, workers);
+                    ran.unwrap_or_else(|e| panic!("{at}: {e}"));
+                    assert!(out == plain[from..to], "{at}: decrypted differently");
+                }
+            }
+        }
+        // A damaged chunk inside the segment is named by its index in the stream; one outside
+        // it does not matter.
+        let decrypt = spec(Direction::Decrypt);
+        let record = decrypt.input_record_len();
+        let mut damaged = sealed.clone();
+        damaged[2 * record + 3] ^= 1;
+        damaged[9 * record + 3] ^= 1;
+        let workers = Workers {
+            threads: 2,
+            window: 4 * g,
+        };
+        for to_file in [true, false] {
+            let (_, ran) = segment_through(&decrypt, &damaged, (3, Some(12)), to_file, workers);
+            assert!(
+                matches!(ran, Err(PipelineError::Tampered(9))),
+                "{name}: {ran:?}"
+            );
+            let (out, ran) = segment_through(&decrypt, &damaged, (3, Some(9)), to_file, workers);
+            ran.unwrap();
+            assert!(out == plain[3 * g..9 * g], "{name}");
+        }
+    }
 }
