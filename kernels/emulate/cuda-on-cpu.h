@@ -1,16 +1,13 @@
-// cuda-on-cpu.h: kernels/aes.cu compiled for the host, one emulated GPU thread at a time.
-// Shared by host.cpp (the kernel-source test's emulator) and cuda-standin.cpp (the CPU
-// stand-in for the CUDA driver that CI runs the GPU engine's host code on), so both run the
-// very same kernel source the same way.
+// cuda-on-cpu.h: kernels/aes.cu compiled for the host, each thread block run with real
+// block semantics (cuda-threads.h: threads as fibers interleaved at every barrier and warp
+// sync, fresh shared memory per block, warp shuffles). Shared by host.cpp (the kernel-source
+// test's emulator) and cuda-standin.cpp (the CPU stand-in for the CUDA driver that CI runs the
+// GPU engine's host code on), so both run the very same kernel source the same way.
 //
-// Emulation: the CUDA qualifiers become plain C++ (__shared__ arrays become static, shared by
-// every emulated thread block, which is harmless because every block fills them with the
-// same tables); __byte_perm and __funnelshift_l are written out from the CUDA documentation.
-// Threads run one after another, so __syncthreads cannot order a block's table fill before
-// its lookups: emulate_launch() therefore first runs one block with no AES blocks to do
-// (every thread fills its share of the kernel's tables and writes nothing), then the grid,
-// which so computes with full tables whether or not its input and output are the same memory.
-// Not thread-safe: the built-in variables and the tables are process-wide; callers serialise.
+// Emulation: the CUDA qualifiers become plain C++; __byte_perm and __funnelshift_l are written
+// out from the CUDA documentation. A launch runs its blocks one after another. KERNEL_SOURCE
+// (default ../aes.cu) names the kernel file, so a test can build a changed copy of it.
+// Not thread-safe: the built-in variables are process-wide; callers serialise.
 #pragma once
 
 #include <cstdint>
@@ -18,14 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "cuda-threads.h"
+
 struct uint4 {
     unsigned x, y, z, w;
 };
 static inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
-struct Dim3 {
-    unsigned x, y, z;
-};
-static Dim3 threadIdx, blockIdx, blockDim, gridDim;
 
 // CUDA: byte n of the result is byte ((s >> 4n) & 7) of the 8 bytes y:x.
 static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
@@ -43,13 +38,11 @@ static inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned shift)
 #define __global__
 #define __device__
 #define __forceinline__ inline
-#define __shared__ static
 #define __launch_bounds__(...)
 #define __grid_constant__
-#define __syncthreads() ((void)0)
 // Dynamic shared memory (PAIR kernels): a static array as large as the largest launch.
 #define DYNAMIC_SHARED_WORDS (2 * 256 * 32 + 64 * 32)
-#define DYNAMIC_SHARED(name) static unsigned name[DYNAMIC_SHARED_WORDS]
+#define DYNAMIC_SHARED(name) __shared__ unsigned name[DYNAMIC_SHARED_WORDS]
 
 // Every kernel registers itself here (REGISTER_KERNEL in aes.cu), in definition order, with
 // its parameter count: 6 (the common signature) or 7 (the _gcm kernels: + struct GcmLayout).
@@ -70,7 +63,10 @@ struct Registrar {
 };
 #define REGISTER_KERNEL(name) static Registrar name##_registrar(#name, &name);
 
-#include "../aes.cu"
+#ifndef KERNEL_SOURCE
+#define KERNEL_SOURCE "../aes.cu"
+#endif
+#include KERNEL_SOURCE
 
 typedef const Entry* Kernel;
 typedef void (*StreamKernel)(const uint4*, uint4*, u64, u64, u64, const RoundKeys);
@@ -94,22 +90,15 @@ static inline void call(Kernel kernel, const uint4* in, uint4* out, u64 nblocks,
         ((StreamKernel)kernel->kernel)(in, out, nblocks, ctr_hi, ctr_lo, rk);
 }
 
-// One launch of `kernel` on a grid of `grid` blocks of `threads` threads (see the top); `gcm`
-// is passed to the kernels that take it and ignored by the others.
+// One launch of `kernel` on a grid of `grid` blocks of `threads` threads, block after block
+// (see the top); `gcm` is passed to the kernels that take it and ignored by the others.
 static inline void emulate_launch(Kernel kernel, unsigned grid, unsigned threads, const uint4* in, uint4* out,
                                   u64 nblocks, u64 ctr_hi, u64 ctr_lo, const RoundKeys& rk, const GcmLayout& gcm) {
     blockDim = Dim3{threads, 1, 1};
-    gridDim = Dim3{1, 1, 1};
-    blockIdx = Dim3{0, 0, 0};
-    for (unsigned t = 0; t < threads; ++t) {
-        threadIdx = Dim3{t, 0, 0};
-        call(kernel, nullptr, nullptr, 0, ctr_hi, ctr_lo, rk, gcm);  // the table fill alone
-    }
     gridDim = Dim3{grid, 1, 1};
-    for (unsigned b = 0; b < grid; ++b)
-        for (unsigned t = 0; t < threads; ++t) {
-            blockIdx = Dim3{b, 0, 0};
-            threadIdx = Dim3{t, 0, 0};
-            call(kernel, in, out, nblocks, ctr_hi, ctr_lo, rk, gcm);
-        }
+    const std::function<void()> body = [&] { call(kernel, in, out, nblocks, ctr_hi, ctr_lo, rk, gcm); };
+    for (unsigned b = 0; b < grid; ++b) {
+        blockIdx = Dim3{b, 0, 0};
+        cuda_threads::run_block(threads, body);
+    }
 }

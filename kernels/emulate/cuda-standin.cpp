@@ -15,7 +15,8 @@
 // - "Device" and pinned memory are host allocations; every copy, memset and kernel checks
 //   that its range lies inside one allocation of the right kind (device / pinned), and fails
 //   loudly otherwise, as an illegal address on a GPU would.
-// - Kernels are kernels/aes.cu itself, compiled for the host (cuda-on-cpu.h), looked up by
+// - Kernels are kernels/aes.cu itself, compiled for the host with real block semantics
+//   (cuda-on-cpu.h, cuda-threads.h), looked up by
 //   the entry-point name, which must also be in the loaded image (cubin or PTX). Cubins must
 //   be 8-byte aligned (the driver reads them as ELF structures).
 // - Streams run LAZILY: an enqueued copy, memset, kernel, stream-ordered allocation or free

@@ -1,9 +1,9 @@
-// host.cpp: runs kernels/aes.cu itself on the CPU, one emulated GPU thread at a time, so
+// host.cpp: runs kernels/aes.cu itself on the CPU, block by block (cuda-threads.h), so
 // the kernel SOURCE (not only the Rust model of it) is tested where there is no GPU.
 // crates/paraes-gpu/tests/kernel_source_on_cpu.rs compiles this with the system C++
 // compiler and compares the output with the core's AES.
 //
-// The emulation itself (built-ins, the table fill before the grid) is in cuda-on-cpu.h,
+// The emulation itself (built-ins, block semantics) is in cuda-on-cpu.h and cuda-threads.h,
 // shared with the CUDA stand-in of the GPU engine's tests (cuda-standin.cpp).
 //
 // Protocol: `host --list` prints the name of every kernel aes.cu defines, one a line (the

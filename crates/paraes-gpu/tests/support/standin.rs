@@ -73,7 +73,12 @@ pub fn compile(source: &str, extra: &[&str], stem: &str) -> PathBuf {
     args.extend(extra.iter().map(|s| s.to_string()));
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     (&cxx, &args, source).hash(&mut hasher);
-    for file in ["aes.cu", "emulate/cuda-on-cpu.h", source] {
+    for file in [
+        "aes.cu",
+        "emulate/cuda-on-cpu.h",
+        "emulate/cuda-threads.h",
+        source,
+    ] {
         std::fs::read(kernels.join(file))
             .unwrap_or_else(|e| panic!("reading kernels/{file}: {e}"))
             .hash(&mut hasher);
