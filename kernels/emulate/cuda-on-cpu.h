@@ -35,6 +35,13 @@ static inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned shift)
     return (unsigned)((v << (shift & 31)) >> 32);
 }
 
+// CUDA: the bits of x in reverse order.
+static inline unsigned long long __brevll(unsigned long long x) {
+    unsigned long long r = 0;
+    for (int i = 0; i < 64; ++i) r |= ((x >> i) & 1) << (63 - i);
+    return r;
+}
+
 #define __global__
 #define __device__
 #define __forceinline__ inline
@@ -45,23 +52,59 @@ static inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned shift)
 #define DYNAMIC_SHARED(name) __shared__ unsigned name[DYNAMIC_SHARED_WORDS]
 
 // Every kernel registers itself here (REGISTER_KERNEL in aes.cu), in definition order, with
-// its parameter count: 6 (the common signature) or 7 (the _gcm kernels: + struct GcmLayout).
+// its signature: the common one, + struct GcmLayout (the _gcm CTR kernels), or + struct
+// GcmKeys (the GCM records kernels).
+enum Signature { STREAM_KERNEL, GCM_CTR_KERNEL, GCM_RECORDS_KERNEL_SIGNATURE };
 struct Entry {
     std::string name;
     void* kernel;
-    int params;
+    Signature signature;
 };
 static std::vector<Entry>& registry() {
     static std::vector<Entry> entries;
     return entries;
 }
+struct RoundKeys;
+struct GcmLayout;
+struct GcmKeys;
+typedef unsigned long long u64;
+typedef void (*StreamKernel)(const uint4*, uint4*, u64, u64, u64, RoundKeys);
+typedef void (*GcmKernel)(const uint4*, uint4*, u64, u64, u64, RoundKeys, GcmLayout);
+typedef void (*RecordsKernel)(const uint4*, uint4*, u64, u64, u64, RoundKeys, GcmKeys);
 struct Registrar {
-    template <class... Params>
-    Registrar(const char* name, void (*kernel)(Params...)) {
-        registry().push_back(Entry{name, (void*)kernel, (int)sizeof...(Params)});
+    Registrar(const char* name, StreamKernel k) { registry().push_back(Entry{name, (void*)k, STREAM_KERNEL}); }
+    Registrar(const char* name, GcmKernel k) { registry().push_back(Entry{name, (void*)k, GCM_CTR_KERNEL}); }
+    Registrar(const char* name, RecordsKernel k) {
+        registry().push_back(Entry{name, (void*)k, GCM_RECORDS_KERNEL_SIGNATURE});
     }
 };
 #define REGISTER_KERNEL(name) static Registrar name##_registrar(#name, &name);
+
+#ifdef TRACE_ACCESSES
+// The trace build (-DTRACE_ACCESSES, host.cpp): every global access of the records kernels
+// (TRACE_GLOBAL in ghash.cuh) as (block, thread, buffer, byte offset), and the bank of every
+// T-table lookup (TRACE_BANK in aes.cu) as (block, thread, 's', bank), in program order.
+struct Access {
+    unsigned block, thread;
+    char space;  // 'i': the input, 'o': the output, 's': a shared-memory bank, '?': elsewhere
+    uint64_t where;
+};
+static std::vector<Access> TRACE;
+static const char *TRACE_IN = nullptr, *TRACE_OUT = nullptr;
+static size_t TRACE_IN_LEN = 0, TRACE_OUT_LEN = 0;
+static inline void trace(char space, uint64_t where) { TRACE.push_back(Access{blockIdx.x, threadIdx.x, space, where}); }
+static inline void trace_global(const void* p) {
+    const char* c = (const char*)p;
+    if (c >= TRACE_IN && c < TRACE_IN + TRACE_IN_LEN)
+        trace('i', (uint64_t)(c - TRACE_IN));
+    else if (c >= TRACE_OUT && c < TRACE_OUT + TRACE_OUT_LEN)
+        trace('o', (uint64_t)(c - TRACE_OUT));
+    else
+        trace('?', 0);
+}
+#define TRACE_GLOBAL(address) trace_global(address)
+#define TRACE_BANK(offset) trace('s', (offset) / 4 % 32)
+#endif
 
 #ifndef KERNEL_SOURCE
 #define KERNEL_SOURCE "../aes.cu"
@@ -69,8 +112,6 @@ struct Registrar {
 #include KERNEL_SOURCE
 
 typedef const Entry* Kernel;
-typedef void (*StreamKernel)(const uint4*, uint4*, u64, u64, u64, const RoundKeys);
-typedef void (*GcmKernel)(const uint4*, uint4*, u64, u64, u64, const RoundKeys, const GcmLayout);
 
 // The kernel called `name`, or null.
 static inline Kernel find_kernel(const char* name) {
@@ -79,24 +120,47 @@ static inline Kernel find_kernel(const char* name) {
     return nullptr;
 }
 
-// Whether `kernel` takes the GcmLayout parameter (the _gcm kernels).
-static inline bool takes_gcm(Kernel kernel) { return kernel->params == 7; }
+// Whether `kernel` takes the GcmLayout parameter (the _gcm CTR kernels).
+static inline bool takes_gcm(Kernel kernel) { return kernel->signature == GCM_CTR_KERNEL; }
+// Whether `kernel` is a GCM records kernel (parameters: chunks, first_index, last_len, GcmKeys).
+static inline bool takes_records(Kernel kernel) { return kernel->signature == GCM_RECORDS_KERNEL_SIGNATURE; }
+
+// The bytes a GCM records kernel reads (`in`) and writes (`out`) for `chunks` chunks (at least
+// 1) whose last has `last_len` bytes (0..16384): plaintext, records, or one verdict block per chunk.
+struct RecordsSizes {
+    u64 in, out;
+};
+static inline RecordsSizes records_sizes(Kernel kernel, u64 chunks, u64 last_len) {
+    u64 plaintext = (chunks - 1) * GCM_CHUNK_BLOCKS * 16 + last_len, records = plaintext + 16 * chunks;
+    const std::string& n = kernel->name;
+    if (n.find("_gcm_seal") != std::string::npos) return RecordsSizes{plaintext, records};
+    if (n.find("_gcm_verify") != std::string::npos) return RecordsSizes{records, 16 * chunks};
+    return RecordsSizes{records, plaintext};
+}
+
+// The kernel's last parameter, by its signature: GcmLayout, GcmKeys or none.
+struct LastParam {
+    GcmLayout gcm{};
+    GcmKeys keys{};
+};
 
 static inline void call(Kernel kernel, const uint4* in, uint4* out, u64 nblocks, u64 ctr_hi, u64 ctr_lo,
-                        const RoundKeys& rk, const GcmLayout& gcm) {
+                        const RoundKeys& rk, const LastParam& last) {
     if (takes_gcm(kernel))
-        ((GcmKernel)kernel->kernel)(in, out, nblocks, ctr_hi, ctr_lo, rk, gcm);
+        ((GcmKernel)kernel->kernel)(in, out, nblocks, ctr_hi, ctr_lo, rk, last.gcm);
+    else if (takes_records(kernel))
+        ((RecordsKernel)kernel->kernel)(in, out, nblocks, ctr_hi, ctr_lo, rk, last.keys);
     else
         ((StreamKernel)kernel->kernel)(in, out, nblocks, ctr_hi, ctr_lo, rk);
 }
 
 // One launch of `kernel` on a grid of `grid` blocks of `threads` threads, block after block
-// (see the top); `gcm` is passed to the kernels that take it and ignored by the others.
+// (see the top); `last` is passed to the kernels that take it and ignored by the others.
 static inline void emulate_launch(Kernel kernel, unsigned grid, unsigned threads, const uint4* in, uint4* out,
-                                  u64 nblocks, u64 ctr_hi, u64 ctr_lo, const RoundKeys& rk, const GcmLayout& gcm) {
+                                  u64 nblocks, u64 ctr_hi, u64 ctr_lo, const RoundKeys& rk, const LastParam& last) {
     blockDim = Dim3{threads, 1, 1};
     gridDim = Dim3{grid, 1, 1};
-    const std::function<void()> body = [&] { call(kernel, in, out, nblocks, ctr_hi, ctr_lo, rk, gcm); };
+    const std::function<void()> body = [&] { call(kernel, in, out, nblocks, ctr_hi, ctr_lo, rk, last); };
     for (unsigned b = 0; b < grid; ++b) {
         blockIdx = Dim3{b, 0, 0};
         cuda_threads::run_block(threads, body);

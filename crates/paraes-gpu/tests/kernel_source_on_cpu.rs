@@ -61,6 +61,13 @@ fn kernel_names(exe: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Whether `name` is a GCM records kernel (tested by tests/gcm_records_on_cpu.rs).
+fn is_records_kernel(name: &str) -> bool {
+    ["_gcm_seal", "_gcm_verify", "_gcm_open"]
+        .iter()
+        .any(|k| name.ends_with(k))
+}
+
 /// (key bits, kind, GCM chunk counters) of a kernel name `aes{bits}_{kind}[_{variant}]`.
 fn parse(name: &str) -> (usize, &'static str, bool) {
     let bits = name[3..6].parse().unwrap();
@@ -90,6 +97,7 @@ fn kernel_source_matches_the_core_on_the_cpu() {
         "base kernels, the AES-128 variants and the GCM chunk kernels: {names:?}"
     );
     assert_eq!(names.iter().filter(|n| n.ends_with("_gcm")).count(), 6);
+    assert_eq!(names.iter().filter(|n| is_records_kernel(n)).count(), 6);
 
     let mut rng = SplitMix64::new(0x1234_5678_9abc_def1);
     // (grid, threads, AES blocks, counter block 0's low 32 bits, or None: the wrap cases).
@@ -148,7 +156,7 @@ fn kernel_source_matches_the_core_on_the_cpu() {
         } else {
             carrying_launches += 1;
         }
-        for name in &names {
+        for name in names.iter().filter(|n| !is_records_kernel(n)) {
             let (bits, kind, gcm) = parse(name);
             let key = &keys[&bits];
             let (mode, direction) = match kind {
@@ -249,7 +257,12 @@ fn a_kernel_without_its_barrier_fails_on_the_emulator() {
     let racy_path = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     std::fs::write(&racy_path, racy).unwrap();
     let define = format!("-DKERNEL_SOURCE=\"{}\"", racy_path.display());
-    let racy_exe = standin::compile("emulate/host.cpp", &[&define], "aes-host-no-barrier");
+    let include = format!("-I{}", standin::kernels_dir().display()); // its #include "ghash.cuh"
+    let racy_exe = standin::compile(
+        "emulate/host.cpp",
+        &[&define, &include],
+        "aes-host-no-barrier",
+    );
 
     let mut rng = SplitMix64::new(7);
     let key = Key::new(&rng.bytes(16)).unwrap().expand();

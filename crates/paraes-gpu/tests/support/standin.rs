@@ -75,8 +75,10 @@ pub fn compile(source: &str, extra: &[&str], stem: &str) -> PathBuf {
     (&cxx, &args, source).hash(&mut hasher);
     for file in [
         "aes.cu",
+        "ghash.cuh",
         "emulate/cuda-on-cpu.h",
         "emulate/cuda-threads.h",
+        "emulate/standin-state.h",
         source,
     ] {
         std::fs::read(kernels.join(file))
