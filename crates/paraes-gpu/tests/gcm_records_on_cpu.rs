@@ -10,9 +10,7 @@
 #[path = "support/standin.rs"]
 mod standin;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use paraes_core::cobblestone::{ChunkCipher, MessageKeys, Variant, CHUNK_LEN, TAG_LEN};
 use paraes_core::seeded::SplitMix64;
@@ -23,11 +21,11 @@ fn build() -> PathBuf {
     standin::compile("emulate/host.cpp", &[], "aes-host")
 }
 
-/// Runs records kernel `kernel` on (grid, threads) over `input`, for `chunks` chunks whose last
-/// has `last_len` bytes, from GCM chunk `first_index`; returns its output.
+/// Runs records kernel `aes{bits}_gcm_{kind}` on (grid, threads) over `input`, for `chunks`
+/// chunks whose last has `last_len` bytes, from GCM chunk `first_index`; returns its output.
 fn run(
     exe: &Path,
-    kernel: &str,
+    kernel: (usize, &str),
     shape: (u32, u32),
     cipher: &ChunkCipher,
     params: (u64, u64, u64),
@@ -39,8 +37,8 @@ fn run(
 /// As [`run`], also returning what the emulator wrote on stderr (the trace build: its trace).
 fn run_traced(
     exe: &Path,
-    kernel: &str,
-    (grid, threads): (u32, u32),
+    (bits, kind): (usize, &str),
+    shape: (u32, u32),
     cipher: &ChunkCipher,
     (chunks, first_index, last_len): (u64, u64, u64),
     input: &[u8],
@@ -63,18 +61,7 @@ fn run_traced(
         stdin.extend_from_slice(&w.to_le_bytes());
     }
     stdin.extend_from_slice(input);
-    let mut child = Command::new(exe)
-        .args([kernel, &grid.to_string(), &threads.to_string()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(&stdin).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "{kernel}: emulator failed: {stderr}");
-    (out.stdout, stderr)
+    standin::run_emulator(exe, &format!("aes{bits}_gcm_{kind}"), shape, &stdin)
 }
 
 /// The records of `plaintext` cut into `chunks` chunks (all whole but the last), sealed by the
@@ -134,38 +121,17 @@ fn records_kernels_match_the_core_at_every_edge() {
             let params = (chunks, first_index, last_len as u64);
             let what = format!("Cobblestone-{bits}, {chunks} chunks, last {last_len} bytes, from chunk {first_index}");
 
-            let sealed = run(
-                &exe,
-                &format!("aes{bits}_gcm_seal"),
-                shape,
-                &cipher,
-                params,
-                &plaintext,
-            );
+            let sealed = run(&exe, (bits, "seal"), shape, &cipher, params, &plaintext);
             assert!(sealed == expect, "seal differs from the core: {what}");
 
-            let verdicts = run(
-                &exe,
-                &format!("aes{bits}_gcm_verify"),
-                shape,
-                &cipher,
-                params,
-                &expect,
-            );
+            let verdicts = run(&exe, (bits, "verify"), shape, &cipher, params, &expect);
             assert_eq!(
                 verdicts,
                 vec![0u8; 16 * chunks as usize],
                 "verify of good records: {what}"
             );
 
-            let opened = run(
-                &exe,
-                &format!("aes{bits}_gcm_open"),
-                shape,
-                &cipher,
-                params,
-                &expect,
-            );
+            let opened = run(&exe, (bits, "open"), shape, &cipher, params, &expect);
             assert!(
                 opened == plaintext,
                 "open differs from the plaintext: {what}"
@@ -178,14 +144,7 @@ fn records_kernels_match_the_core_at_every_edge() {
             let len = if k + 1 == chunks { last_len } else { CHUNK_LEN } + TAG_LEN;
             let mut tampered = expect.clone();
             tampered[start + (rng.next_u64() as usize) % len] ^= 1 << (rng.next_u64() % 8);
-            let verdicts = run(
-                &exe,
-                &format!("aes{bits}_gcm_verify"),
-                shape,
-                &cipher,
-                params,
-                &tampered,
-            );
+            let verdicts = run(&exe, (bits, "verify"), shape, &cipher, params, &tampered);
             for c in 0..chunks {
                 let mut want = [0u8; 16];
                 want[0] = u8::from(c == k);
@@ -232,7 +191,7 @@ fn records_kernels_address_stream_does_not_depend_on_keys_or_data() {
                 ("open", &records),
             ] {
                 let kernel = format!("aes{bits}_gcm_{kind}");
-                let (_, trace) = run_traced(&exe, &kernel, (1, 64), &cipher, params, input);
+                let (_, trace) = run_traced(&exe, (bits, kind), (1, 64), &cipher, params, input);
                 for space in [" i ", " s "] {
                     assert!(
                         trace.contains(space),
@@ -286,22 +245,8 @@ fn records_kernels_pass_the_c2sp_vectors() {
         let Some(last) = records.last() else { continue };
         let params = (records.len() as u64, 0, (last.len() - TAG_LEN) as u64);
         let body = records.concat();
-        let verdicts = run(
-            &exe,
-            &format!("aes{bits}_gcm_verify"),
-            shape,
-            &cipher,
-            params,
-            &body,
-        );
-        let opened = run(
-            &exe,
-            &format!("aes{bits}_gcm_open"),
-            shape,
-            &cipher,
-            params,
-            &body,
-        );
+        let verdicts = run(&exe, (bits, "verify"), shape, &cipher, params, &body);
+        let opened = run(&exe, (bits, "open"), shape, &cipher, params, &body);
         for (index, record) in records.iter().enumerate() {
             let holds = verdicts[16 * index] == 0;
             assert_eq!(
@@ -324,14 +269,7 @@ fn records_kernels_pass_the_c2sp_vectors() {
             }
         }
         if oracle.chunks[..records.len()].iter().all(Option::is_some) {
-            let sealed = run(
-                &exe,
-                &format!("aes{bits}_gcm_seal"),
-                shape,
-                &cipher,
-                params,
-                &opened,
-            );
+            let sealed = run(&exe, (bits, "seal"), shape, &cipher, params, &opened);
             assert!(sealed == body, "{}: seal of the body", v.name());
         }
     }
@@ -346,23 +284,9 @@ fn records_kernels_pass_the_c2sp_vectors() {
         let bits = v.variant.key_size().bytes() * 8;
         for c in &v.chunks {
             let params = (1, c.index, c.plaintext.len() as u64);
-            let sealed = run(
-                &exe,
-                &format!("aes{bits}_gcm_seal"),
-                shape,
-                &cipher,
-                params,
-                &c.plaintext,
-            );
+            let sealed = run(&exe, (bits, "seal"), shape, &cipher, params, &c.plaintext);
             assert!(sealed == c.record, "{}: seal of chunk {}", v.name, c.index);
-            let verdict = run(
-                &exe,
-                &format!("aes{bits}_gcm_verify"),
-                shape,
-                &cipher,
-                params,
-                &c.record,
-            );
+            let verdict = run(&exe, (bits, "verify"), shape, &cipher, params, &c.record);
             assert_eq!(verdict[0], 0, "{}: chunk {}", v.name, c.index);
             sparse_checked += 1;
         }

@@ -8,9 +8,8 @@
 #[path = "support/standin.rs"]
 mod standin;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use paraes_core::seeded::SplitMix64;
 use paraes_core::{modes, AesImpl, Counters, Direction, Job, Key, Mode};
@@ -38,16 +37,7 @@ fn run(
         stdin.extend_from_slice(&w.to_le_bytes());
     }
     stdin.extend_from_slice(input);
-    let mut child = Command::new(exe)
-        .args([kernel, &grid.to_string(), &threads.to_string()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(&stdin).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{kernel}: emulator failed");
-    out.stdout
+    standin::run_emulator(exe, kernel, (grid, threads), &stdin).0
 }
 
 /// Every kernel aes.cu defines, as the emulator lists them.
