@@ -148,7 +148,13 @@ enum Layout { ROTATE = 0, PAIR = 1 };
 // (address / 4 mod 32 = lane) never does.
 __device__ __forceinline__ u32 entry_offset(u32 e, u32 lane4) { return e * (LANES * 4) + lane4; }
 
+// TRACE_BANK: nothing on a GPU; the emulator's trace build records the bank of every table
+// lookup (the index depends on the data by design; the bank, offset / 4 mod 32, must not).
+#ifndef TRACE_BANK
+#define TRACE_BANK(offset) ((void)0)
+#endif
 __device__ __forceinline__ u32 load_word(const u32* table, u32 offset) {
+    TRACE_BANK(offset);
     return *(const u32*)((const char*)table + offset);
 }
 
@@ -275,6 +281,22 @@ enum Kind { ECB_ENCRYPT = 0, ECB_DECRYPT = 1, CTR_FUSED = 2, CTR_KEYSTREAM = 3 }
 #define DYNAMIC_SHARED(name) extern __shared__ u32 name[]
 #endif
 
+// The block's threads fill its T-table (Te0, or Td0 and the packed inverse S-box to decrypt)
+// in `table`, laid out as LAYOUT says; the caller then waits at a barrier.
+template <int LAYOUT, bool DECRYPT>
+__device__ __forceinline__ void fill_tables(u32* table, u32* inv_sbox) {
+    const u32 table_words = LAYOUT == PAIR ? 2 * TABLE_WORDS : TABLE_WORDS;
+    for (u32 i = threadIdx.x; i < table_words; i += blockDim.x) {
+        // ROTATE: word e * 32 + l; PAIR: word e * 64 + t * 32 + l.
+        u32 e = LAYOUT == PAIR ? i / (2 * LANES) : i / LANES;
+        u32 v = DECRYPT ? td0_entry(e) : te0_entry(e);
+        table[i] = LAYOUT == PAIR && (i / LANES) % 2 ? rotl(v, 8) : v;
+    }
+    if (DECRYPT)
+        for (u32 i = threadIdx.x; i < INV_SBOX_WORDS; i += blockDim.x)
+            inv_sbox[i] = inv_sbox_word(i / LANES);
+}
+
 // The grid-stride loop shared by every kernel. A tile is BLOCKS_PER_THREAD * blockDim.x
 // consecutive AES blocks; block k of a thread in a tile is tile + k * blockDim.x + tid, so
 // each of a warp's 16-byte loads and stores covers 512 contiguous bytes (coalesced).
@@ -300,16 +322,7 @@ __device__ __forceinline__ void run(const uint4* in, uint4* out, u64 nblocks, u6
     DYNAMIC_SHARED(dynamic_shared);
     u32* table = LAYOUT == ROTATE ? fixed_table : dynamic_shared;
     u32* inv_sbox = LAYOUT == ROTATE ? fixed_inv_sbox : dynamic_shared + 2 * TABLE_WORDS;
-    const u32 table_words = LAYOUT == PAIR ? 2 * TABLE_WORDS : TABLE_WORDS;
-    for (u32 i = threadIdx.x; i < table_words; i += blockDim.x) {
-        // ROTATE: word e * 32 + l; PAIR: word e * 64 + t * 32 + l.
-        u32 e = LAYOUT == PAIR ? i / (2 * LANES) : i / LANES;
-        u32 v = KIND == ECB_DECRYPT ? td0_entry(e) : te0_entry(e);
-        table[i] = LAYOUT == PAIR && (i / LANES) % 2 ? rotl(v, 8) : v;
-    }
-    if (KIND == ECB_DECRYPT)
-        for (u32 i = threadIdx.x; i < INV_SBOX_WORDS; i += blockDim.x)
-            inv_sbox[i] = inv_sbox_word(i / LANES);
+    fill_tables<LAYOUT, KIND == ECB_DECRYPT>(table, inv_sbox);
     __syncthreads();
 
     const u32 lane4 = (threadIdx.x % LANES) * 4;
@@ -407,6 +420,125 @@ __device__ __forceinline__ void run(const uint4* in, uint4* out, u64 nblocks, u6
     }
 }
 
+// ---- GCM chunk records (the _gcm_seal, _gcm_verify and _gcm_open kernels) ----
+// docs/GPU.md, "GCM records on the device". C2SP chunked encryption's records: the plaintext
+// side is chunks of GCM_CHUNK_BLOCKS blocks back to back, the records side each chunk's
+// ciphertext and its 16-byte tag (GCM_CHUNK_BLOCKS + 1 blocks a record); every chunk is whole
+// but the last, whose last_len bytes (0..16384) may end inside a block, its tag right after.
+// One warp per chunk: lane l takes the chunk's blocks l, l + 32, l + 64, ... (CTR from the
+// counter nonce || be32(2 + j)) and folds their ciphertext into its GHASH accumulator by
+// Horner with H^32; the lengths block is block nb (nb = data blocks) of the same sequence. The
+// lane whose last block is j multiplies its accumulator by H^(nb + 1 - j), taken by a shuffle
+// from the lane that computed that power, and the warp adds (XORs) the 32 accumulators with
+// shuffles. tag = GHASH XOR E(nonce || be32(1)).
+// CONSTANT TIME: GHASH is arithmetic on registers only. The carry-less products are integer
+// multiplies of masked operands (BearSSL's ghash_ctmul64: each product keeps every fourth bit
+// of its operands, so no carry reaches the bits kept); there is no table of multiples of H,
+// and every address (loads, stores, shuffle lanes) depends only on the chunk index, the lane
+// and the public lengths. The AES T-table lookups are the bank-safe ones above.
+#define GCM_RECORD_BLOCKS (GCM_CHUNK_BLOCKS + 1)
+struct GcmKeys {
+    u32 nonce[3];  // the base nonce as column words 0..2
+    u32 pad;
+    u32 hash_key[4];  // H = E(0^128) as column words (secret)
+};
+enum RecordsKind { GCM_SEAL = 0, GCM_VERIFY = 1, GCM_OPEN = 2 };
+
+#include "ghash.cuh"
+
+// Seal (plaintext `in` -> records `out`), verify (records `in` -> one verdict block per chunk
+// in `out`: x = 0 when the tag holds, 1 when not; nothing else written) or open (records `in`
+// -> plaintext `out`, CTR only: the host runs it only after every verdict was 0) `chunks`
+// chunks, chunk c being GCM chunk first_index + c. Launched with a multiple of 32 threads.
+template <int NR, int KIND>
+__device__ __forceinline__ void run_records(const uint4* in, uint4* out, u64 chunks, u64 first_index,
+                                            u64 last_len, const RoundKeys& rk, const GcmKeys& gk) {
+    __shared__ u32 table[TABLE_WORDS];
+    fill_tables<ROTATE, false>(table, nullptr);
+    __syncthreads();
+    const u32 lane = threadIdx.x % LANES, lane4 = lane * 4, warps = blockDim.x / LANES;
+    // Lane l holds H^(l + 1) (square and multiply over the public exponent, both products
+    // always computed); every lane then takes H^32 from lane 31.
+    Gf power = Gf{1ull << 63, 0}, h = gf_of(make_uint4(gk.hash_key[0], gk.hash_key[1], gk.hash_key[2], gk.hash_key[3]));
+    GfKey hk = gf_key(h), h32k = hk;
+    if (KIND != GCM_OPEN) {
+        for (int bit = 5; bit >= 0; --bit) {
+            power = gf_mul(power, gf_key(power));
+            Gf with_h = gf_mul(power, hk);
+            u64 take = 0 - (u64)(((lane + 1) >> bit) & 1);
+            power = Gf{(with_h.hi & take) | (power.hi & ~take), (with_h.lo & take) | (power.lo & ~take)};
+        }
+        h32k = gf_key(gf_shfl(power, LANES - 1));
+    }
+    for (u64 c = (u64)blockIdx.x * warps + threadIdx.x / LANES; c < chunks; c += (u64)gridDim.x * warps) {
+        const u32 len = c + 1 < chunks ? GCM_CHUNK_BLOCKS * 16 : (u32)last_len, nb = (len + 15) / 16;
+        const u64 index = first_index + c;
+        const u32 n1 = gk.nonce[1] ^ bswap((u32)(index >> 32)), n2 = gk.nonce[2] ^ bswap((u32)index);
+        const uint4* src = in + c * (KIND == GCM_SEAL ? GCM_CHUNK_BLOCKS : GCM_RECORD_BLOCKS);
+        uint4* dst = out + c * (KIND == GCM_SEAL ? GCM_RECORD_BLOCKS : GCM_CHUNK_BLOCKS);
+        Gf acc = Gf{0, 0};
+        for (u32 j0 = 0; j0 < nb; j0 += LANES * BLOCKS_PER_THREAD) {
+            u32 s[BLOCKS_PER_THREAD][4];
+#pragma unroll
+            for (int b = 0; b < BLOCKS_PER_THREAD; ++b) {
+                s[b][0] = gk.nonce[0];
+                s[b][1] = n1;
+                s[b][2] = n2;
+                s[b][3] = bswap(2 + j0 + b * LANES + lane);
+            }
+            encrypt<NR, ROTATE, 1>(s, table, lane4, rk);
+#pragma unroll
+            for (int b = 0; b < BLOCKS_PER_THREAD; ++b) {
+                const u32 j = j0 + b * LANES + lane;
+                if (j >= nb) continue;
+                const u32 part = len - 16 * j;  // bytes of block j (16 unless the last is partial)
+                uint4 data = load_part(src + j, part);
+                uint4 o = make_uint4(s[b][0] ^ data.x, s[b][1] ^ data.y, s[b][2] ^ data.z, s[b][3] ^ data.w);
+                if (KIND != GCM_VERIFY) store_part(dst + j, o, part);
+                if (KIND != GCM_OPEN) {
+                    Gf x = gf_of(KIND == GCM_SEAL ? keep_part(o, part) : data);
+                    acc = gf_mul(acc, h32k);
+                    acc.hi ^= x.hi;
+                    acc.lo ^= x.lo;
+                }
+            }
+        }
+        if (KIND == GCM_OPEN) continue;
+        if (lane == nb % LANES) {  // the lengths block be64(0) || be64(8 len) is block nb
+            acc = gf_mul(acc, h32k);
+            acc.lo ^= (u64)len * 8;
+        }
+        // Lane l's last block is j = l + 32 * floor((nb - l) / 32) (none when l > nb).
+        const u32 last = lane <= nb ? lane + LANES * ((nb - lane) / LANES) : nb;
+        acc = gf_mul(acc, gf_key(gf_shfl(power, (int)(nb - last))));  // H^(nb + 1 - last); 0 if none
+#pragma unroll
+        for (int m = LANES / 2; m; m /= 2) {
+            Gf other = gf_shfl(acc, (int)(lane ^ m));
+            acc.hi ^= other.hi;
+            acc.lo ^= other.lo;
+        }
+        u32 j0[BLOCKS_PER_THREAD][4];
+        j0[0][0] = gk.nonce[0];
+        j0[0][1] = n1;
+        j0[0][2] = n2;
+        j0[0][3] = bswap(1);
+#pragma unroll
+        for (int b = 1; b < BLOCKS_PER_THREAD; ++b)
+#pragma unroll
+            for (int w = 0; w < 4; ++w) j0[b][w] = 0;
+        encrypt<NR, ROTATE, 1>(j0, table, lane4, rk);
+        uint4 tag = block_of(acc);
+        tag = make_uint4(tag.x ^ j0[0][0], tag.y ^ j0[0][1], tag.z ^ j0[0][2], tag.w ^ j0[0][3]);
+        const u64 tag_offset = c * GCM_RECORD_BLOCKS * 16 + len;  // bytes, in the records side
+        if (KIND == GCM_SEAL && lane == 0) store_at(out, tag_offset, tag);
+        if (KIND == GCM_VERIFY && lane == 0) {
+            uint4 found = load_at(in, tag_offset);
+            u32 diff = (found.x ^ tag.x) | (found.y ^ tag.y) | (found.z ^ tag.z) | (found.w ^ tag.w);
+            store_at(out, c * 16, make_uint4((diff | (0u - diff)) >> 31, 0, 0, 0));
+        }
+    }
+}
+
 // Every entry point has the same parameters, so the host launches them all one way:
 //   in      source blocks (ECB, CTR fused; unused by the keystream kernel; may equal out)
 //   out     destination blocks
@@ -465,3 +597,22 @@ AES_KERNELS(256, 14)
     AES_KERNEL(aes##bits##_ctr_fused_lb5, NR, CTR_FUSED, ROTATE, 0, (256, 5))
 
 AES_VARIANTS(128, 10)
+
+// The GCM records kernels (above, "GCM chunk records"), for C2SP chunked encryption's two
+// instantiations, Cobblestone-128 and -256. Parameters: in, out, chunks (at least 1),
+// first_index (the GCM chunk index of chunk 0), last_len (the last chunk's bytes, 0..16384),
+// rk (encryption round keys), gk (struct GcmKeys).
+#define GCM_RECORDS_KERNEL(name, NR, KIND)                                                     \
+    extern "C" __global__ void __launch_bounds__(MAX_THREADS)                                  \
+        name(const uint4* in, uint4* out, u64 chunks, u64 first_index, u64 last_len,           \
+             const __grid_constant__ RoundKeys rk, const __grid_constant__ GcmKeys gk) {        \
+        run_records<NR, KIND>(in, out, chunks, first_index, last_len, rk, gk);                  \
+    }                                                                                          \
+    REGISTER_KERNEL(name)
+#define GCM_RECORDS_KERNELS(bits, NR)                          \
+    GCM_RECORDS_KERNEL(aes##bits##_gcm_seal, NR, GCM_SEAL)     \
+    GCM_RECORDS_KERNEL(aes##bits##_gcm_verify, NR, GCM_VERIFY) \
+    GCM_RECORDS_KERNEL(aes##bits##_gcm_open, NR, GCM_OPEN)
+
+GCM_RECORDS_KERNELS(128, 10)
+GCM_RECORDS_KERNELS(256, 14)

@@ -52,8 +52,10 @@ def main():
     name = os.path.basename(args.source).encode()
     check(nvrtc, nvrtc.nvrtcCreateProgram(ctypes.byref(program), source, name, 0, None, None),
           what="nvrtcCreateProgram")
-    options = (ctypes.c_char_p * len(OPTIONS))(*[o.encode() for o in OPTIONS])
-    check(nvrtc, nvrtc.nvrtcCompileProgram(program, len(OPTIONS), options), program, "compiling " + args.source)
+    # The source's folder for its #include "ghash.cuh" (not in the PTX's header: no paths there).
+    flags = OPTIONS + ["--include-path=" + os.path.dirname(os.path.abspath(args.source))]
+    options = (ctypes.c_char_p * len(flags))(*[o.encode() for o in flags])
+    check(nvrtc, nvrtc.nvrtcCompileProgram(program, len(flags), options), program, "compiling " + args.source)
 
     size = ctypes.c_size_t()
     check(nvrtc, nvrtc.nvrtcGetPTXSize(program, ctypes.byref(size)), what="nvrtcGetPTXSize")

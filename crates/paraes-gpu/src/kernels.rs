@@ -78,3 +78,16 @@ impl KernelKind {
         }
     }
 }
+
+/// The GCM records kernels of kernels/aes.cu (`run_records`: CTR, each chunk's GHASH in
+/// constant time and its tag, for Cobblestone-128 and -256; docs/GPU.md, "GCM records on the
+/// device"). They are in the image, and tests/gcm_records_on_cpu.rs runs their source on the
+/// CPU emulator, but the engine does not launch them yet (issue 38: its records job).
+pub const RECORDS_KERNELS: [&str; 6] = [
+    "aes128_gcm_seal",
+    "aes128_gcm_verify",
+    "aes128_gcm_open",
+    "aes256_gcm_seal",
+    "aes256_gcm_verify",
+    "aes256_gcm_open",
+];

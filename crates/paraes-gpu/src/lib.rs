@@ -28,7 +28,7 @@ pub use driver::{driver_installed, probe, DeviceInfo, STANDIN_ENV, STANDIN_NAME}
 pub use engine::{CopyDirection, GpuEngine, KernelTiming};
 pub use error::GpuError;
 pub use image::{ImageChoice, KernelImage, ModuleReport};
-pub use kernels::KernelKind;
+pub use kernels::{KernelKind, RECORDS_KERNELS};
 pub use options::{CtrVariant, GpuOptions, ENV_OVERRIDES};
 pub use variant::{KernelVariant, SyncMode};
 

@@ -163,7 +163,9 @@ mod tests {
 
     /// Every kernel any (key size, kind, variant) selects is in the PTX (and so, by
     /// kernels/check-ptx.sh and image.rs's test, in both cubins), and every kernel in the
-    /// PTX is selectable: no variant is unreachable, none names a missing kernel.
+    /// PTX is selectable, but for the records kernels the engine does not launch yet
+    /// ([`crate::kernels::RECORDS_KERNELS`]): no variant is unreachable, none names a missing
+    /// kernel.
     #[test]
     fn every_selection_names_a_kernel_and_every_kernel_is_selectable() {
         let in_ptx: std::collections::BTreeSet<String> = crate::PTX
@@ -180,6 +182,10 @@ mod tests {
                     selected.insert(name);
                 }
             }
+        }
+        for name in crate::kernels::RECORDS_KERNELS {
+            assert!(in_ptx.contains(name), "{name} is not in the PTX");
+            selected.insert(name.to_string());
         }
         assert_eq!(selected, in_ptx);
     }

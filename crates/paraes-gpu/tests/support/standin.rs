@@ -73,7 +73,14 @@ pub fn compile(source: &str, extra: &[&str], stem: &str) -> PathBuf {
     args.extend(extra.iter().map(|s| s.to_string()));
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     (&cxx, &args, source).hash(&mut hasher);
-    for file in ["aes.cu", "emulate/cuda-on-cpu.h", source] {
+    for file in [
+        "aes.cu",
+        "ghash.cuh",
+        "emulate/cuda-on-cpu.h",
+        "emulate/cuda-threads.h",
+        "emulate/standin-state.h",
+        source,
+    ] {
         std::fs::read(kernels.join(file))
             .unwrap_or_else(|e| panic!("reading kernels/{file}: {e}"))
             .hash(&mut hasher);
@@ -156,4 +163,27 @@ pub fn driver() -> Driver {
         );
         Driver::StandIn
     })
+}
+
+/// Runs the kernel emulator `exe` (kernels/emulate/host.cpp, built by [`compile`]) on `kernel`
+/// with (grid, threads) and `stdin` as its input (host.cpp's protocol); returns its stdout and
+/// stderr. Panics, with its stderr, when it fails.
+pub fn run_emulator(
+    exe: &Path,
+    kernel: &str,
+    (grid, threads): (u32, u32),
+    stdin: &[u8],
+) -> (Vec<u8>, String) {
+    let mut child = Command::new(exe)
+        .args([kernel, &grid.to_string(), &threads.to_string()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {}: {e}", exe.display()));
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{kernel}: emulator failed: {stderr}");
+    (out.stdout, stderr)
 }
