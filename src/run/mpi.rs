@@ -20,11 +20,12 @@ use paraes_files::Reach;
 pub fn run(plan: &CryptPlan, file: &FileTask, io: Option<MpiIo>) -> Result<Option<Summary>> {
     let mpi = Mpi::init().map_err(|e| anyhow!(e))?;
     let engine = ready_engine(plan, &mpi)?;
+    let workers = rank_workers(plan, &mpi, engine.as_ref());
     let credentials = Credentials::on_first_use(plan);
     if mpi.is_root() {
-        root(plan, &credentials, file, io, &mpi, engine.as_ref()).map(Some)
+        root(plan, &credentials, file, io, &mpi, engine.as_ref(), workers).map(Some)
     } else {
-        other_rank(&mpi, engine.as_ref()).map(|()| None)
+        other_rank(&mpi, engine.as_ref(), workers).map(|()| None)
     }
 }
 
@@ -40,10 +41,11 @@ pub fn run_many(
 ) -> Result<Option<Summary>> {
     let mpi = Mpi::init().map_err(|e| anyhow!(e))?;
     let engine = ready_engine(plan, &mpi)?;
+    let workers = rank_workers(plan, &mpi, engine.as_ref());
     if !mpi.is_root() {
         for _ in 0..mpi.sum(0) {
             // Rank 0 reports failures; this rank goes on to the next file.
-            let _ = other_rank(&mpi, engine.as_ref());
+            let _ = other_rank(&mpi, engine.as_ref(), workers);
         }
         return Ok(None);
     }
@@ -65,7 +67,7 @@ pub fn run_many(
         );
     }
     for file in jobs {
-        let worked = root(plan, &credentials, file, io, &mpi, engine.as_ref());
+        let worked = root(plan, &credentials, file, io, &mpi, engine.as_ref(), workers);
         match worked {
             Ok(summary) => {
                 count.done += 1;
@@ -110,11 +112,11 @@ fn ready_engine(plan: &CryptPlan, mpi: &Mpi) -> Result<Box<dyn Engine>> {
 
 /// A rank other than 0: one job as rank 0 plans it (`Err(Reported)` when it failed: rank 0
 /// tells the user).
-fn other_rank(mpi: &Mpi, engine: &dyn Engine) -> Result<()> {
+fn other_rank(mpi: &Mpi, engine: &dyn Engine, workers: usize) -> Result<()> {
     match Assignment::broadcast(mpi, None)? {
         None => Err(Reported.into()),
         Some(job) => {
-            let worked = execute(mpi, &job, engine, RootIo::default());
+            let worked = execute(mpi, &job, engine, workers, RootIo::default());
             outcome(mpi, worked.map(|_| ()))?;
             // Rank 0 commits the output; its outcome is everyone's.
             outcome(mpi, mpi.agree(Ok(())))
@@ -130,6 +132,7 @@ fn root(
     io: Option<MpiIo>,
     mpi: &Mpi,
     engine: &dyn Engine,
+    workers: usize,
 ) -> Result<Summary> {
     // Ranks on other nodes open the unfinished output by name; on one node an unnamed
     // temporary serves, reached through /proc.
@@ -192,7 +195,7 @@ fn root(
             output: Some(job.output.writer()),
         },
     };
-    let worked = execute(mpi, &broadcast, engine, root_io);
+    let worked = execute(mpi, &broadcast, engine, workers, root_io);
     if let Err(failure) = worked {
         // Every rank stops here; dropping the output removes the temporary.
         drop(job);
@@ -262,6 +265,12 @@ fn rank_choice(plan: &CryptPlan, mpi: &Mpi) -> EngineChoice {
     let mut choice = plan.engine.clone();
     (choice.entry.share_node)(&mut choice.settings, mpi.local_rank(), mpi.local_size());
     choice
+}
+
+/// A direct-I/O rank's chunks in flight: what the single-process tool would run on this
+/// rank's engine.
+fn rank_workers(plan: &CryptPlan, mpi: &Mpi, engine: &dyn Engine) -> usize {
+    crate::engines::chunk_workers(&rank_choice(plan, mpi), engine)
 }
 
 /// A job outcome as this rank's result: rank 0 reports the message, the others exit non-zero

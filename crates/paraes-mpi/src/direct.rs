@@ -1,14 +1,12 @@
-//! Direct I/O: every rank runs its own contiguous range of chunks through the local tool's
-//! pipeline ([`pipeline::run_segment`]: threaded where the rank has cores to spare), reading and
-//! writing its ranges of the shared input and output files with positioned reads and writes; no
-//! data crosses MPI.
+//! Direct I/O: every rank runs its own contiguous range of chunks the way the single-process
+//! tool runs a whole file ([`pipeline::run_parallel_segment`]: workers reading and writing
+//! their windows of the shared input and output files at their offsets); no data crosses MPI.
 
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::Path;
 
-use paraes_core::pipeline::{self, Segment, Stages, StreamSpec};
-use paraes_core::positioned::{ReadAt, WriteAt};
+use paraes_core::pipeline::{self, Segment, Sink, Source, StreamSpec, Workers};
 use paraes_core::records::RecordLayout;
 use paraes_core::Direction;
 
@@ -17,12 +15,13 @@ use crate::world::{JobError, Mpi, Reason};
 
 /// Runs the direct strategy (see the module docs); collective.
 /// `header_len` bytes come before the first chunk (in the output when encrypting, in the
-/// input when decrypting).
+/// input when decrypting); `workers` windows are in flight.
 pub(crate) fn run(
     mpi: &Mpi,
     spec: &StreamSpec<'_>,
     header_len: u64,
     assignment: &Assignment,
+    workers: usize,
 ) -> Result<u64, JobError> {
     let (input_start, output_start) = match spec.direction {
         Direction::Encrypt => (0, header_len),
@@ -40,8 +39,8 @@ pub(crate) fn run(
     let worked = if share.is_empty() {
         Ok(0)
     } else {
-        // This rank's chunks through the local tool's threaded pipeline, from and to their
-        // ranges of the shared files.
+        // This rank's chunks as the single-process tool runs a file: windows read and written
+        // at their offsets by `workers` workers.
         let (input_at, _) = layout.input_record(share.start);
         let (last_at, last_len) = layout.input_record(share.end - 1);
         let input_len = last_at + last_len as u64 - input_at;
@@ -49,34 +48,24 @@ pub(crate) fn run(
             first_index: share.start,
             ends_stream: layout.is_last(share.end - 1),
         };
-        pipeline::run_segment(
-            spec,
-            segment,
-            stages(mpi),
-            &mut ReadAt::new(&input, input_at, input_len),
-            &mut WriteAt::new(&output, layout.output_offset(share.start)),
-            &|_| {},
-        )
-        .map_err(|e| e.to_string())
+        let source = Source::At {
+            file: &input,
+            at: input_at,
+            len: input_len,
+        };
+        let sink = Sink::At {
+            file: &output,
+            at: layout.output_offset(share.start),
+        };
+        pipeline::run_parallel_segment(spec, segment, source, sink, Workers::new(workers), &|_| {})
+            .map(|ran| ran.written)
+            .map_err(|e| e.to_string())
     };
     let written = worked.as_ref().copied().unwrap_or(0);
     // Ranks finish at different times: the early ones wait without taking a core.
     mpi.quiet_barrier();
     mpi.agree(worked.map(|_| ()).map_err(|e| mpi.tag(&e)))?;
     Ok(mpi.sum(written))
-}
-
-/// The pipeline's threads overlap only where the rank has cores to spare: a rank with one core
-/// of its own (as many ranks as cores on the node, or a rank bound to one core) runs the same
-/// steps in turn, which keeps each chunk in cache from read to write (measured: two ranks on two
-/// cores, 1 GiB, 0.69 s threaded against about 0.6 s in turn).
-fn stages(mpi: &Mpi) -> Stages {
-    // The CPUs this rank may use: its own where it was given some, else its share of the node.
-    if paraes_core::cpus::usable().per_rank(mpi.local_size()) >= 2 {
-        Stages::Threaded
-    } else {
-        Stages::InTurn
-    }
 }
 
 /// Opens the assignment's input and output temporary on this rank, and checks that it sees the input
