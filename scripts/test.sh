@@ -13,7 +13,10 @@
 #                                                 with tests/testkit/manifest.json and
 #                                                 tests/testkit/ssh/manifest.json (every
 #                                                 stanza kind, X-Wing and SSH included)
-#   3. cargo test --release --features mpi ...    the MPI backend under mpiexec -n 1, 2, 3
+#   3. cargo test --release --features mpi ...    the MPI backend under MPICH's mpiexec and
+#                                                 Open MPI's mpirun (-n 1 to 4), a build per
+#                                                 library (MPICC=mpicc.LIB, target/mpi-LIB),
+#                                                 each checked with ldd to link its library
 #   4. kernels/check-ptx.sh                       committed PTX is current; ptxas sm_80/sm_90,
 #                                                 no spills (NVRTC/ptxas wheels from PyPI)
 #   5. scripts/test-python.sh                     the Python package (crates/paraes-py) built
@@ -31,17 +34,21 @@ cd "$(dirname "$0")/.."
 echo "== test tools"
 # Debian package names: openssl (raw streams are checked against `openssl enc`), util-linux
 # (script, setsid), coreutils (mkfifo, head), openssh-client (ssh-keygen makes the SSH keys of
-# tests/cli/ssh.rs), mpich + libmpich-dev + libclang-dev (the MPI backend;
-# rsmpi's bindings are generated with libclang), python3-pip (the PTX toolchain's wheels),
+# tests/cli/ssh.rs), mpich + libmpich-dev, openmpi-bin + libopenmpi-dev and libclang-dev (the
+# MPI backend is tested under both libraries; rsmpi's bindings are generated with libclang;
+# installing Open MPI points Debian's plain mpicc and mpiexec at it, so everything below names
+# the suffixed commands: mpicc.mpich, mpiexec.mpich, mpicc.openmpi, mpirun.openmpi), python3-pip (the PTX toolchain's wheels),
 # g++ (the kernel emulator and the CUDA stand-in compile kernels/aes.cu for the host).
 need=()
 command -v openssl >/dev/null || need+=(openssl)
 command -v script >/dev/null || need+=(util-linux)
 command -v mkfifo >/dev/null || need+=(coreutils)
 command -v ssh-keygen >/dev/null || need+=(openssh-client)
-command -v mpiexec >/dev/null || need+=(mpich)
+command -v mpiexec.mpich >/dev/null || need+=(mpich)
 compgen -G "/usr/include/*/mpich/mpi.h" >/dev/null || [ -e /usr/include/mpich/mpi.h ] \
   || need+=(libmpich-dev)
+command -v mpirun.openmpi >/dev/null || need+=(openmpi-bin)
+compgen -G "/usr/lib/*/openmpi/include/mpi.h" >/dev/null || need+=(libopenmpi-dev)
 compgen -G "/usr/lib/llvm-*/lib/libclang.so" >/dev/null || need+=(libclang-dev)
 python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 command -v "${CXX:-c++}" >/dev/null || need+=(g++)
@@ -53,7 +60,8 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
 fi
 openssl version
-mpiexec --version | sed -n 1,2p  # sed reads to the end: no SIGPIPE under pipefail
+mpiexec.mpich --version | sed -n 2p | xargs  # sed reads to the end: no SIGPIPE under pipefail
+mpirun.openmpi --version | sed -n 1p
 
 echo "== pyca/cryptography (bare messages are checked against it)"
 # --format cobblestone must be byte-compatible with pyca/cryptography's cryptography.cobblestone
@@ -75,8 +83,40 @@ cargo test --workspace --release
 echo "== the second implementation (written from docs/FORMAT.md alone) over the v3 testkit"
 "$PARAES_PYCA" scripts/second-reader/run_testkit.py
 
-echo "== the MPI backend under mpiexec"
-cargo test --release --features mpi --test cli mpi::
+# The MPI backend under each library, built in a target directory of its own (rsmpi's mpi-sys
+# does not rebuild when MPICC changes) with that library's compiler wrapper; rsmpi would take
+# MPI_PKG_CONFIG or CRAY_MPICH_DIR before MPICC, so they are unset here. The tests start ranks
+# with the launcher of the library named by PARAES_MPI_LIBRARY (tests/cli/mpi.rs), never the
+# plain mpiexec on the PATH, and each launch is killed after a deadline (tests/cli/bounded.rs).
+# The filters select every MPI test: `mpi::` the `with_mpi` modules and wycheproof's `mpi`,
+# `armor::mpi_` armor's (which `mpi::` alone missed); Slurm's tests run in their own step.
+mpi_tests() {
+  local library=$1 links other started=$SECONDS
+  case $library in
+    mpich) links=libmpich.so other=libmpi.so.40 ;;
+    openmpi) links=libmpi.so.40 other=libmpich.so ;;
+  esac
+  local -a build=(env -u MPI_PKG_CONFIG -u CRAY_MPICH_DIR "MPICC=mpicc.$library"
+    "CARGO_TARGET_DIR=target/mpi-$library" "PARAES_MPI_LIBRARY=$library")
+  echo "== the MPI backend built against $library (target/mpi-$library)"
+  "${build[@]}" cargo test --release --features mpi --test cli --no-run
+  local binary="target/mpi-$library/release/paraes" linked
+  linked=$(ldd "$binary")
+  if ! grep -qF "$links" <<<"$linked" || grep -qF "$other" <<<"$linked"; then
+    echo "error: $binary must link $library's $links and not $other; it links:" >&2
+    grep -i mpi <<<"$linked" >&2 || true
+    exit 1
+  fi
+  grep -F "$links" <<<"$linked" | xargs
+  echo "== the MPI tests under $library's launcher"
+  "${build[@]}" cargo test --release --features mpi --test cli -- mpi:: armor::mpi_ --skip slurm::
+  echo "the MPI backend under $library: $((SECONDS - started)) s (build and tests)"
+}
+mpi_tests mpich
+mpi_tests openmpi
+
+# HOOK (the lead): scripts/test-slurm.sh goes here: Slurm-started ranks, reusing the two builds
+# above (target/mpi-mpich, target/mpi-openmpi).
 
 echo "== PTX kernels"
 kernels/check-ptx.sh

@@ -1,6 +1,8 @@
 //! End-to-end tests of the `paraes` binary, one test binary: each module drives the built
-//! executable in scratch directories; `common` holds the shared helpers.
+//! executable in scratch directories; `common` holds the shared helpers, `bounded` the runner
+//! with a deadline that every MPI launch goes through.
 
+mod bounded;
 mod common;
 
 mod abuse;

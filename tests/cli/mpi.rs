@@ -1,12 +1,15 @@
-//! `paraes enc|dec --backend mpi` under `mpiexec -n 1|2|3`: both I/O strategies, both
+//! `paraes enc|dec --backend mpi` under `mpiexec -n 1|2|3|4`: both I/O strategies, both
 //! directions. Format v3 containers written under MPI (sizes from empty to several 16 KiB chunks
 //! plus a few bytes, both key sizes) are C2SP messages that the single-process tool and a
 //! one-thread reference sealer agree with, and the single-process tool's containers decrypt
 //! under MPI. Raw streams (CTR and ECB at every key size) are byte-identical to the
 //! single-process tool's. What containers no longer offer (ECB, 192-bit bodies, batches that are
 //! not whole 16 KiB chunks) is a usage error. Without the `mpi` feature, the one error that says
-//! how to get it. Needs MPICH's `mpiexec` (the test command in README.md installs it): a missing
-//! launcher fails the tests, it does not skip them.
+//! how to get it. The ranks are started by the launcher of the MPI library the binary was built
+//! against, which `PARAES_MPI_LIBRARY` names (`mpich`: `mpiexec.mpich`; `openmpi`:
+//! `mpirun.openmpi`), checked against what the binary links; the test command in README.md
+//! installs both and runs these tests under each. A missing launcher or an unset library fails
+//! the tests, it does not skip them; every launch ends within `bounded::LAUNCH_DEADLINE`.
 //!
 //! The launcher and container helpers here serve the other MPI files too: `mpi_batches` (the
 //! ranks share a body at the boundaries of the pipeline batch), `mpi_failures` (failures end
@@ -71,49 +74,234 @@ pub(crate) mod with_mpi {
         HEADER_LEN + MESSAGE_PREFIX_LEN + index * RECORD
     }
 
-    /// The launcher; its absence fails the test loudly.
-    pub(crate) fn mpiexec() -> &'static str {
-        let found = Command::new("mpiexec")
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(
-            found,
-            "mpiexec not found: install MPICH (apt-get install mpich libmpich-dev libclang-dev); \
-             the test command in README.md does this"
-        );
-        "mpiexec"
+    /// `PARAES_MPI_LIBRARY`'s value: which MPI library the binary under test was built
+    /// against, so which launcher starts its ranks (scripts/test.sh sets it for each build).
+    pub(crate) const LIBRARY_VARIABLE: &str = "PARAES_MPI_LIBRARY";
+
+    /// An MPI library the tests run under: Debian's MPICH or Open MPI, each started by its own
+    /// launcher under its suffixed name, never by whatever `mpiexec` is first on the PATH
+    /// (installing Open MPI repoints Debian's `mpiexec` at it).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum Library {
+        Mpich,
+        OpenMpi,
     }
 
-    /// `mpiexec -n RANKS paraes ARGS` in the scratch directory.
+    impl Library {
+        /// The library of the binary under test, from [`LIBRARY_VARIABLE`], checked once
+        /// against what the binary links (`ldd`) and that its launcher runs; any doubt fails
+        /// the test with one line that says what to set or install.
+        pub(crate) fn under_test() -> Library {
+            static CHECKED: std::sync::OnceLock<Result<Library, String>> =
+                std::sync::OnceLock::new();
+            match CHECKED.get_or_init(Library::check) {
+                Ok(library) => *library,
+                Err(why) => panic!("{why}"),
+            }
+        }
+
+        fn check() -> Result<Library, String> {
+            let links = Command::new("ldd")
+                .arg(bin())
+                .output()
+                .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+                .map_err(|e| format!("ldd {}: {e}", bin()))?;
+            let value = std::env::var(LIBRARY_VARIABLE).unwrap_or_default();
+            let library = Library::named(&value, &links)?;
+            let runs = Command::new(library.launcher()[0])
+                .arg("--version")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if !runs {
+                return Err(format!(
+                    "{} not found: install {} libclang-dev (the test command in README.md \
+                     does)",
+                    library.launcher()[0],
+                    library.packages()
+                ));
+            }
+            Ok(library)
+        }
+
+        /// The library that `value` (of [`LIBRARY_VARIABLE`]) names, if the binary under test
+        /// links it and it alone by `links` (what `ldd` says of the binary); else one line
+        /// that says what to set or build.
+        fn named(value: &str, links: &str) -> Result<Library, String> {
+            let linked: Vec<Library> = [Library::Mpich, Library::OpenMpi]
+                .into_iter()
+                .filter(|library| links.contains(library.soname()))
+                .collect();
+            let hint = match linked[..] {
+                [one] => format!("{LIBRARY_VARIABLE}={}", one.name()),
+                _ => format!("{LIBRARY_VARIABLE}=mpich or openmpi"),
+            };
+            let library = match value {
+                "mpich" => Library::Mpich,
+                "openmpi" => Library::OpenMpi,
+                _ => {
+                    return Err(format!(
+                        "set {hint} (the MPI library {} was built against, which picks the \
+                         launcher; scripts/test.sh shows how), not {value:?}",
+                        bin()
+                    ))
+                }
+            };
+            if linked != [library] {
+                return Err(format!(
+                    "{LIBRARY_VARIABLE}={value}, but {} links {linked:?} (ldd): build it with \
+                     MPICC=mpicc.{value} CARGO_TARGET_DIR=target/mpi-{value}, or set {hint}",
+                    bin()
+                ));
+            }
+            Ok(library)
+        }
+
+        /// Its name in [`LIBRARY_VARIABLE`], `mpicc.NAME` and `target/mpi-NAME`.
+        pub(crate) fn name(self) -> &'static str {
+            match self {
+                Library::Mpich => "mpich",
+                Library::OpenMpi => "openmpi",
+            }
+        }
+
+        /// The shared library that a binary built against it links, as `ldd` names it.
+        fn soname(self) -> &'static str {
+            match self {
+                Library::Mpich => "libmpich.so",
+                Library::OpenMpi => "libmpi.so.40",
+            }
+        }
+
+        /// Debian's packages of its launcher and headers.
+        fn packages(self) -> &'static str {
+            match self {
+                Library::Mpich => "mpich libmpich-dev",
+                Library::OpenMpi => "openmpi-bin libopenmpi-dev",
+            }
+        }
+
+        /// Its launcher and the options every launch takes. Open MPI's `mpirun` refuses more
+        /// ranks than cores without `--oversubscribe` (CI has 2 cores, the tests start up to
+        /// 4 ranks), and `--quiet` drops the banner it adds when a rank exits non-zero, so
+        /// that a failed job shows paraes' one line under both launchers.
+        pub(crate) fn launcher(self) -> &'static [&'static str] {
+            match self {
+                Library::Mpich => &["mpiexec.mpich"],
+                Library::OpenMpi => &["mpirun.openmpi", "--oversubscribe", "--quiet"],
+            }
+        }
+
+        /// The environment every launch and rank gets: Open MPI refuses to run as root (as CI
+        /// does) unless told it may; MPICH needs nothing.
+        pub(crate) fn environment(self) -> &'static [(&'static str, &'static str)] {
+            match self {
+                Library::Mpich => &[],
+                Library::OpenMpi => &[
+                    ("OMPI_ALLOW_RUN_AS_ROOT", "1"),
+                    ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
+                ],
+            }
+        }
+
+        /// The variable whose value is a rank's number in the rank's environment.
+        pub(crate) fn rank_variable(self) -> &'static str {
+            match self {
+                Library::Mpich => "PMI_RANK",
+                Library::OpenMpi => "OMPI_COMM_WORLD_RANK",
+            }
+        }
+    }
+
+    /// The launcher of the binary under test as a command (its options and environment set),
+    /// to which `-n N PROGRAM ARGS` are added; run it through [`crate::bounded`].
+    pub(crate) fn mpiexec() -> Command {
+        let library = Library::under_test();
+        let (program, options) = library.launcher().split_first().expect("a launcher");
+        let mut command = Command::new(program);
+        command
+            .args(options)
+            .envs(library.environment().iter().copied());
+        command
+    }
+
+    /// The library is never guessed: an unset or unknown `PARAES_MPI_LIBRARY`, or one that the
+    /// binary does not link (by `ldd`), is one line that says what to set; a library the
+    /// binary links alone is taken.
+    #[test]
+    fn the_library_is_named_and_matches_the_binary() {
+        let mpich = "\tlibmpich.so.12 => /usr/lib/x86_64-linux-gnu/libmpich.so.12 (0x7f)\n";
+        let openmpi = "\tlibmpi.so.40 => /usr/lib/x86_64-linux-gnu/libmpi.so.40 (0x7f)\n";
+        assert_eq!(Library::named("mpich", mpich), Ok(Library::Mpich));
+        assert_eq!(Library::named("openmpi", openmpi), Ok(Library::OpenMpi));
+        for (value, links, says) in [
+            ("", openmpi, "set PARAES_MPI_LIBRARY=openmpi ("),
+            ("MPICH", mpich, "set PARAES_MPI_LIBRARY=mpich ("),
+            ("", "", "set PARAES_MPI_LIBRARY=mpich or openmpi ("),
+            ("openmpi", mpich, "PARAES_MPI_LIBRARY=openmpi, but "),
+            (
+                "mpich",
+                &format!("{mpich}{openmpi}"),
+                "PARAES_MPI_LIBRARY=mpich, but ",
+            ),
+        ] {
+            let why = Library::named(value, links).expect_err(value);
+            assert!(why.starts_with(says), "{value:?}: {why}");
+            assert_eq!(why.lines().count(), 1, "{why}");
+        }
+    }
+
+    /// `mpiexec -n RANKS paraes ARGS` in the scratch directory, with the launcher of the
+    /// binary's library, within [`crate::bounded::LAUNCH_DEADLINE`].
     pub(crate) fn run_mpi(scratch: &Scratch, ranks: usize, args: &[&str]) -> Output {
-        Command::new(mpiexec())
+        let mut command = mpiexec();
+        command
             .arg("-n")
             .arg(ranks.to_string())
             .arg(bin())
             .args(args)
-            .current_dir(scratch.path(""))
-            .stdin(Stdio::null())
-            .output()
-            .expect("mpiexec runs")
+            .current_dir(scratch.path(""));
+        crate::bounded::output(&mut command, &format!("mpiexec -n {ranks} paraes {args:?}"))
     }
 
-    /// A multiple-program launch: `mpiexec -n A paraes X : -n B PROGRAM Y ...`.
+    /// A multiple-program launch: `mpiexec -n A paraes X : -n B PROGRAM Y ...`, bounded as
+    /// [`run_mpi`] is.
     pub(crate) fn run_mpmd(scratch: &Scratch, parts: &[(usize, Vec<String>)]) -> Output {
-        let mut command = Command::new(mpiexec());
+        let mut command = mpiexec();
         for (i, (ranks, program)) in parts.iter().enumerate() {
             if i > 0 {
                 command.arg(":");
             }
             command.arg("-n").arg(ranks.to_string()).args(program);
         }
+        command.current_dir(scratch.path(""));
+        crate::bounded::output(&mut command, &format!("mpiexec {parts:?}"))
+    }
+
+    /// `bash -c SCRIPT` in the scratch directory with `$PARAES` naming the binary and
+    /// `$MPIEXEC` the launcher with its options (the environment it needs set), bounded as
+    /// [`run_mpi`] is, background jobs of the script included.
+    pub(crate) fn run_mpi_script(scratch: &Scratch, script: &str) -> Output {
+        let library = Library::under_test();
+        let mut command = Command::new("bash");
         command
-            .current_dir(scratch.path(""))
-            .stdin(Stdio::null())
-            .output()
-            .expect("mpiexec runs")
+            .args(["-c", script])
+            .env("PARAES", bin())
+            .env("MPIEXEC", library.launcher().join(" "))
+            .envs(library.environment().iter().copied())
+            .current_dir(scratch.path(""));
+        crate::bounded::output(&mut command, script)
+    }
+
+    /// `paraes ARGS` without a launcher (a job of one rank: an MPI singleton) in the scratch
+    /// directory, with the environment the library's processes get, `stdin` on a pipe to its
+    /// standard input, bounded as [`run_mpi`] is.
+    pub(crate) fn run_singleton(scratch: &Scratch, args: &[&str], stdin: &[u8]) -> Output {
+        let mut command = scratch.command(args);
+        command.envs(Library::under_test().environment().iter().copied());
+        let what = format!("paraes {args:?} (one rank, no launcher)");
+        crate::bounded::output_with_stdin(command, stdin, &what)
     }
 
     /// `paraes ARGS` as a program line of [`run_mpmd`].

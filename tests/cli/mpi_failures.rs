@@ -4,14 +4,17 @@
 
 #[cfg(feature = "mpi")]
 mod with_mpi {
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
+
+    use crate::bounded::{Launch, LAUNCH_DEADLINE};
 
     use crate::common::{
-        assert_success, bin, paraes_in, seeded_bytes, send_signal, skip, stderr,
+        assert_success, paraes_in, seeded_bytes, send_signal, skip, stderr,
         unfinished_output_metadata, wait_until, Scratch, CHUNK, HEADER_LEN, TAG_LEN,
     };
     use crate::mpi::with_mpi::{
-        mpiexec, paraes, record_start, run_mpi, run_mpmd, DEC_BATCH, MPI_ENC, RANKS, STRATEGIES,
+        mpiexec, paraes, record_start, run_mpi, run_mpmd, Library, DEC_BATCH, MPI_ENC, RANKS,
+        STRATEGIES,
     };
 
     /// Refusals and failures: one `paraes: error:` line from rank 0, a non-zero exit, the
@@ -153,27 +156,6 @@ mod with_mpi {
             let message = scratch.assert_refused(&out, &before, &what);
             assert!(message.starts_with("rank 2 of 3: "), "{what}: {message}");
         }
-
-        let what = "standard input under mpiexec";
-        let out = Command::new(mpiexec())
-            .args([
-                "-n",
-                "2",
-                bin(),
-                "enc",
-                "--backend",
-                "mpi",
-                "-k",
-                "k",
-                "-o",
-                "out",
-            ])
-            .current_dir(scratch.path(""))
-            .stdin(Stdio::null())
-            .output()
-            .expect("mpiexec runs");
-        let message = scratch.assert_refused(&out, &before, what);
-        assert!(message.contains("named pipe"), "{what}: {message}");
     }
 
     /// A rank that cannot see the files (no shared file system) fails a direct job before
@@ -242,30 +224,29 @@ mod with_mpi {
         let before = scratch.names();
         let dir = scratch.path("");
         let args = "enc --backend mpi --threads 1 -k k big -o out";
-        let mut job = Command::new(mpiexec())
+        let mut command = mpiexec();
+        command
             .args(["-n", "2"])
             .args(paraes(&args.split(' ').collect::<Vec<_>>()))
             .current_dir(&dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("mpiexec runs");
+            .stdin(Stdio::null());
+        let job = Launch::start(&mut command, LAUNCH_DEADLINE, args);
+        let rank = |r: usize| format!("{}={r}", Library::under_test().rank_variable());
         let (mut doomed, mut mid_job) = (None, false);
         wait_until(60, "64 MiB in rank 0's output, or the job's end", || {
-            doomed = paraes_in(&dir, "PMI_RANK=1");
-            let written = paraes_in(&dir, "PMI_RANK=0")
+            doomed = paraes_in(&dir, &rank(1));
+            let written = paraes_in(&dir, &rank(0))
                 .and_then(|rank0| unfinished_output_metadata(rank0, &dir))
                 .map_or(0, |m| m.blocks() * 512); // on disk: a write far ahead fakes no length
             mid_job = doomed.is_some() && written >= 64 << 20;
-            mid_job || job.try_wait().expect("mpiexec").is_some()
+            mid_job || job.exited()
         });
         if !mid_job {
-            let out = job.wait_with_output().expect("mpiexec ends");
+            let out = job.wait();
             panic!("the job ended first: {}", stderr(&out));
         }
         send_signal(doomed.expect("rank 1 runs"), "KILL");
-        let out = job.wait_with_output().expect("mpiexec ends");
+        let out = job.wait();
         assert!(!out.status.success(), "the job must fail: {}", stderr(&out));
         let what = format!("no output left behind: {}", stderr(&out));
         wait_until(10, &what, || scratch.names() == before);

@@ -18,7 +18,7 @@ use paraes_core::pipeline::{self, Chunk, ChunkReader, PipelineError, StreamSpec}
 use paraes_core::Direction;
 
 use crate::root_io::RootIo;
-use crate::world::{wait_quietly, JobError, Mpi};
+use crate::world::{mpi_bytes, mpi_bytes_mut, wait_quietly, JobError, Mpi};
 
 /// Control flag: stop now (rank 0 failed or saw a failure).
 const STOP: u64 = 1;
@@ -251,14 +251,14 @@ fn exchange(
     match send {
         Some(send) => {
             let (counts, displs) = counts_and_displacements(lens.iter().copied());
-            let partition = Partition::new(send, &counts[..], &displs[..]);
+            let partition = Partition::new(mpi_bytes(send), &counts[..], &displs[..]);
             request::scope(|scope| {
-                let mine = &mut mine[..];
+                let mine = mpi_bytes_mut(mine);
                 wait_quietly(root.immediate_scatter_varcount_into_root(scope, &partition, mine));
             });
         }
         None => request::scope(|scope| {
-            wait_quietly(root.immediate_scatter_varcount_into(scope, &mut mine[..]));
+            wait_quietly(root.immediate_scatter_varcount_into(scope, mpi_bytes_mut(mine)));
         }),
     }
 
@@ -277,7 +277,7 @@ fn exchange(
         }
         *mine = chunk.data;
     }
-    let payload: &[u8] = if status[1] == 1 { &message } else { mine };
+    let payload = mpi_bytes(if status[1] == 1 { &message } else { mine });
     status[0] = payload.len() as u64;
 
     // Gather the results in order: back to back, so the round is one write.
@@ -295,7 +295,7 @@ fn exchange(
     let (counts, displs) = counts_and_displacements(statuses.iter().step_by(2).copied());
     gathered.resize(counts.iter().map(|&c| c as usize).sum(), 0);
     {
-        let mut partition = PartitionMut::new(&mut gathered[..], &counts[..], &displs[..]);
+        let mut partition = PartitionMut::new(mpi_bytes_mut(gathered), &counts[..], &displs[..]);
         request::scope(|scope| {
             wait_quietly(root.immediate_gather_varcount_into_root(scope, payload, &mut partition));
         });

@@ -34,6 +34,30 @@ pub(crate) fn wait_quietly<'a, D: ?Sized, S: Scope<'a>>(mut request: Request<'a,
     }
 }
 
+/// What [`mpi_bytes`] points an empty buffer at.
+static NOWHERE: [u8; 1] = [0];
+
+/// `bytes` as MPI may be given it: an empty slice at a real address. An empty `Vec` or slice
+/// of bytes points at address 1 (its alignment), and Open MPI's `MPI_IN_PLACE` is
+/// `(void *) 1`: given an empty byte buffer, Open MPI reads "in place", which is an error on a
+/// rank other than the root of a scatter or gather (`MPI_ERR_ARG`, the job aborts) and means
+/// something else in an allgather. Every byte buffer that paraes hands MPI goes through this
+/// or [`mpi_bytes_mut`].
+pub(crate) fn mpi_bytes(bytes: &[u8]) -> &[u8] {
+    if bytes.is_empty() {
+        &NOWHERE[..0]
+    } else {
+        bytes
+    }
+}
+
+/// [`mpi_bytes`] for a buffer MPI writes into: the vector gets an allocation, so that even
+/// when it is empty its slice is at a real address.
+pub(crate) fn mpi_bytes_mut(bytes: &mut Vec<u8>) -> &mut [u8] {
+    bytes.reserve(1);
+    &mut bytes[..]
+}
+
 /// A failure of the whole job, the same on every rank: one line that says which rank failed and
 /// why (rank 0 prints it; the others exit quietly), and what kind of failure it is, so that
 /// the binary chooses its advice by kind, never by the text.
@@ -149,7 +173,7 @@ impl Mpi {
         } else {
             vec![0u8; len as usize]
         };
-        root.broadcast_into(&mut buf[..]);
+        root.broadcast_into(mpi_bytes_mut(&mut buf));
         buf
     }
 
@@ -201,9 +225,9 @@ impl Mpi {
             .collect();
         let mut all = vec![0u8; lens.iter().map(|&len| len as usize).sum()];
         {
-            let mut partition = PartitionMut::new(&mut all[..], &lens[..], &displs[..]);
+            let mut partition = PartitionMut::new(mpi_bytes_mut(&mut all), &lens[..], &displs[..]);
             self.world
-                .all_gather_varcount_into(&message[..], &mut partition);
+                .all_gather_varcount_into(mpi_bytes(&message), &mut partition);
         }
         let failed = lens
             .iter()
@@ -229,5 +253,36 @@ impl Mpi {
         self.world
             .all_reduce_into(&value, &mut total, SystemOperation::sum());
         total
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{mpi_bytes, mpi_bytes_mut};
+
+    /// Open MPI's `MPI_IN_PLACE`, which no buffer of paraes may be at.
+    const OPEN_MPI_IN_PLACE: usize = 1;
+
+    #[test]
+    fn empty_buffers_are_never_at_open_mpis_in_place_address() {
+        let empty: Vec<u8> = Vec::new();
+        assert_eq!(
+            empty.as_ptr() as usize,
+            OPEN_MPI_IN_PLACE,
+            "what the guard is for"
+        );
+        assert_ne!(mpi_bytes(&empty).as_ptr() as usize, OPEN_MPI_IN_PLACE);
+        assert_ne!(mpi_bytes(&[]).as_ptr() as usize, OPEN_MPI_IN_PLACE);
+        assert!(mpi_bytes(&empty).is_empty());
+        let mut received: Vec<u8> = Vec::new();
+        let slice = mpi_bytes_mut(&mut received);
+        assert!(slice.is_empty());
+        assert_ne!(slice.as_ptr() as usize, OPEN_MPI_IN_PLACE);
+        let full = [1u8, 2, 3];
+        assert_eq!(
+            mpi_bytes(&full).as_ptr(),
+            full.as_ptr(),
+            "a full buffer is itself"
+        );
     }
 }
