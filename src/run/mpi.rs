@@ -19,13 +19,26 @@ use paraes_files::Reach;
 /// Runs the one file of `plan` on every rank; rank 0 returns the summary.
 pub fn run(plan: &CryptPlan, file: &FileTask, io: Option<MpiIo>) -> Result<Option<Summary>> {
     let mpi = Mpi::init().map_err(|e| anyhow!(e))?;
-    let engine = ready_engine(plan, &mpi)?;
+    let Some(engine) = reported_by_root(&mpi, ready_engine(plan, &mpi))? else {
+        return Ok(None);
+    };
     let workers = rank_workers(plan, &mpi, engine.as_ref());
     let credentials = Credentials::on_first_use(plan);
     if mpi.is_root() {
         root(plan, &credentials, file, io, &mpi, engine.as_ref(), workers).map(Some)
     } else {
-        other_rank(&mpi, engine.as_ref(), workers).map(|()| None)
+        reported_by_root(&mpi, other_rank(&mpi, engine.as_ref(), workers)).map(|_| None)
+    }
+}
+
+/// A failure every rank agreed on is rank 0's to report and to exit non-zero for; another rank
+/// that would only repeat it exits 0 (`Ok(None)`). Open MPI's `mpirun` stops every rank as
+/// soon as one exits non-zero, which could stop rank 0 before it has printed the failure.
+fn reported_by_root<T>(mpi: &Mpi, result: Result<T>) -> Result<Option<T>> {
+    match result {
+        Ok(value) => Ok(Some(value)),
+        Err(e) if !mpi.is_root() && e.is::<Reported>() => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
@@ -40,7 +53,9 @@ pub fn run_many(
     io: Option<MpiIo>,
 ) -> Result<Option<Summary>> {
     let mpi = Mpi::init().map_err(|e| anyhow!(e))?;
-    let engine = ready_engine(plan, &mpi)?;
+    let Some(engine) = reported_by_root(&mpi, ready_engine(plan, &mpi))? else {
+        return Ok(None);
+    };
     let workers = rank_workers(plan, &mpi, engine.as_ref());
     if !mpi.is_root() {
         for _ in 0..mpi.sum(0) {
