@@ -245,7 +245,7 @@ fn srun_ranks_write_the_raw_streams_of_one_process() {
 fn srun_ranks_seal_and_open_containers_as_one_process_does() {
     let scratch = Scratch::new();
     for (case, strategy) in STRATEGIES.into_iter().enumerate() {
-        let what = format!("{strategy}");
+        let what = format!("--mpi-io {strategy}");
         let plain = seeded_bytes(41 + case as u64, 4 * CHUNK + 5);
         scratch.write("plain", &plain);
         scratch.key_file("k", 256, 41 + case as u64, true);
