@@ -30,6 +30,8 @@ mod rekey_race;
 mod rekey_ways;
 mod roundtrip;
 mod secrets;
+#[cfg(feature = "mpi")]
+mod slurm;
 mod spread;
 mod ssh;
 mod stanzas;
