@@ -14,9 +14,12 @@
 #                                                 tests/testkit/ssh/manifest.json (every
 #                                                 stanza kind, X-Wing and SSH included)
 #   3. cargo test --release --features mpi ...    the MPI backend under MPICH's mpiexec and
-#                                                 Open MPI's mpirun (-n 1 to 4), a build per
+#                                                 Open MPI's mpirun (-n 1 to 3), a build per
 #                                                 library (MPICC=mpicc.LIB, target/mpi-LIB),
-#                                                 each checked with ldd to link its library
+#                                                 each checked with ldd to link its library;
+#      scripts/test-slurm.sh                     then ranks started by srun (--mpi=pmi2 for
+#                                                 MPICH, pmix for Open MPI) on a one-node
+#                                                 Slurm it starts and stops
 #   4. kernels/check-ptx.sh                       committed PTX is current; ptxas sm_80/sm_90,
 #                                                 no spills (NVRTC/ptxas wheels from PyPI)
 #   5. scripts/test-python.sh                     the Python package (crates/paraes-py) built
@@ -115,8 +118,8 @@ mpi_tests() {
 mpi_tests mpich
 mpi_tests openmpi
 
-# HOOK (the lead): scripts/test-slurm.sh goes here: Slurm-started ranks, reusing the two builds
-# above (target/mpi-mpich, target/mpi-openmpi).
+echo "== ranks started by Slurm's srun (a one-node Slurm), MPICH and Open MPI"
+scripts/test-slurm.sh
 
 echo "== PTX kernels"
 kernels/check-ptx.sh

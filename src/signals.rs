@@ -3,6 +3,8 @@
 //! when the file system has no O_TMPFILE; a many-file run may have several at once), says what
 //! was left, and exits with 128 + the signal's number (130, 143, 129), as shells expect.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use anyhow::{Context, Result};
 use paraes_files::pending::{clean_up_for_exit, Pending};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -23,9 +25,23 @@ pub fn install() -> Result<()> {
     Ok(())
 }
 
+/// Whether this process leaves the telling to another (an MPI rank other than 0).
+static SILENT: AtomicBool = AtomicBool::new(false);
+
+/// A signal still cleans up and exits with its status, but prints nothing: for MPI ranks other
+/// than 0, whose launcher signals every rank at once (Open MPI's `mpirun` sends SIGTERM to the
+/// rest when rank 0 exits with a failure it has printed), so rank 0 alone speaks for the job.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub fn silence() {
+    SILENT.store(true, Ordering::SeqCst);
+}
+
 fn interrupted(signal: i32) -> ! {
     crate::prompt::restore_terminal();
     let pending = clean_up_for_exit();
+    if SILENT.load(Ordering::SeqCst) {
+        std::process::exit(128 + signal);
+    }
     let name = match signal {
         SIGINT => "interrupted",
         SIGTERM => "terminated",

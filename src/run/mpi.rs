@@ -18,7 +18,7 @@ use paraes_files::Reach;
 
 /// Runs the one file of `plan` on every rank; rank 0 returns the summary.
 pub fn run(plan: &CryptPlan, file: &FileTask, io: Option<MpiIo>) -> Result<Option<Summary>> {
-    let mpi = Mpi::init().map_err(|e| anyhow!(e))?;
+    let mpi = start()?;
     let Some(engine) = reported_by_root(&mpi, ready_engine(plan, &mpi))? else {
         return Ok(None);
     };
@@ -29,6 +29,15 @@ pub fn run(plan: &CryptPlan, file: &FileTask, io: Option<MpiIo>) -> Result<Optio
     } else {
         reported_by_root(&mpi, other_rank(&mpi, engine.as_ref(), workers)).map(|_| None)
     }
+}
+
+/// MPI started; rank 0 alone speaks for the job, on signals too ([`crate::signals::silence`]).
+fn start() -> Result<Mpi> {
+    let mpi = Mpi::init().map_err(|e| anyhow!(e))?;
+    if !mpi.is_root() {
+        crate::signals::silence();
+    }
+    Ok(mpi)
 }
 
 /// A failure every rank agreed on is rank 0's to report and to exit non-zero for; another rank
@@ -52,7 +61,7 @@ pub fn run_many(
     refused: &[(PathBuf, String)],
     io: Option<MpiIo>,
 ) -> Result<Option<Summary>> {
-    let mpi = Mpi::init().map_err(|e| anyhow!(e))?;
+    let mpi = start()?;
     let Some(engine) = reported_by_root(&mpi, ready_engine(plan, &mpi))? else {
         return Ok(None);
     };

@@ -246,11 +246,8 @@ fn exchange(
     let (first, count, is_final) = (control[1], control[2] as usize, control[0] & FINAL != 0);
     let lens = &control[CONTROL_HEAD..];
 
-    // Spread the round. Room for one byte at least, so that an empty share still has a real
-    // address: an empty Vec's is 1, which Open MPI reads as its MPI_IN_PLACE, `(void *) 1`,
-    // and refuses on a non-root rank (MPI_ERR_ARG), in this scatter and in the gather of the
-    // same buffer below.
-    mine.reserve(1);
+    // Spread the round (every buffer through `mpi_bytes`/`mpi_bytes_mut`: an empty Vec's
+    // address is 1, which Open MPI reads as its MPI_IN_PLACE and refuses on a non-root rank).
     mine.resize(lens[rank] as usize, 0);
     match send {
         Some(send) => {
