@@ -17,6 +17,10 @@ use crate::kernels::KernelKind;
 use crate::plan::{GcmLayout, RoundKeyWords};
 use crate::variant::{dynamic_shared_bytes, max_threads, KernelVariant};
 
+mod records;
+
+pub(crate) use records::{GcmKeys, RecordsKind, RecordsLaunch};
+
 /// One device: its primary context and one loaded module of the kernels. Made once per
 /// (device, image choice) and kept for the life of the process.
 pub(crate) struct Device {
