@@ -5,7 +5,7 @@
 
 use std::ffi::c_void;
 
-use cudarc::driver::{result, sys, DevicePtr, DevicePtrMut};
+use cudarc::driver::{sys, DevicePtr, DevicePtrMut};
 
 use super::{Device, Kernel};
 use crate::driver::memory::{DeviceBuffer, Stream};
@@ -177,26 +177,17 @@ impl Kernel {
             (&mut keys as *mut RoundKeyWords).cast(),
             (&mut gcm_keys as *mut GcmKeys).cast(),
         ];
-        self.bind()?;
+        let what = "launching a GCM records kernel";
         // SAFETY: the parameters match GCM_RECORDS_KERNEL in kernels/aes.cu (two u64 pointers,
-        // three u64, a 240-byte struct of u32, a 32-byte struct of u32) and live until
-        // cuLaunchKernel returns, which copies them. Both pointers are of buffers in this
+        // three u64, a 240-byte struct of u32, a 32-byte struct of u32) and live until the
+        // call returns (cuLaunchKernel copies them). Both pointers are of buffers in this
         // context holding the bytes the kernel reads and writes (checked above), borrowed for
         // this call and kept alive until the launch has run by cudarc's events (recorded when
-        // the guards drop); `func` belongs to the module this Kernel holds, whose context is
-        // current; the launch is whole warps, as the kernels' shuffles need.
-        let launched = unsafe {
-            result::launch_kernel(
-                self.func,
-                (launch.grid, 1, 1),
-                (launch.threads, 1, 1),
-                self.shared_bytes,
-                raw_stream.cu_stream(),
-                &mut params,
-            )
-        };
+        // the guards drop); the launch is whole warps, as the kernels' shuffles need.
+        let launched =
+            unsafe { self.enqueue(stream, (launch.grid, launch.threads), &mut params, what) };
         keys.wipe();
         gcm_keys.wipe();
-        launched.map_err(|e| GpuError::driver("launching a GCM records kernel", e))
+        launched
     }
 }
