@@ -190,6 +190,53 @@ fn paraes_backend_gpu_round_trips() {
     }
 }
 
+/// `paraes --backend gpu` seals v3 bodies with the device's records kernels (its description
+/// says so), and a container with one flipped body byte fails `dec --backend gpu` with the CPU
+/// engine's message and no output file.
+#[test]
+fn paraes_backend_gpu_seals_on_the_device_and_refuses_a_tampered_body() {
+    // Names the stand-in in this process's environment where there is no driver.
+    let driver = standin::driver();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    key_file(d);
+    let data = paraes_core::seeded::SplitMix64::new(38).bytes(3 * 16384 + 5);
+    std::fs::write(d.join("in"), &data).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_paraes"))
+            .current_dir(d)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let enc = run(&[
+        "enc", "-b", "gpu", "-v", "-k", "key", "-o", "sealed", "-f", "in",
+    ]);
+    let stderr = String::from_utf8_lossy(&enc.stderr);
+    assert!(enc.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("GCM tags on the device"),
+        "{driver}: {stderr}"
+    );
+    let mut sealed = std::fs::read(d.join("sealed")).unwrap();
+    let at = sealed.len() - 16384 / 2;
+    sealed[at] ^= 1;
+    std::fs::write(d.join("bad"), &sealed).unwrap();
+    let mut messages = Vec::new();
+    for backend in ["gpu", "cpu"] {
+        let out = format!("back.{backend}");
+        let dec = run(&["dec", "-b", backend, "-k", "key", "-o", &out, "-f", "bad"]);
+        let stderr = String::from_utf8_lossy(&dec.stderr).into_owned();
+        assert_eq!(dec.status.code(), Some(1), "{backend}: {stderr}");
+        assert!(
+            !d.join(&out).exists(),
+            "{backend}: partial output: {stderr}"
+        );
+        messages.push(stderr);
+    }
+    assert_eq!(messages[0], messages[1]);
+}
+
 /// Without a driver (and without the stand-in), `--backend gpu` is one line on stderr and exit
 /// status 1: the binary never loads the stand-in on its own.
 #[test]

@@ -33,7 +33,7 @@ use cudarc::driver::{result, sys};
 
 use crate::error::GpuError;
 
-pub(crate) use device::{Device, Kernel, Launch, Operands};
+pub(crate) use device::{Device, GcmKeys, Kernel, Launch, Operands, RecordsKind, RecordsLaunch};
 pub(crate) use memory::{DeviceBuffer, Event, PinnedBuffer, Stream};
 
 /// What the driver says about a GPU, for `--backend auto`, logs and benchmark records.

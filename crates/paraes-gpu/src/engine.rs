@@ -5,12 +5,15 @@
 //! ([`timing`]); this file holds the engine itself and its Engine path.
 
 mod calibrate;
+mod records;
 mod schedule;
 mod timing;
 
 use std::sync::{Arc, Mutex, OnceLock};
 
-use paraes_core::{modes, AesImpl, Counters, Direction, Engine, EngineError, Job, Mode};
+use paraes_core::{
+    modes, AesImpl, Counters, Direction, Engine, EngineError, Job, Mode, RecordsError, RecordsJob,
+};
 
 use crate::driver::{load_driver, Device, DeviceInfo, Kernel};
 use crate::error::GpuError;
@@ -207,7 +210,7 @@ impl Engine for GpuEngine {
     fn name(&self) -> String {
         let o = &self.options;
         format!(
-            "gpu ({}, {}, kernels {}, CTR {}, {} streams x {} MiB, {} threads/block, {} sync)",
+            "gpu ({}, {}, kernels {}, CTR {}, GCM tags on the device, {} streams x {} MiB, {} threads/block, {} sync)",
             self.device.info.name,
             self.device.module,
             o.kernel_variant,
@@ -225,5 +228,19 @@ impl Engine for GpuEngine {
 
     fn process(&self, job: &Job<'_>, buf: &mut [u8]) -> Result<(), EngineError> {
         self.process_with(job, buf, CtrVariant::Auto)
+    }
+
+    /// Cobblestone-128 and -256 (AES-128 and AES-256 keys): CTR, GHASH and tags on the device.
+    fn runs_records(&self, job: &RecordsJob<'_>) -> bool {
+        Self::has_records_kernels(job.key.rounds())
+    }
+
+    fn process_records(
+        &self,
+        job: &RecordsJob<'_>,
+        input: &[u8],
+        output: &mut [u8],
+    ) -> Result<(), RecordsError> {
+        self.records(job, input, output)
     }
 }

@@ -81,8 +81,9 @@ impl KernelKind {
 
 /// The GCM records kernels of kernels/aes.cu (`run_records`: CTR, each chunk's GHASH in
 /// constant time and its tag, for Cobblestone-128 and -256; docs/GPU.md, "GCM records on the
-/// device"). They are in the image, and tests/gcm_records_on_cpu.rs runs their source on the
-/// CPU emulator, but the engine does not launch them yet (issue 38: its records job).
+/// device"). The engine's records job launches them by name, whatever the kernel variant
+/// (`Engine::process_records`, engine/records.rs); tests/gcm_records_on_cpu.rs runs their
+/// source on the CPU emulator and tests/gcm_records_engine.rs the engine's job on the stand-in.
 pub const RECORDS_KERNELS: [&str; 6] = [
     "aes128_gcm_seal",
     "aes128_gcm_verify",

@@ -17,6 +17,10 @@ use crate::kernels::KernelKind;
 use crate::plan::{GcmLayout, RoundKeyWords};
 use crate::variant::{dynamic_shared_bytes, max_threads, KernelVariant};
 
+mod records;
+
+pub(crate) use records::{GcmKeys, RecordsKind, RecordsLaunch};
+
 /// One device: its primary context and one loaded module of the kernels. Made once per
 /// (device, image choice) and kept for the life of the process.
 pub(crate) struct Device {
@@ -500,28 +504,55 @@ impl Kernel {
             (&mut layout as *mut GcmLayout).cast(),
         ];
         let count = if self.shape.gcm { 7 } else { 6 };
-        self.bind()?;
         // SAFETY: the first six parameters match the kernels' common signature in
         // kernels/aes.cu (two u64 pointers, three u64, a 240-byte struct of u32), and a `_gcm`
         // kernel (only it gets the seventh) takes a 16-byte struct of u32 more; all live until
         // cuLaunchKernel returns, which copies them. The pointers are of buffers in this
         // context holding at least the 16 * nblocks bytes the kernel touches (checked above;
         // a keystream kernel reads no input), borrowed for this call and kept alive until the
-        // launch has run by cudarc's events (recorded when the guards above drop). `func`
-        // belongs to the module this Kernel holds, whose context is current, and was opted
-        // into the dynamic shared memory it is launched with (Kernel::find).
+        // launch has run by cudarc's events (recorded when the guards above drop).
         let launched = unsafe {
-            result::launch_kernel(
-                self.func,
-                (launch.grid, 1, 1),
-                (launch.threads, 1, 1),
-                self.shared_bytes,
-                raw_stream.cu_stream(),
+            self.enqueue(
+                stream,
+                (launch.grid, launch.threads),
                 &mut params[..count],
+                "launching the AES kernel",
             )
         };
         keys.wipe();
-        launched.map_err(|e| GpuError::driver("launching the AES kernel", e))
+        launched
+    }
+
+    /// Binds the context and enqueues the kernel on `stream` with `(grid, threads)` and
+    /// `params` (and its dynamic shared memory), `what` naming it in an error: the one raw launch
+    /// of both launch paths.
+    ///
+    /// # Safety
+    /// `params` must match the kernel's signature in kernels/aes.cu and point at values that
+    /// live until this returns; device pointers among them must be of buffers of this context
+    /// that hold every byte the kernel touches and stay alive until the launch has run.
+    unsafe fn enqueue(
+        &self,
+        stream: &Stream,
+        (grid, threads): (u32, u32),
+        params: &mut [*mut c_void],
+        what: &str,
+    ) -> Result<(), GpuError> {
+        self.bind()?;
+        // SAFETY: the caller's contract covers the parameters and the memory; `func` belongs
+        // to the module this Kernel holds, whose context `bind` made current, and was opted
+        // into the dynamic shared memory it is launched with (Kernel::find).
+        unsafe {
+            result::launch_kernel(
+                self.func,
+                (grid, 1, 1),
+                (threads, 1, 1),
+                self.shared_bytes,
+                stream.cudarc().cu_stream(),
+                params,
+            )
+        }
+        .map_err(|e| GpuError::driver(what, e))
     }
 }
 
