@@ -58,7 +58,7 @@ pub fn run(args: &RekeyPlan) -> Result<()> {
     if !stale.is_empty() {
         warn(&paraes_files::leftovers_warning(&stale));
     }
-    if super::is_armored(file).with_context(|| shown.clone())? {
+    if paraes_files::file_looks_armored(file).with_context(|| shown.clone())? {
         bail!(
             "{shown}: it is an ASCII-armored container (enc --armor), whose header cannot be \
              changed in place: decrypt it and encrypt it again for the new keys \

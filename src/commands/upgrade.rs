@@ -64,7 +64,7 @@ fn upgrade_one(path: &Path, unlock: &Unlock, engine: &dyn Engine, key_size: KeyS
     // The same lock as rekey: an upgrade and a rekey of one file never interleave.
     let taken = Taken::take(path)?;
     let Taken { file, meta, .. } = &taken;
-    if super::is_armored(file)? {
+    if paraes_files::file_looks_armored(file)? {
         // Only format v3 is ever armored.
         bail!("it is already format v3 (an ASCII-armored container)");
     }

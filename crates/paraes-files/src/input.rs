@@ -67,9 +67,7 @@ impl Input {
         let failed = |name: String| move |e| FileError::io(format!("reading {name} failed"), e);
         let (input, seen) = match (&self, self.len()) {
             (Input::File(file, _), Some(_)) => {
-                use std::os::unix::fs::FileExt;
-                let seen = read_start(|buf, at| file.read_at(buf, at as u64), &mut start);
-                let seen = seen.map_err(failed(self.name()))?;
+                let seen = read_file_start(file, &mut start).map_err(failed(self.name()))?;
                 (self, seen)
             }
             _ => {
@@ -188,6 +186,20 @@ impl Read for Input {
 
 /// Reads up to `start.len()` bytes from offset 0 on by `read_at(buf, offset)`, fewer only
 /// where the input ends; returns how many.
+/// Whether `file`, read from its start (its offset unmoved), begins a PEM-style armor: for
+/// commands that change a binary container in place (rekey, upgrade) and refuse armor.
+pub fn file_looks_armored(file: &File) -> io::Result<bool> {
+    let mut start = [0u8; armor::ARMOR_PREFIX.len()];
+    let seen = read_file_start(file, &mut start)?;
+    Ok(armor::looks_armored(&start[..seen]))
+}
+
+/// [`read_start`] of a file at its offsets from 0.
+fn read_file_start(file: &File, start: &mut [u8]) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    read_start(|buf, at| file.read_at(buf, at as u64), start)
+}
+
 fn read_start(
     mut read_at: impl FnMut(&mut [u8], usize) -> io::Result<usize>,
     start: &mut [u8],

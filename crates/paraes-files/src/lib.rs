@@ -27,7 +27,7 @@ pub mod replace;
 mod spread;
 
 pub use error::{one_line, FileError};
-pub use input::{check_regular, open_regular_file, Input, InputKinds};
+pub use input::{check_regular, file_looks_armored, open_regular_file, Input, InputKinds};
 pub use leftovers::{leftovers, leftovers_warning};
 pub use output::{sync_directory, Output, OutputOptions, Reach, Temporary};
 pub use page_aligned::PageAlignedLarge;
