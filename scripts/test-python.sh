@@ -3,10 +3,10 @@
 # maturin, exactly as README says (`pip install ./crates/paraes-py`), into a virtual environment
 # in git-ignored target/py-venv, with what the tests check against (pytest, pyaes==1.6.1,
 # pyca/cryptography 50, numpy), then runs crates/paraes-py/tests (Python and the CLI read each
-# other's containers: the CLI is target/release/paraes, built here if missing) and the
+# other's containers: the CLI is $PARAES_BIN, or target/release/paraes built here) and the
 # crypto_pyaes benchmark, which fails unless paraes.pyaes is at least as fast as pyca's AES-CTR.
 #
-# scripts/test.sh calls this after its release build. Needs CPython >= 3.11 (the wheel targets
+# scripts/test.sh calls this after its test build (target/ci/paraes). Needs CPython >= 3.11 (the wheel targets
 # the 3.11 stable ABI) and Rust. Nothing is skipped: whatever cannot run fails the script, loudly.
 #
 #   scripts/test-python.sh            reuse target/py-venv if it works (the package is rebuilt)
@@ -55,10 +55,15 @@ echo "== Python: pip install ./crates/paraes-py (maturin, release build in crate
   || fail "the paraes package did not install (see the pip output above)"
 
 echo "== Python: the paraes CLI the tests compare with"
-if [ ! -x target/release/paraes ]; then
+# scripts/test.sh names the binary its tests built (PARAES_BIN); run alone, this builds the
+# release binary (a no-op when it is current, never a stale one left from an older checkout).
+if [ -z "${PARAES_BIN:-}" ]; then
   cargo build --release
+  PARAES_BIN="$PWD/target/release/paraes"
 fi
-export PARAES_BIN="$PWD/target/release/paraes"
+[ -x "$PARAES_BIN" ] || fail "PARAES_BIN=$PARAES_BIN is not an executable paraes"
+export PARAES_BIN
+echo "$PARAES_BIN"
 
 echo "== Python: pytest crates/paraes-py/tests"
 (cd crates/paraes-py && PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m pytest -p no:cacheprovider -q tests) \

@@ -51,7 +51,7 @@ for lib in "${libraries[@]}"; do
   echo "== ranks started by srun --mpi=$plugin, built against $lib"
   started=$SECONDS
   if MPICC="mpicc.$lib" CARGO_TARGET_DIR="target/mpi-$lib" PARAES_MPI_LIBRARY="$lib" \
-    cargo test --release --features mpi --test cli slurm::; then
+    cargo test --profile ci --features mpi --test cli slurm::; then
     timings+=("$lib (build and tests): $((SECONDS - started)) s")
   else
     timings+=("$lib (build and tests): $((SECONDS - started)) s, FAILED")

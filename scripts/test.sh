@@ -3,7 +3,7 @@
 # tests need when it is missing, then runs every test. README.md gives this as the test command
 # and .ci/run calls it, so what CI runs is what a user runs.
 #
-#   1. cargo test --workspace --release           every crate and the CLI end to end; where
+#   1. cargo test --workspace --profile ci        every crate and the CLI end to end; where
 #                                                 there is no NVIDIA driver the GPU engine's
 #                                                 tests and `paraes --backend gpu` run on the
 #                                                 CUDA stand-in (kernels/aes.cu on the CPU,
@@ -13,7 +13,7 @@
 #                                                 with tests/testkit/manifest.json and
 #                                                 tests/testkit/ssh/manifest.json (every
 #                                                 stanza kind, X-Wing and SSH included)
-#   3. cargo test --release --features mpi ...    the MPI backend under MPICH's mpiexec and
+#   3. cargo test --profile ci --features mpi ... the MPI backend under MPICH's mpiexec and
 #                                                 Open MPI's mpirun (-n 1 to 3), a build per
 #                                                 library (MPICC=mpicc.LIB, target/mpi-LIB),
 #                                                 each checked with ldd to link its library;
@@ -33,8 +33,9 @@
 # Tests that need hardware this machine lacks (a GPU) run on a stand-in and say so loudly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/steps.sh
 
-echo "== test tools"
+step "test tools"
 # Debian package names: openssl (raw streams are checked against `openssl enc`), util-linux
 # (script, setsid), coreutils (mkfifo, head), openssh-client (ssh-keygen makes the SSH keys of
 # tests/cli/ssh.rs), mpich + libmpich-dev, openmpi-bin + libopenmpi-dev and libclang-dev (the
@@ -66,7 +67,7 @@ openssl version
 mpiexec.mpich --version | sed -n 2p | xargs  # sed reads to the end: no SIGPIPE under pipefail
 mpirun.openmpi --version | sed -n 1p
 
-echo "== pyca/cryptography (bare messages are checked against it)"
+step "pyca/cryptography (bare messages are checked against it)"
 # --format cobblestone must be byte-compatible with pyca/cryptography's cryptography.cobblestone
 # (>= 50.0.0): installed from PyPI into git-ignored target/pyca with `pip install --target`
 # (no python3-venv needed), and run through a wrapper that puts it on PYTHONPATH.
@@ -80,10 +81,13 @@ chmod +x "$pyca/python"
 export PARAES_PYCA="$pyca/python"
 "$PARAES_PYCA" -c 'import cryptography; print("pyca/cryptography", cryptography.__version__)'
 
-echo "== unit, property and end-to-end tests"
-cargo test --workspace --release
+step "build the tests (the ci profile)"
+# The `ci` profile (Cargo.toml): optimized, no LTO; what users build keeps the release profile.
+cargo test --workspace --profile ci --no-run
+step "unit, property and end-to-end tests"
+cargo test --workspace --profile ci
 
-echo "== the second implementation (written from docs/FORMAT.md alone) over the v3 testkit"
+step "the second implementation (written from docs/FORMAT.md alone) over the v3 testkit"
 "$PARAES_PYCA" scripts/second-reader/run_testkit.py
 
 # The MPI backend under each library, built in a target directory of its own (rsmpi's mpi-sys
@@ -102,8 +106,8 @@ mpi_tests() {
   local -a build=(env -u MPI_PKG_CONFIG -u CRAY_MPICH_DIR "MPICC=mpicc.$library"
     "CARGO_TARGET_DIR=target/mpi-$library" "PARAES_MPI_LIBRARY=$library")
   echo "== the MPI backend built against $library (target/mpi-$library)"
-  "${build[@]}" cargo test --release --features mpi --test cli --no-run
-  local binary="target/mpi-$library/release/paraes" linked
+  "${build[@]}" cargo test --profile ci --features mpi --test cli --no-run
+  local binary="target/mpi-$library/ci/paraes" linked
   linked=$(ldd "$binary")
   if ! grep -qF "$links" <<<"$linked" || grep -qF "$other" <<<"$linked"; then
     echo "error: $binary must link $library's $links and not $other; it links:" >&2
@@ -112,20 +116,21 @@ mpi_tests() {
   fi
   grep -F "$links" <<<"$linked" | xargs
   echo "== the MPI tests under $library's launcher"
-  "${build[@]}" cargo test --release --features mpi --test cli -- mpi:: armor::mpi_ --skip slurm::
+  "${build[@]}" cargo test --profile ci --features mpi --test cli -- mpi:: armor::mpi_ --skip slurm::
   echo "the MPI backend under $library: $((SECONDS - started)) s (build and tests)"
 }
+step "the MPI backend under MPICH and Open MPI (a build per library)"
 mpi_tests mpich
 mpi_tests openmpi
 
-echo "== ranks started by Slurm's srun (a one-node Slurm), MPICH and Open MPI"
+step "ranks started by Slurm's srun (a one-node Slurm), MPICH and Open MPI"
 scripts/test-slurm.sh
 
-echo "== PTX kernels"
+step "PTX kernels"
 kernels/check-ptx.sh
 
-echo "== the Python package (paraes for Python, paraes.pyaes)"
-scripts/test-python.sh
+step "the Python package (paraes for Python, paraes.pyaes)"
+PARAES_BIN="$PWD/target/ci/paraes" scripts/test-python.sh
 
-echo "== README's install: cargo install into a fresh prefix, then the quick start"
+step "README's install: cargo install into a fresh prefix, then the quick start"
 scripts/test-install.sh
