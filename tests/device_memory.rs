@@ -15,18 +15,11 @@ use paraes_core::container::{Identity, Recipient, Unlock};
 use paraes_core::seeded::SplitMix64;
 use paraes_core::{Key, KeySize};
 use paraes_gpu::device_memory::{load_container, load_container_into, save_container};
-use paraes_gpu::{DeviceMemory, DeviceMemoryError, GpuEngine, GpuOptions, GpuStream};
+use paraes_gpu::{DeviceMemory, DeviceMemoryError, GpuEngine, GpuStream};
 
 /// The engine with pieces of 3 records, so a container of a few chunks goes up in several.
 fn gpu() -> GpuEngine {
-    let driver = standin::driver();
-    let options = GpuOptions {
-        max_piece: 3 * 16400,
-        min_piece: 16,
-        ..GpuOptions::default()
-    };
-    GpuEngine::new(options)
-        .unwrap_or_else(|e| panic!("the GPU engine did not start on {driver}: {e}"))
+    standin::engine_with_record_pieces(3)
 }
 
 /// Runs `paraes ARGS` in `dir` on the CPU engine, asserting success.
@@ -67,7 +60,12 @@ fn a_container_made_by_the_cli_decrypts_into_device_memory() {
     let key = key_file(dir.path(), "key", &mut rng);
     let unlock = Unlock::new(vec![Identity::Key(key)]);
     let mut cases = 0;
-    for (len, bits) in [(0, "256"), (1, "128"), (16384, "256"), (7 * 16384 + 3, "128")] {
+    for (len, bits) in [
+        (0, "256"),
+        (1, "128"),
+        (16384, "256"),
+        (7 * 16384 + 3, "128"),
+    ] {
         let plaintext = rng.bytes(len);
         std::fs::write(dir.path().join("plain"), &plaintext).unwrap();
         let name = format!("c{len}.paraes");
@@ -105,7 +103,9 @@ fn a_tampered_container_is_refused_and_the_device_buffer_zeroed() {
     std::fs::write(&path, &bytes).unwrap();
 
     let mut memory = DeviceMemory::zeroed(&stream, len).unwrap();
-    memory.write_from_host(&stream, 0, &vec![0xa5; len]).unwrap();
+    memory
+        .write_from_host(&stream, 0, &vec![0xa5; len])
+        .unwrap();
     let error = load_container_into(&gpu, &path, &unlock, &mut memory, &stream).unwrap_err();
     assert!(
         matches!(error, DeviceMemoryError::Tampered { chunk: 4, .. }),
@@ -136,7 +136,11 @@ fn device_memory_saved_as_a_container_opens_with_the_cli() {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = SplitMix64::new(0x5a7e);
     let key = key_file(dir.path(), "key", &mut rng);
-    for (len, size) in [(0, KeySize::Aes256), (16383, KeySize::Aes128), (7 * 16384 + 1, KeySize::Aes256)] {
+    for (len, size) in [
+        (0, KeySize::Aes256),
+        (16383, KeySize::Aes128),
+        (7 * 16384 + 1, KeySize::Aes256),
+    ] {
         let plaintext = rng.bytes(len);
         let mut memory = DeviceMemory::zeroed(&stream, len).unwrap();
         memory.write_from_host(&stream, 0, &plaintext).unwrap();
@@ -153,11 +157,14 @@ fn device_memory_saved_as_a_container_opens_with_the_cli() {
 
         // An existing file is kept unless replacing was asked for.
         let before = std::fs::read(&path).unwrap();
-        let error = save_container(&gpu, &memory, &path, false, (size, &recipients), &stream)
-            .unwrap_err();
+        let error =
+            save_container(&gpu, &memory, &path, false, (size, &recipients), &stream).unwrap_err();
         assert!(matches!(error, DeviceMemoryError::File(_)), "{error}");
         assert!(std::fs::read(&path).unwrap() == before, "{name} changed");
         save_container(&gpu, &memory, &path, true, (size, &recipients), &stream).unwrap();
-        assert!(std::fs::read(&path).unwrap() != before, "{name}: not replaced");
+        assert!(
+            std::fs::read(&path).unwrap() != before,
+            "{name}: not replaced"
+        );
     }
 }

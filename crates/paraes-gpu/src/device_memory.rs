@@ -278,4 +278,3 @@ impl DeviceMemory {
 
 /// Bytes per copy of [`DeviceMemory::write_from_host`] and [`DeviceMemory::read_to_host`].
 const HOST_PIECE: usize = 8 << 20;
-

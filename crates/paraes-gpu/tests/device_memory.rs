@@ -13,19 +13,12 @@ use paraes_core::cpu::CpuEngine;
 use paraes_core::engine::RecordsJob;
 use paraes_core::seeded::SplitMix64;
 use paraes_core::{Direction, Engine};
-use paraes_gpu::{ChunkSpan, DeviceMemory, DeviceMemoryError, GpuEngine, GpuOptions, GpuStream};
+use paraes_gpu::{ChunkSpan, DeviceMemory, DeviceMemoryError, GpuEngine, GpuStream};
 
 /// The engine on this machine's driver (the stand-in where there is none), with pieces of 2
 /// records, so that the in-place calls run several pieces even for small buffers.
 fn gpu() -> GpuEngine {
-    let driver = standin::driver();
-    let options = GpuOptions {
-        max_piece: 2 * (CHUNK_LEN + 16),
-        min_piece: 16,
-        ..GpuOptions::default()
-    };
-    GpuEngine::new(options)
-        .unwrap_or_else(|e| panic!("the GPU engine did not start on {driver}: {e}"))
+    standin::engine_with_record_pieces(2)
 }
 
 fn cipher(rng: &mut SplitMix64, variant: Variant) -> (Vec<u8>, [u8; 24], ChunkCipher) {
@@ -91,7 +84,10 @@ fn seal_and_open_in_device_memory_match_the_cpu_in_place_and_out_of_place() {
                     let message =
                         cobblestone::seal(variant, &ik, &salt, b"device memory", &plaintext)
                             .unwrap();
-                    assert!(message[PREFIX_LEN..] == expect[..], "{what}: CPU vs reference");
+                    assert!(
+                        message[PREFIX_LEN..] == expect[..],
+                        "{what}: CPU vs reference"
+                    );
                 }
                 let sealed_len = span.sealed_len(len).unwrap();
                 assert_eq!(sealed_len, expect.len(), "{what}");
@@ -102,19 +98,28 @@ fn seal_and_open_in_device_memory_match_the_cpu_in_place_and_out_of_place() {
                     .seal_device(&span, &input, &mut records, &stream)
                     .unwrap();
                 assert_eq!(n, sealed_len, "{what}");
-                assert!(download(&stream, &records) == expect, "{what}: sealed out of place");
+                assert!(
+                    download(&stream, &records) == expect,
+                    "{what}: sealed out of place"
+                );
 
                 let mut in_place = upload(&stream, &plaintext, sealed_len);
                 gpu.seal_device_in_place(&span, &mut in_place, len, &stream)
                     .unwrap();
-                assert!(download(&stream, &in_place) == expect, "{what}: sealed in place");
+                assert!(
+                    download(&stream, &in_place) == expect,
+                    "{what}: sealed in place"
+                );
 
                 let mut opened = upload(&stream, &vec![0xa5; len], len);
                 let n = gpu
                     .open_device(&span, &records, &mut opened, &stream)
                     .unwrap();
                 assert_eq!(n, len, "{what}");
-                assert!(download(&stream, &opened) == plaintext, "{what}: opened out of place");
+                assert!(
+                    download(&stream, &opened) == plaintext,
+                    "{what}: opened out of place"
+                );
 
                 let n = gpu
                     .open_device_in_place(&span, &mut in_place, sealed_len, &stream)
@@ -231,7 +236,10 @@ fn a_callers_memory_and_stream_are_borrowed_by_address() {
     }
     // Dropping the views neither zeroed nor freed the caller's memory.
     let back = download(&stream, &owner_out);
-    assert!(back[16..] == expect[..], "the records in the caller's memory");
+    assert!(
+        back[16..] == expect[..],
+        "the records in the caller's memory"
+    );
     assert!(download(&stream, &owner_in)[16..16 + len] == plaintext[..]);
 
     // SAFETY: refused before any use.
@@ -286,7 +294,10 @@ fn layouts_the_spec_does_not_allow_are_refused_before_any_work() {
         gpu.open_device(&span(0, true), &whole, &mut output, &stream),
         "no final chunk shorter",
     );
-    refused(span(0, false).opened_len(16401), "not whole 16400-byte records");
+    refused(
+        span(0, false).opened_len(16401),
+        "not whole 16400-byte records",
+    );
     assert_eq!(span(0, false).opened_len(2 * 16400).unwrap(), 2 * CHUNK_LEN);
     assert_eq!(span(0, true).sealed_len(0).unwrap(), 16);
 }

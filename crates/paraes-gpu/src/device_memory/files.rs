@@ -100,7 +100,10 @@ impl OpenedFile {
     /// The body's span: the whole message, from chunk 0.
     fn span(&self) -> ChunkSpan<'_> {
         ChunkSpan {
-            cipher: self.opened.message_cipher().expect("checked to be v3 when opened"),
+            cipher: self
+                .opened
+                .message_cipher()
+                .expect("checked to be v3 when opened"),
             first_index: 0,
             last: true,
         }
@@ -174,7 +177,9 @@ fn decrypt_body(
     let result = (|| -> Result<Option<u64>, DeviceMemoryError> {
         let mut verdicts = run.verdicts()?;
         let (per, pieces) = run.pieces();
-        let piece_len = run.sizes(RecordsKind::Verify, (0, per.min(layout.chunks))).0;
+        let piece_len = run
+            .sizes(RecordsKind::Verify, (0, per.min(layout.chunks)))
+            .0;
         let ctx = stream.stream.context();
         let mut slots = Vec::with_capacity(2);
         for _ in 0..2 {

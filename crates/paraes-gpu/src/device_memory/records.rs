@@ -48,12 +48,21 @@ pub(crate) struct Layout {
 impl Layout {
     /// Plaintext bytes.
     pub(crate) fn plaintext_len(self) -> u64 {
-        self.chunks.saturating_sub(1) * CHUNK_LEN as u64 + self.last_len * u64::from(self.chunks > 0)
+        self.chunks.saturating_sub(1) * CHUNK_LEN as u64
+            + self.last_len * u64::from(self.chunks > 0)
     }
 
     /// Record bytes.
     pub(crate) fn records_len(self) -> u64 {
         self.plaintext_len() + self.chunks * TAG_LEN as u64
+    }
+
+    /// The bytes that `kind` writes: records to seal, plaintext to open.
+    pub(crate) fn output_len(self, kind: RecordsKind) -> u64 {
+        match kind {
+            RecordsKind::Seal => self.records_len(),
+            _ => self.plaintext_len(),
+        }
     }
 
     /// The plaintext bytes of the last of chunks `from..from + n`.
@@ -118,6 +127,18 @@ impl ChunkSpan<'_> {
         self.within_limit(layout)
     }
 
+    /// The chunks of `input_len` bytes that `kind` reads: plaintext to seal, records else.
+    pub(crate) fn layout(
+        &self,
+        kind: RecordsKind,
+        input_len: u64,
+    ) -> Result<Layout, DeviceMemoryError> {
+        match kind {
+            RecordsKind::Seal => self.plaintext_layout(input_len),
+            _ => self.records_layout(input_len),
+        }
+    }
+
     fn within_limit(&self, layout: Layout) -> Result<Layout, DeviceMemoryError> {
         match self.first_index.checked_add(layout.chunks) {
             Some(end) if end <= MAX_CHUNKS => Ok(layout),
@@ -165,7 +186,9 @@ impl<'a> RecordsRun<'a> {
         span: &ChunkSpan<'_>,
         layout: Layout,
     ) -> Self {
-        let job = span.cipher.records_job(Direction::Encrypt, span.first_index);
+        let job = span
+            .cipher
+            .records_job(Direction::Encrypt, span.first_index);
         RecordsRun {
             engine,
             stream,
@@ -282,18 +305,7 @@ impl GpuEngine {
         output: &mut DeviceMemory,
         stream: &GpuStream,
     ) -> Result<usize, DeviceMemoryError> {
-        let layout = span.plaintext_layout(input.len() as u64)?;
-        check_room("the output device buffer", output, layout.records_len())?;
-        check_apart(input, output)?;
-        let run = RecordsRun::new(self, &stream.stream, span, layout);
-        let all = (0, layout.chunks);
-        run.launch(
-            RecordsKind::Seal,
-            all,
-            (input.buffer(), 0),
-            (output.buffer_mut(), 0),
-        )?;
-        Ok(layout.records_len() as usize)
+        self.out_of_place(RecordsKind::Seal, span, input, output, stream)
     }
 
     /// Opens all of `input` (the chunk records of `span`) into `output` from its first byte
@@ -309,24 +321,7 @@ impl GpuEngine {
         output: &mut DeviceMemory,
         stream: &GpuStream,
     ) -> Result<usize, DeviceMemoryError> {
-        let layout = span.records_layout(input.len() as u64)?;
-        check_room("the output device buffer", output, layout.plaintext_len())?;
-        check_apart(input, output)?;
-        let run = RecordsRun::new(self, &stream.stream, span, layout);
-        if let Some(chunk) = run.verify_all(input.buffer(), 0)? {
-            return Err(DeviceMemoryError::Tampered {
-                chunk,
-                buffer: "the output device buffer was left as it was",
-            });
-        }
-        let all = (0, layout.chunks);
-        run.launch(
-            RecordsKind::Open,
-            all,
-            (input.buffer(), 0),
-            (output.buffer_mut(), 0),
-        )?;
-        Ok(layout.plaintext_len() as usize)
+        self.out_of_place(RecordsKind::Open, span, input, output, stream)
     }
 
     /// Seals the first `plaintext_len` bytes of `buffer` in place as the chunk records of
@@ -341,10 +336,7 @@ impl GpuEngine {
         plaintext_len: usize,
         stream: &GpuStream,
     ) -> Result<usize, DeviceMemoryError> {
-        let layout = span.plaintext_layout(plaintext_len as u64)?;
-        check_room("the device buffer", buffer, layout.records_len())?;
-        self.in_place(RecordsKind::Seal, span, layout, buffer, stream)?;
-        Ok(layout.records_len() as usize)
+        self.in_place(RecordsKind::Seal, span, buffer, plaintext_len, stream)
     }
 
     /// Opens the first `records_len` bytes of `buffer` (the chunk records of `span`) in place;
@@ -360,25 +352,53 @@ impl GpuEngine {
         records_len: usize,
         stream: &GpuStream,
     ) -> Result<usize, DeviceMemoryError> {
-        let layout = span.records_layout(records_len as u64)?;
-        check_room("the device buffer", buffer, records_len as u64)?;
-        self.in_place(RecordsKind::Open, span, layout, buffer, stream)?;
-        Ok(layout.plaintext_len() as usize)
+        self.in_place(RecordsKind::Open, span, buffer, records_len, stream)
     }
 
-    /// Seals or opens `layout`'s chunks in `buffer` piece by piece through a scratch buffer
-    /// (module docs: sealing from the last piece, opening from the first, after verifying all).
+    /// Seals or opens (`kind`) all of `input` into `output`; returns the bytes written.
+    fn out_of_place(
+        &self,
+        kind: RecordsKind,
+        span: &ChunkSpan<'_>,
+        input: &DeviceMemory,
+        output: &mut DeviceMemory,
+        stream: &GpuStream,
+    ) -> Result<usize, DeviceMemoryError> {
+        let layout = span.layout(kind, input.len() as u64)?;
+        let writes = layout.output_len(kind);
+        check_room("the output device buffer", output, writes)?;
+        check_apart(input, output)?;
+        let run = RecordsRun::new(self, &stream.stream, span, layout);
+        if kind == RecordsKind::Open {
+            if let Some(chunk) = run.verify_all(input.buffer(), 0)? {
+                return Err(DeviceMemoryError::Tampered {
+                    chunk,
+                    buffer: "the output device buffer was left as it was",
+                });
+            }
+        }
+        let all = (0, layout.chunks);
+        let input = (input.buffer(), 0);
+        run.launch(kind, all, input, (output.buffer_mut(), 0))?;
+        Ok(writes as usize)
+    }
+
+    /// Seals or opens (`kind`) the first `len` bytes of `buffer` in place, piece by piece
+    /// through a scratch buffer (module docs: sealing from the last piece, opening from the
+    /// first, after verifying all); returns the bytes it leaves at the buffer's start.
     fn in_place(
         &self,
         kind: RecordsKind,
         span: &ChunkSpan<'_>,
-        layout: Layout,
         buffer: &mut DeviceMemory,
+        len: usize,
         stream: &GpuStream,
-    ) -> Result<(), DeviceMemoryError> {
+    ) -> Result<usize, DeviceMemoryError> {
+        let layout = span.layout(kind, len as u64)?;
+        check_room("the device buffer", buffer, layout.records_len())?;
         let run = RecordsRun::new(self, &stream.stream, span, layout);
         if layout.chunks == 0 {
-            return Ok(());
+            return Ok(0);
         }
         let buffer = buffer.buffer_mut();
         if kind == RecordsKind::Open {
@@ -413,6 +433,6 @@ impl GpuEngine {
             let range = layout.plaintext_len() as usize..layout.records_len() as usize;
             stream.stream.zero(buffer, range)?;
         }
-        Ok(())
+        Ok(layout.output_len(kind) as usize)
     }
 }

@@ -208,8 +208,12 @@ impl GpuEngine {
                     CopyDirection::HostToDevice => {
                         stream.copy_to_device(&mut b, 0, &mut host, bytes)?
                     }
-                    CopyDirection::DeviceToHost => stream.copy_to_host(&mut host, (&a, 0), bytes)?,
-                    CopyDirection::DeviceToDevice => stream.copy_on_device((&mut b, 0), (&a, 0), bytes)?,
+                    CopyDirection::DeviceToHost => {
+                        stream.copy_to_host(&mut host, (&a, 0), bytes)?
+                    }
+                    CopyDirection::DeviceToDevice => {
+                        stream.copy_on_device((&mut b, 0), (&a, 0), bytes)?
+                    }
                 }
                 stream.record(&end)?;
                 let t = start.seconds_until(&end)?;

@@ -150,7 +150,9 @@ impl Kernel {
         }
         let (reads, writes) = kind.sizes(launch.chunks, launch.last_len);
         let holds = |len: usize, at: usize, needs: u64| {
-            (len as u64).checked_sub(at as u64).is_some_and(|room| room >= needs)
+            (len as u64)
+                .checked_sub(at as u64)
+                .is_some_and(|room| room >= needs)
         };
         if !holds(input.len(), input_at, reads) || !holds(output.len(), output_at, writes) {
             return refuse(format!(
