@@ -1,8 +1,9 @@
 //! Container files and device memory (`paraes_gpu::device_memory`) against the `paraes`
 //! binary: a container made by `paraes enc` decrypts straight into device memory to the same
 //! plaintext, with any body key size and across pieces; one that was tampered with is refused
-//! and the device buffer zeroed; device memory saved as a container opens with `paraes dec`,
-//! and an existing file is not replaced unless asked. On the CUDA stand-in
+//! and the device buffer zeroed; v2, armored and missing files are refused with what to do;
+//! device memory saved as a container opens with `paraes dec`, and an existing file is not
+//! replaced unless asked. On the CUDA stand-in
 //! (crates/paraes-gpu/tests/support/standin.rs) where there is no driver; it never skips.
 
 #[path = "../crates/paraes-gpu/tests/support/standin.rs"]
@@ -167,4 +168,39 @@ fn device_memory_saved_as_a_container_opens_with_the_cli() {
             "{name}: not replaced"
         );
     }
+}
+
+#[test]
+fn containers_the_device_cannot_open_are_refused_with_what_to_do() {
+    let gpu = gpu();
+    let stream = gpu.default_stream();
+    let refused = |path: &Path, unlock: &Unlock, says: &str| {
+        let text = load_container(&gpu, path, unlock, &stream)
+            .unwrap_err()
+            .to_string();
+        assert!(text.contains(says), "{text:?} should say {says:?}");
+    };
+    // A format v2 file (its body is not a C2SP message), opened with its own key.
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v2");
+    let contents = std::fs::read(fixtures.join("k128.key")).unwrap();
+    let key = paraes_files::keys::key_from_contents(&contents, "k128.key").unwrap();
+    let unlock = Unlock::new(vec![Identity::Key(key)]);
+    refused(
+        &fixtures.join("ctr-128.paraes"),
+        &unlock,
+        "format v2 container: only v3 bodies",
+    );
+
+    // ASCII armor, and a file that is not there.
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = SplitMix64::new(0xa3);
+    let key = key_file(dir.path(), "key", &mut rng);
+    let unlock = Unlock::new(vec![Identity::Key(key)]);
+    std::fs::write(dir.path().join("plain"), rng.bytes(100)).unwrap();
+    paraes(
+        dir.path(),
+        &["enc", "-a", "-k", "key", "-o", "c.asc", "plain"],
+    );
+    refused(&dir.path().join("c.asc"), &unlock, "is ASCII armor");
+    refused(&dir.path().join("missing"), &unlock, "missing");
 }
