@@ -248,6 +248,30 @@ fn a_callers_memory_and_stream_are_borrowed_by_address() {
     assert!(error.contains("16-byte boundary"), "{error}");
 }
 
+/// The engine's own memory carries its order across streams: records sealed on one stream
+/// open on another with no synchronisation between (the stand-in runs each queue only when
+/// something waits on it, so a missing order gives wrong bytes).
+#[test]
+fn the_engines_memory_is_ordered_across_its_streams() {
+    let gpu = gpu();
+    let (a, b) = (gpu.new_stream().unwrap(), gpu.new_stream().unwrap());
+    let mut rng = SplitMix64::new(0x0d);
+    let (_, _, cipher) = cipher(&mut rng, Variant::Cobblestone256);
+    let span = ChunkSpan {
+        cipher: &cipher,
+        first_index: 9,
+        last: true,
+    };
+    let len = 3 * CHUNK_LEN + 1;
+    let plaintext = rng.bytes(len);
+    let input = upload(&a, &plaintext, len);
+    let mut records = DeviceMemory::zeroed(&a, span.sealed_len(len).unwrap()).unwrap();
+    gpu.seal_device(&span, &input, &mut records, &a).unwrap();
+    let mut opened = DeviceMemory::zeroed(&b, len).unwrap();
+    gpu.open_device(&span, &records, &mut opened, &b).unwrap();
+    assert!(download(&b, &opened) == plaintext);
+}
+
 /// A PyO3 class holds its Rust value across threads: the API's types must allow it.
 #[test]
 fn the_api_types_can_be_held_by_other_threads() {
