@@ -15,13 +15,14 @@ use paraes_core::{
     modes, AesImpl, Counters, Direction, Engine, EngineError, Job, Mode, RecordsError, RecordsJob,
 };
 
-use crate::driver::{load_driver, Device, DeviceInfo, Kernel};
+use crate::driver::{load_driver, Device, DeviceInfo, Kernel, Stream};
 use crate::error::GpuError;
 use crate::image::ModuleReport;
 use crate::kernels::KernelKind;
 use crate::options::{CtrVariant, GpuOptions};
 use crate::plan::{self, GcmLayout, RoundKeyWords};
 
+pub(crate) use records::first_failure;
 use schedule::{PieceJob, Slot};
 pub use timing::{CopyDirection, KernelTiming};
 
@@ -42,6 +43,9 @@ pub struct GpuEngine {
     /// The CTR variant in force: set from the options, or once by `Auto`'s calibration.
     resolved: OnceLock<CtrVariant>,
     host_aes: AesImpl,
+    /// The stream the device-memory API orders work on unless given another
+    /// ([`GpuEngine::default_stream`]).
+    default_stream: Stream,
 }
 
 impl GpuEngine {
@@ -81,7 +85,9 @@ impl GpuEngine {
             CtrVariant::Auto => OnceLock::new(),
             fixed => OnceLock::from(fixed),
         };
+        let default_stream = Stream::new(device.context())?;
         Ok(GpuEngine {
+            default_stream,
             device,
             options,
             kernels,
@@ -91,6 +97,16 @@ impl GpuEngine {
             resolved,
             host_aes: AesImpl::detect(),
         })
+    }
+
+    /// The device the engine runs on (for the device-memory API).
+    pub(crate) fn device(&self) -> &Arc<Device> {
+        &self.device
+    }
+
+    /// The engine's own stream (for the device-memory API).
+    pub(crate) fn own_stream(&self) -> &Stream {
+        &self.default_stream
     }
 
     /// The GPU in use.

@@ -7,12 +7,16 @@
 //!
 //! * [`GpuEngine`] implements [`paraes_core::Engine`], byte-identical to the CPU engine.
 //! * [`probe`] says cheaply whether a usable GPU is there (for `--backend auto`).
+//! * [`device_memory`]: device memory as an API: Cobblestone chunk records sealed and opened
+//!   in device memory ([`DeviceMemory`], [`GpuStream`], [`ChunkSpan`]), and v3 container files
+//!   decrypted straight into device memory or written from it.
 //! * [`model`] is a CPU emulation of the kernel's table layout and round function, tested
 //!   against the AES oracle so the kernel's logic is checked even where there is no GPU.
 //!
 //! docs/GPU.md describes the design, the side-channel discussion and how to benchmark.
 #![deny(missing_docs)]
 
+pub mod device_memory;
 mod driver;
 mod engine;
 mod error;
@@ -24,6 +28,7 @@ pub mod plan;
 pub mod variant;
 pub mod xor;
 
+pub use device_memory::{ChunkSpan, DeviceMemory, DeviceMemoryError, GpuStream};
 pub use driver::{driver_installed, probe, DeviceInfo, STANDIN_ENV, STANDIN_NAME};
 pub use engine::{CopyDirection, GpuEngine, KernelTiming};
 pub use error::GpuError;

@@ -12,19 +12,12 @@ use paraes_core::cpu::CpuEngine;
 use paraes_core::engine::RecordsJob;
 use paraes_core::seeded::SplitMix64;
 use paraes_core::{Direction, Engine, RecordsError};
-use paraes_gpu::{GpuEngine, GpuOptions};
+use paraes_gpu::GpuEngine;
 
 /// The engine on this machine's driver (the stand-in where there is none), with pieces of 2
 /// records, so that several pieces run even for small messages.
 fn gpu() -> GpuEngine {
-    let driver = standin::driver();
-    let options = GpuOptions {
-        max_piece: 2 * (CHUNK_LEN + 16),
-        min_piece: 16,
-        ..GpuOptions::default()
-    };
-    GpuEngine::new(options)
-        .unwrap_or_else(|e| panic!("the GPU engine did not start on {driver}: {e}"))
+    standin::engine_with_record_pieces(2)
 }
 
 #[test]

@@ -12,16 +12,19 @@
 //!   through [`PinnedBuffer::bytes_mut`], which first waits for the buffer's last copy.
 //! - Ranges are checked before the driver sees them (an error, never a device fault).
 
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use cudarc::driver::{
-    sys, CudaContext, CudaEvent, CudaSlice, CudaStream, CudaView, CudaViewMut, HostSlice,
-    PinnedHostSlice, SyncOnDrop,
+    sys, CudaContext, CudaEvent, CudaSlice, CudaStream, CudaView, CudaViewMut, DevicePtr,
+    HostSlice, PinnedHostSlice, SyncOnDrop,
 };
 
 use crate::error::GpuError;
 
-/// A CUDA stream (non-blocking with respect to the legacy default stream).
+/// A CUDA stream: one the engine made (non-blocking with respect to the legacy default
+/// stream), or a caller's, borrowed ([`Stream::borrowed`]).
+#[derive(Clone)]
 pub(crate) struct Stream {
     raw: Arc<CudaStream>,
 }
@@ -33,6 +36,23 @@ impl Stream {
             .new_stream()
             .map_err(|e| GpuError::driver("creating a CUDA stream", e))?;
         Ok(Stream { raw })
+    }
+
+    /// The caller's stream `raw` of `ctx` (null: the legacy default stream), which this value
+    /// never destroys.
+    ///
+    /// # Safety
+    /// `raw` must be a stream of `ctx` that its owner keeps alive while this value, or any
+    /// buffer made on it, lives.
+    pub(crate) unsafe fn borrowed(ctx: &Arc<CudaContext>, raw: sys::CUstream) -> Stream {
+        // SAFETY: the caller's contract is wrap_borrowed_stream's.
+        let raw = unsafe { ctx.wrap_borrowed_stream(raw) };
+        Stream { raw }
+    }
+
+    /// The raw stream handle (what a caller's library knows it by).
+    pub(crate) fn handle(&self) -> sys::CUstream {
+        self.raw.cu_stream()
     }
 
     /// The cudarc stream (for a launch).
@@ -99,20 +119,21 @@ impl Stream {
             .map_err(|e| GpuError::driver("copying to the GPU", e))
     }
 
-    /// Enqueues a copy of the first `len` bytes of device `src` to pinned `dst`.
+    /// Enqueues a copy of `len` bytes of device `src` from `src_at` to the start of pinned
+    /// `dst`.
     pub(crate) fn copy_to_host(
         &self,
         dst: &mut PinnedBuffer,
-        src: &DeviceBuffer,
+        (src, src_at): (&DeviceBuffer, usize),
         len: usize,
     ) -> Result<(), GpuError> {
-        let fits = len <= src.len() && len <= dst.len();
+        let fits = src_at.checked_add(len).is_some_and(|e| e <= src.len()) && len <= dst.len();
         let contexts = [src.context(), dst.slice.context()];
         self.check("copying from the GPU", contexts, fits)?;
         if len == 0 {
             return Ok(());
         }
-        let src: CudaView<'_, u8> = src.slice.slice(..len);
+        let src: CudaView<'_, u8> = src.slice.slice(src_at..src_at + len);
         let mut dst = PinnedPrefix {
             pinned: &mut dst.slice,
             len,
@@ -122,23 +143,43 @@ impl Stream {
             .map_err(|e| GpuError::driver("copying from the GPU", e))
     }
 
-    /// Enqueues a device-to-device copy of the first `len` bytes.
+    /// Enqueues a device-to-device copy of `len` bytes from `src` at `src_at` to `dst` at
+    /// `dst_at` (two buffers, so the ranges cannot overlap unless two borrowed buffers name
+    /// the same memory, which their constructor's contract rules out).
     pub(crate) fn copy_on_device(
         &self,
-        dst: &mut DeviceBuffer,
-        src: &DeviceBuffer,
+        (dst, dst_at): (&mut DeviceBuffer, usize),
+        (src, src_at): (&DeviceBuffer, usize),
         len: usize,
     ) -> Result<(), GpuError> {
-        let fits = len <= src.len() && len <= dst.len();
+        let fits = |at: usize, buf_len: usize| at.checked_add(len).is_some_and(|e| e <= buf_len);
+        let fits = fits(src_at, src.len()) && fits(dst_at, dst.len());
         self.check("copying on the GPU", [dst.context(), src.context()], fits)?;
         if len == 0 {
             return Ok(());
         }
-        let src: CudaView<'_, u8> = src.slice.slice(..len);
-        let mut dst: CudaViewMut<'_, u8> = dst.slice.slice_mut(..len);
+        let src: CudaView<'_, u8> = src.slice.slice(src_at..src_at + len);
+        let mut dst: CudaViewMut<'_, u8> = dst.slice.slice_mut(dst_at..dst_at + len);
         self.raw
             .memcpy_dtod(&src, &mut dst)
             .map_err(|e| GpuError::driver("copying on the GPU", e))
+    }
+
+    /// Enqueues zeroing `dst`'s bytes in `range`.
+    pub(crate) fn zero(
+        &self,
+        dst: &mut DeviceBuffer,
+        range: std::ops::Range<usize>,
+    ) -> Result<(), GpuError> {
+        let fits = range.start <= range.end && range.end <= dst.len();
+        self.check("clearing GPU memory", [dst.context(), self.context()], fits)?;
+        if range.is_empty() {
+            return Ok(());
+        }
+        let mut view: CudaViewMut<'_, u8> = dst.slice.slice_mut(range);
+        self.raw
+            .memset_zeros(&mut view)
+            .map_err(|e| GpuError::driver("clearing GPU memory", e))
     }
 
     /// Makes later work on this stream wait until `event` (recorded on another stream) is done.
@@ -181,9 +222,11 @@ impl Event {
     }
 }
 
-/// Device memory, zeroed when made and cleared before it goes back.
+/// Device memory: the engine's own, zeroed when made and cleared before it goes back; or a
+/// caller's, borrowed ([`DeviceBuffer::borrowed`]), which is neither cleared nor freed here.
 pub(crate) struct DeviceBuffer {
-    slice: CudaSlice<u8>,
+    slice: ManuallyDrop<CudaSlice<u8>>,
+    borrowed: bool,
 }
 
 impl DeviceBuffer {
@@ -193,7 +236,45 @@ impl DeviceBuffer {
         let slice = stream.raw.alloc_zeros::<u8>(len.max(16)).map_err(|e| {
             GpuError::driver(&format!("allocating {} MiB on the GPU", len >> 20), e)
         })?;
-        Ok(DeviceBuffer { slice })
+        Ok(DeviceBuffer {
+            slice: ManuallyDrop::new(slice),
+            borrowed: false,
+        })
+    }
+
+    /// The caller's `len` bytes at `ptr`, used in `stream`'s order (cudarc's events order its
+    /// uses by the engine's other streams as for the engine's own buffers); never cleared or
+    /// freed by this value.
+    ///
+    /// # Safety
+    /// `ptr..ptr + len` must be device memory of `stream`'s context that stays allocated, and
+    /// is used by nothing else that is not ordered with `stream`, while this value lives.
+    pub(crate) unsafe fn borrowed(
+        stream: &Stream,
+        ptr: sys::CUdeviceptr,
+        len: usize,
+    ) -> Result<DeviceBuffer, GpuError> {
+        let slice = crate::driver::guard("borrowing device memory", || {
+            // SAFETY: the caller's contract: `len` bytes of this context at `ptr`. They are
+            // never read as anything but bytes, so any contents are valid.
+            Ok(unsafe { stream.raw.upgrade_device_ptr::<u8>(ptr, len) })
+        })?;
+        Ok(DeviceBuffer {
+            slice: ManuallyDrop::new(slice),
+            borrowed: true,
+        })
+    }
+
+    /// Whether it is a caller's memory ([`DeviceBuffer::borrowed`]).
+    pub(crate) fn is_borrowed(&self) -> bool {
+        self.borrowed
+    }
+
+    /// The device address of its first byte.
+    pub(crate) fn device_address(&self) -> sys::CUdeviceptr {
+        let stream = self.slice.stream().clone();
+        let (ptr, _read) = self.slice.device_ptr(&stream);
+        ptr
     }
 
     /// Bytes it holds.
@@ -219,11 +300,19 @@ impl DeviceBuffer {
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
+        // SAFETY: `slice` is taken once, here, and never used again.
+        let mut slice = unsafe { ManuallyDrop::take(&mut self.slice) };
+        if self.borrowed {
+            // The caller's memory: their bytes stay, and so does their allocation. `leak`
+            // makes the stream wait for the last use first and frees nothing.
+            let _ = slice.leak();
+            return;
+        }
         // Clear the bytes (plaintext, keystream) before the memory goes back: enqueued on the
         // buffer's stream after every use (cudarc waits for its events), and before the free
         // that dropping the slice then enqueues there.
-        let stream = self.slice.stream().clone();
-        let _ = stream.memset_zeros(&mut self.slice);
+        let stream = slice.stream().clone();
+        let _ = stream.memset_zeros(&mut slice);
     }
 }
 

@@ -73,7 +73,7 @@ impl GpuEngine {
             Direction::Decrypt => output.len(),
         };
         let last_len = (plain_len - (chunks - 1) * GCM_CHUNK_LEN) as u64;
-        let per_piece = (self.options.max_piece / GCM_RECORD_LEN).max(1);
+        let per_piece = self.records_per_piece();
         let mut keys = RoundKeyWords::new(job.key.enc_round_keys());
         let gcm_keys = GcmKeys::new(&job.base_nonce, job.hash_key);
         let run = |kind: RecordsKind, staging: &mut Staging, output: &mut [u8]| {
@@ -109,6 +109,22 @@ impl GpuEngine {
         result
     }
 
+    /// Thread blocks and threads per block of a records launch over `chunks` chunks: one warp
+    /// a chunk, whole warps, at most 65535 blocks (the kernels stride over the rest).
+    pub(crate) fn records_shape(&self, kernel: &Kernel, chunks: u64) -> (u32, u32) {
+        let threads = (self.options.threads_per_block.min(kernel.max_threads()) / 32 * 32).max(32);
+        let warps = u64::from(threads / 32);
+        let grid = u32::try_from(chunks.div_ceil(warps).max(1))
+            .unwrap_or(u32::MAX)
+            .min(65_535);
+        (grid, threads)
+    }
+
+    /// Chunk records per piece of the engine's pieces ([`crate::GpuOptions::max_piece`]).
+    pub(crate) fn records_per_piece(&self) -> usize {
+        (self.options.max_piece / GCM_RECORD_LEN).max(1)
+    }
+
     /// A stream and buffers for pieces of at most `chunks` records.
     fn staging(&self, chunks: usize) -> Result<Staging, GpuError> {
         let len = chunks * GCM_RECORD_LEN;
@@ -138,8 +154,6 @@ impl GpuEngine {
         output: &mut [u8],
     ) -> Result<(), GpuError> {
         let kernel: Kernel = self.device.records_kernel(job.key.rounds(), kind)?;
-        let threads = (self.options.threads_per_block.min(kernel.max_threads()) / 32 * 32).max(32);
-        let warps = (threads / 32) as usize;
         let (in_unit, out_unit) = kind.sizes(2, 16384);
         let (in_unit, out_unit) = ((in_unit / 2) as usize, (out_unit / 2) as usize);
         for start in (0..chunks).step_by(per_piece) {
@@ -161,10 +175,9 @@ impl GpuEngine {
                 dev_out,
             } = staging;
             stream.copy_to_device(dev_in, 0, host_in, reads)?;
+            let (grid, threads) = self.records_shape(&kernel, n as u64);
             let launch = RecordsLaunch {
-                grid: u32::try_from(n.div_ceil(warps))
-                    .unwrap_or(u32::MAX)
-                    .min(65_535),
+                grid,
                 threads,
                 chunks: n as u64,
                 first_index: job.first_index + start as u64,
@@ -172,8 +185,8 @@ impl GpuEngine {
                 keys,
                 gcm_keys,
             };
-            kernel.launch_records(stream, kind, &launch, dev_in, dev_out)?;
-            stream.copy_to_host(host_out, dev_out, writes)?;
+            kernel.launch_records(stream, kind, &launch, (dev_in, 0), (dev_out, 0))?;
+            stream.copy_to_host(host_out, (dev_out, 0), writes)?;
             let at = start * out_unit;
             output[at..at + writes].copy_from_slice(&host_out.bytes_mut()?[..writes]);
         }

@@ -167,7 +167,8 @@ impl GpuEngine {
                 gcm: gcm.as_ref(),
             };
             kernel.launch(&slot.stream, &launch, operands)?;
-            slot.stream.copy_to_host(&mut slot.host, &slot.dev, len)?;
+            slot.stream
+                .copy_to_host(&mut slot.host, (&slot.dev, 0), len)?;
             slot.pending = Some((range, keystream));
             next = (i + 1) % n;
         }

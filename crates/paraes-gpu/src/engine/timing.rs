@@ -171,7 +171,7 @@ impl GpuEngine {
                 a.record(&start)?;
                 b.wait(&start)?;
                 a.copy_to_device(&mut up_dst, 0, &mut up_src, bytes)?;
-                b.copy_to_host(&mut down_dst, &down_src, bytes)?;
+                b.copy_to_host(&mut down_dst, (&down_src, 0), bytes)?;
                 b.record(&b_done)?;
                 a.wait(&b_done)?;
                 a.record(&end)?;
@@ -208,8 +208,12 @@ impl GpuEngine {
                     CopyDirection::HostToDevice => {
                         stream.copy_to_device(&mut b, 0, &mut host, bytes)?
                     }
-                    CopyDirection::DeviceToHost => stream.copy_to_host(&mut host, &a, bytes)?,
-                    CopyDirection::DeviceToDevice => stream.copy_on_device(&mut b, &a, bytes)?,
+                    CopyDirection::DeviceToHost => {
+                        stream.copy_to_host(&mut host, (&a, 0), bytes)?
+                    }
+                    CopyDirection::DeviceToDevice => {
+                        stream.copy_on_device((&mut b, 0), (&a, 0), bytes)?
+                    }
                 }
                 stream.record(&end)?;
                 let t = start.seconds_until(&end)?;

@@ -165,6 +165,19 @@ pub fn driver() -> Driver {
     })
 }
 
+/// A GPU engine on this machine's driver (the stand-in where there is none) whose pieces hold
+/// `records` GCM chunk records, so that buffers of a few chunks already run several pieces.
+pub fn engine_with_record_pieces(records: usize) -> paraes_gpu::GpuEngine {
+    let driver = driver();
+    let options = paraes_gpu::GpuOptions {
+        max_piece: records * 16400,
+        min_piece: 16,
+        ..paraes_gpu::GpuOptions::default()
+    };
+    paraes_gpu::GpuEngine::new(options)
+        .unwrap_or_else(|e| panic!("the GPU engine did not start on {driver}: {e}"))
+}
+
 /// Runs the kernel emulator `exe` (kernels/emulate/host.cpp, built by [`compile`]) on `kernel`
 /// with (grid, threads) and `stdin` as its input (host.cpp's protocol); returns its stdout and
 /// stderr. Panics, with its stderr, when it fails.

@@ -113,17 +113,18 @@ impl Device {
 }
 
 impl Kernel {
-    /// Enqueues one records launch on `stream` reading `input` and writing `output`, after
-    /// checking the shape (whole warps, at most the compiled threads per block, a chunk or more,
-    /// a last chunk of at most 16384 bytes), the contexts, and that both operands hold the
-    /// bytes `kind` reads and writes.
+    /// Enqueues one records launch on `stream` reading `input` from byte `input_at` and
+    /// writing `output` from byte `output_at`, after checking the shape (whole warps, at most
+    /// the compiled threads per block, a chunk or more, a last chunk of at most 16384 bytes),
+    /// the contexts, that both offsets keep the kernel's 16-byte loads aligned, and that both
+    /// operands hold the bytes `kind` reads and writes from there.
     pub(crate) fn launch_records(
         &self,
         stream: &Stream,
         kind: RecordsKind,
         launch: &RecordsLaunch<'_>,
-        input: &DeviceBuffer,
-        output: &mut DeviceBuffer,
+        (input, input_at): (&DeviceBuffer, usize),
+        (output, output_at): (&mut DeviceBuffer, usize),
     ) -> Result<(), GpuError> {
         let refuse = |why: String| {
             Err(GpuError::Internal(format!(
@@ -148,20 +149,33 @@ impl Kernel {
             ));
         }
         let (reads, writes) = kind.sizes(launch.chunks, launch.last_len);
-        if (input.len() as u64) < reads || (output.len() as u64) < writes {
+        let holds = |len: usize, at: usize, needs: u64| {
+            (len as u64)
+                .checked_sub(at as u64)
+                .is_some_and(|room| room >= needs)
+        };
+        if !holds(input.len(), input_at, reads) || !holds(output.len(), output_at, writes) {
             return refuse(format!(
-                "operands of {} and {} bytes, it needs {reads} and {writes}",
+                "operands of {} and {} bytes from {input_at} and {output_at}, it needs {reads} \
+                 and {writes}",
                 input.len(),
                 output.len()
             ));
         }
+
         let ctx = stream.context();
         if self.module.ctx != *ctx || input.context() != ctx || output.context() != ctx {
             return refuse("an operand or its stream belongs to another context".into());
         }
         let raw_stream = stream.cudarc();
-        let (mut output_ptr, _output_done) = output.slice_mut().device_ptr_mut(raw_stream);
-        let (mut input_ptr, _input_done) = input.slice().device_ptr(raw_stream);
+        let output_end = output.len();
+        let mut output_view = output.slice_mut().slice_mut(output_at..output_end);
+        let (mut output_ptr, _output_done) = output_view.device_ptr_mut(raw_stream);
+        let input_view = input.slice().slice(input_at..);
+        let (mut input_ptr, _input_done) = input_view.device_ptr(raw_stream);
+        if !input_ptr.is_multiple_of(16) || !output_ptr.is_multiple_of(16) {
+            return refuse("an operand does not start on a 16-byte boundary".into());
+        }
         let (mut chunks, mut first, mut last) =
             (launch.chunks, launch.first_index, launch.last_len);
         let mut keys = *launch.keys;
