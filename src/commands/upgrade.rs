@@ -199,6 +199,7 @@ fn transcrypt(
         let written_at = Sink::At {
             file: copy,
             at: header.len() as u64,
+            take_turns: false,
         };
         let encrypted = pipeline::run_parallel(
             &encrypt,

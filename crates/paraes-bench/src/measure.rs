@@ -282,6 +282,7 @@ pub fn measure_e2e(
         let sink = Sink::At {
             file: &output,
             at: header_bytes.len() as u64,
+            take_turns: false,
         };
         let workers = Workers::new(engine.workers().max(2));
         pipeline::run_parallel(&spec, source, sink, workers, &|_| {})?;

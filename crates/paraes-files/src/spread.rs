@@ -182,7 +182,11 @@ impl<'o> OutputEnd<'o> {
     /// The sink of a parallel run.
     pub fn sink(&mut self) -> Sink<'_> {
         match &self.file {
-            Some(file) => Sink::At { file, at: self.at },
+            Some(file) => Sink::At {
+                file,
+                at: self.at,
+                take_turns: false,
+            },
             None => Sink::Stream(self.output.writer()),
         }
     }

@@ -56,6 +56,11 @@ pub(crate) fn run(
         let sink = Sink::At {
             file: &output,
             at: layout.output_offset(share.start),
+            // Ranks on one machine writing one file: the kernel lets one write in at a time,
+            // and a rank that waits for it spins on the core its own AES needs; taking turns
+            // it sleeps instead. Across nodes (a parallel file system) writers never wait on
+            // each other's machine, and a lock there would be a round trip per window.
+            take_turns: mpi.size() > 1 && mpi.local_size() == mpi.size(),
         };
         pipeline::run_parallel_segment(spec, segment, source, sink, Workers::new(workers), &|_| {})
             .map(|ran| ran.written)

@@ -38,6 +38,7 @@ mod stages;
 mod steps;
 #[cfg(test)]
 mod tests;
+mod turns;
 
 pub use parallel::{run_parallel, run_parallel_segment, Ran, Sink, Source, Workers, WINDOW};
 pub use reader::ChunkReader;

@@ -16,6 +16,7 @@ use std::sync::Mutex;
 
 use super::placed::{InOrder, Placed};
 use super::reader::ChunkReader;
+use super::turns::Turn;
 use super::{Chunk, PipelineError, Segment, StreamSpec, Tags};
 use crate::engine::Direction;
 use crate::engine::EngineError;
@@ -49,6 +50,9 @@ pub enum Sink<'a> {
         file: &'a File,
         /// Where the stream's first chunk goes.
         at: u64,
+        /// Whether its writers take turns ([`super::turns`]): set where other processes on
+        /// this machine write the same file at the same time (MPI ranks on one node).
+        take_turns: bool,
     },
     /// A stream (standard output, a pipe, a device, a file opened for appending), written in
     /// order by one writer thread.
@@ -178,7 +182,14 @@ impl Sink<'_> {
     /// Writes `bytes` at `skip` bytes past the sink's start (a stream: where it stands).
     pub(crate) fn write_at(&mut self, skip: u64, bytes: &[u8]) -> Result<(), PipelineError> {
         match self {
-            Sink::At { file, at } => file.write_all_at(bytes, *at + skip),
+            Sink::At {
+                file,
+                at,
+                take_turns,
+            } => {
+                let _turn = take_turns.then(|| Turn::take(None, file));
+                file.write_all_at(bytes, *at + skip)
+            }
             Sink::Stream(output) => output.write_all(bytes),
         }
         .map_err(PipelineError::Write)
@@ -187,9 +198,14 @@ impl Sink<'_> {
     /// This sink again, from `skip` bytes past its start (a stream: where it stands).
     pub(crate) fn reborrow(&mut self, skip: u64) -> Sink<'_> {
         match self {
-            Sink::At { file, at } => Sink::At {
+            Sink::At {
+                file,
+                at,
+                take_turns,
+            } => Sink::At {
                 file,
                 at: *at + skip,
+                take_turns: *take_turns,
             },
             Sink::Stream(output) => Sink::Stream(&mut **output),
         }
@@ -258,16 +274,22 @@ fn run_windows(
             (Feed::Queue(Mutex::new(chunks_rx)), Some((input, chunks_tx)))
         }
     };
+    let turns = Mutex::new(());
     let written_in_order = std::thread::scope(|scope| {
         if let Some((input, chunks_tx)) = reading {
             let (run, free_rx) = (&run, &free_rx);
             scope.spawn(move || read_in_order(spec, input, free_rx, &chunks_tx, run));
         }
         let (deliver, writer) = match sink {
-            Sink::At { file, at } => (
+            Sink::At {
+                file,
+                at,
+                take_turns,
+            } => (
                 Deliver::At {
                     file,
                     at,
+                    turns: take_turns.then_some(&turns),
                     free: free_tx,
                     placed: placed.as_ref().expect("a placed output is tracked"),
                 },
@@ -498,6 +520,8 @@ enum Deliver<'a> {
     At {
         file: &'a File,
         at: u64,
+        /// Where the writers take turns: this process's writers' turns.
+        turns: Option<&'a Mutex<()>>,
         free: SyncSender<Vec<u8>>,
         placed: &'a Placed,
     },
@@ -559,12 +583,15 @@ fn work(
             Deliver::At {
                 file,
                 at,
+                turns,
                 free,
                 placed,
             } => {
                 let offset = at + chunk.index * spec.output_record_len() as u64;
-                let written = file
-                    .write_all_at(&chunk.data, offset)
+                let turn = turns.map(|turns| Turn::take(Some(turns), file));
+                let written = file.write_all_at(&chunk.data, offset);
+                drop(turn);
+                let written = written
                     .map_err(PipelineError::Write)
                     .and_then(|()| placed.record(chunk.index, chunk.last, chunk.data.len()));
                 if let Err(e) = written {

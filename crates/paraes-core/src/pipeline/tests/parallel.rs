@@ -82,6 +82,8 @@ fn through(
         Sink::At {
             file: &output_file,
             at: OUTPUT_AT as u64,
+            // Turns change when windows are written, never the bytes: both ways are checked.
+            take_turns: workers.threads.is_multiple_of(2),
         }
     } else {
         Sink::Stream(&mut stream_output)
@@ -431,6 +433,7 @@ fn segment_through(
         Sink::At {
             file: &output_file,
             at: OUTPUT_AT as u64,
+            take_turns: !first.is_multiple_of(2),
         }
     } else {
         Sink::Stream(&mut stream_output)
@@ -521,4 +524,57 @@ fn a_segment_from_any_chunk_gives_its_part_of_the_whole_output() {
             assert!(out == plain[3 * g..9 * g], "{name}");
         }
     }
+}
+
+#[test]
+fn writers_that_take_turns_wait_for_another_process_s_turn_and_then_write_the_same_bytes() {
+    // Another process's turn: an exclusive lock on the output through its own opening of the
+    // file (a lock per open file, as each rank opens the output itself).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out");
+    let output = File::options()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .unwrap();
+    let other_process = File::options().write(true).open(&path).unwrap();
+    other_process.lock().unwrap();
+    let cipher = message_cipher();
+    let engine = leak(CpuEngine::new(Some(2)).unwrap());
+    let input = data(3 * GCM_CHUNK_LEN + 5);
+    let spec = StreamSpec::message(engine, Direction::Encrypt, cipher, GCM_CHUNK_LEN);
+    let expected = run_spec(&spec, &input).unwrap();
+    let writing = std::thread::spawn(move || {
+        let input_file = file_with(0, &input);
+        let source = Source::At {
+            file: &input_file,
+            at: 0,
+            len: input.len() as u64,
+        };
+        let sink = Sink::At {
+            file: &output,
+            at: 0,
+            take_turns: true,
+        };
+        let workers = Workers {
+            threads: 2,
+            window: GCM_CHUNK_LEN,
+        };
+        run_parallel(&spec, source, sink, workers, &|_| {}).map(|ran| ran.written)
+    });
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(
+        !writing.is_finished(),
+        "wrote while another process held its turn"
+    );
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len(),
+        0,
+        "nothing written yet"
+    );
+    other_process.unlock().unwrap();
+    let written = writing.join().unwrap().unwrap();
+    assert_eq!(written, expected.len() as u64);
+    assert_eq!(std::fs::read(&path).unwrap(), expected);
 }
