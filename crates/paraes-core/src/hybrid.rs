@@ -205,8 +205,11 @@ impl HybridEngine {
 
     /// Keeps the first GPU failure; every later call runs on the CPU alone.
     fn gpu_failed(&self, error: &EngineError) {
-        let mut reason = error.to_string();
-        let mut source = std::error::Error::source(error);
+        // A device's error says what failed itself ("out of GPU memory ...").
+        let (mut reason, mut source) = match error {
+            EngineError::Device { source, .. } => (source.to_string(), source.source()),
+            other => (other.to_string(), std::error::Error::source(other)),
+        };
         while let Some(cause) = source {
             reason = format!("{reason}: {cause}");
             source = cause.source();

@@ -9,25 +9,10 @@ use std::time::Duration;
 use super::*;
 use crate::aes::AesImpl;
 use crate::engine::{Direction, GCM_TAG_LEN};
-use crate::key::{ExpandedKey, Key, KeySize};
+use crate::key::Key;
 use crate::seeded::SplitMix64;
+use crate::testing::edges::check_edge_sizes;
 use crate::CpuEngine;
-
-/// The pipeline's window (crate::pipeline::parallel takes 4 MiB at a time).
-const WINDOW: usize = 4 << 20;
-
-/// The sizes the issue names: 0, 1, 16 KiB +-1, a window +-1 and several windows.
-const SIZES: [usize; 9] = [
-    0,
-    1,
-    GCM_CHUNK_LEN - 1,
-    GCM_CHUNK_LEN,
-    GCM_CHUNK_LEN + 1,
-    WINDOW - 1,
-    WINDOW,
-    WINDOW + 1,
-    3 * WINDOW + 5,
-];
 
 /// A CPU engine standing for a GPU: counts the bytes it runs, may sleep for each byte (a
 /// slower device), and from call `fail_from` on fails as a device does, after scribbling
@@ -144,68 +129,11 @@ fn hybrid(gpu: FakeGpu) -> (HybridEngine, Arc<FakeGpu>) {
     (engine, gpu)
 }
 
-fn key_and_hash(rng: &mut SplitMix64, size: KeySize) -> (ExpandedKey, [u8; 16]) {
-    let expanded = Key::new(&rng.bytes(size.bytes())).unwrap().expand();
-    let mut hash_key = [0u8; 16];
-    AesImpl::Portable.encrypt_blocks(&expanded, &mut hash_key);
-    (expanded, hash_key)
-}
-
-/// `engine` gives the CPU engine's bytes for CTR (stream and GCM chunk counters) and ECB jobs
-/// at every size, from an unaligned stream position, and for sealing and opening records.
-fn assert_same_bytes(engine: &HybridEngine, rng: &mut SplitMix64) {
-    let reference = CpuEngine::with_aes_impl(AesImpl::Portable, Some(1)).unwrap();
-    for size in KeySize::ALL {
-        let (key, hash_key) = key_and_hash(rng, size);
-        let counter: [u8; 16] = rng.array();
-        let base_nonce: [u8; 12] = rng.array();
-        for len in SIZES {
-            let ecb_len = len / 16 * 16;
-            let jobs = [
-                (Job::ctr(&key, counter, 12_345), len),
-                (Job::gcm_chunks(&key, base_nonce, GCM_RECORD_LEN, 7), len),
-                (Job::ecb(&key, Direction::Encrypt).at(4096), ecb_len),
-                (Job::ecb(&key, Direction::Decrypt), ecb_len),
-            ];
-            for (job, len) in jobs {
-                let data = rng.bytes(len);
-                let (mut ours, mut theirs) = (data.clone(), data);
-                engine.process(&job, &mut ours).unwrap();
-                reference.process(&job, &mut theirs).unwrap();
-                assert!(ours == theirs, "{:?} {:?} of {len} bytes", size, job.mode);
-            }
-            let chunks = len.div_ceil(GCM_CHUNK_LEN).max(1);
-            let records_len = RecordsJob::records_len(len, chunks).unwrap();
-            let seal = RecordsJob::new(
-                Direction::Encrypt,
-                &key,
-                &hash_key,
-                base_nonce,
-                (1 << 32) - 3,
-            );
-            let plain = rng.bytes(len);
-            let (mut ours, mut theirs) = (vec![0; records_len], vec![1; records_len]);
-            engine.process_records(&seal, &plain, &mut ours).unwrap();
-            reference
-                .process_records(&seal, &plain, &mut theirs)
-                .unwrap();
-            assert!(ours == theirs, "{size:?} seal of {len} bytes");
-            let open = RecordsJob {
-                direction: Direction::Decrypt,
-                ..seal
-            };
-            let mut opened = vec![0; len];
-            engine.process_records(&open, &ours, &mut opened).unwrap();
-            assert!(opened == plain, "{size:?} open of {len} bytes");
-        }
-    }
-}
-
 /// Byte identity with the CPU engine at every size and key size, and both engines got bytes.
 #[test]
 fn same_bytes_as_the_cpu_engine_with_both_engines_working() {
     let (engine, gpu) = hybrid(FakeGpu::new(usize::MAX, 0));
-    assert_same_bytes(&engine, &mut SplitMix64::new(38));
+    check_edge_sizes(&engine, 38);
     let split = engine.split().unwrap();
     assert!(split.cpu_bytes > 0 && split.gpu_bytes > 0, "{split:?}");
     assert_eq!(split.gpu_bytes, gpu.bytes.load(Ordering::Relaxed) as u64);
@@ -243,7 +171,7 @@ fn a_slow_gpu_gets_a_small_share() {
 #[test]
 fn a_gpu_failing_mid_run_finishes_on_the_cpu() {
     let (engine, gpu) = hybrid(FakeGpu::new(2, 0));
-    assert_same_bytes(&engine, &mut SplitMix64::new(83));
+    check_edge_sizes(&engine, 83);
     let split = engine.split().unwrap();
     let failure = split.gpu_failure.clone().expect("the GPU failure is kept");
     assert!(failure.contains("the fake device was lost"), "{failure}");
@@ -257,7 +185,9 @@ fn a_gpu_failing_mid_run_finishes_on_the_cpu() {
 fn a_tampered_record_in_either_part_is_named() {
     let (engine, _) = hybrid(FakeGpu::new(usize::MAX, 0));
     let mut rng = SplitMix64::new(7);
-    let (key, hash_key) = key_and_hash(&mut rng, KeySize::Aes256);
+    let key = Key::new(&rng.bytes(32)).unwrap().expand();
+    let mut hash_key = [0u8; 16];
+    AesImpl::Portable.encrypt_blocks(&key, &mut hash_key);
     let seal = RecordsJob::new(Direction::Encrypt, &key, &hash_key, rng.array(), 100);
     let open = RecordsJob {
         direction: Direction::Decrypt,
