@@ -7,7 +7,8 @@
 //! moved on to where its part starts ([`Job::advanced`], [`RecordsJob::advanced`]). The GPU's
 //! part (the front) runs on a feeder thread while the calling thread runs the CPU's part; each
 //! part's time gives a rate sample (bytes per second, contention included), folded into an
-//! exponentially weighted rate per engine, and the next call gives the GPU the share
+//! exponentially weighted rate per engine (one pair for CTR and ECB jobs, one for records
+//! jobs, whose rates differ), and the next call gives the GPU the share
 //! `gpu rate / (gpu rate + cpu rate)`, so both parts of a call tend to finish together.
 //!
 //! * Until both rates are measured, calls are split half and half.
@@ -73,10 +74,21 @@ impl Rates {
     }
 }
 
+/// What a call runs: the engines' rates differ between the two (a records job computes tags
+/// as well; the GPU copies more for it), so each has its own rates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Work {
+    /// A CTR or ECB job ([`Engine::process`]).
+    Blocks = 0,
+    /// A records job ([`Engine::process_records`]).
+    Records = 1,
+}
+
 /// How a call of `units` units goes: the GPU's units (the front of the call), and whether
-/// the call measures the engines' rates.
+/// the call measures the engines' rates for its work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Plan {
+    work: Work,
     gpu_units: usize,
     measures: bool,
 }
@@ -89,7 +101,8 @@ pub struct HybridEngine {
     gpu: Box<dyn Engine>,
     /// Runs a call's GPU part while the calling thread runs its CPU part.
     feeder: rayon::ThreadPool,
-    rates: Mutex<Rates>,
+    /// The rates for each [`Work`].
+    rates: [Mutex<Rates>; 2],
     cpu_bytes: AtomicU64,
     gpu_bytes: AtomicU64,
     /// Why the GPU failed; once set, every call runs on the CPU alone.
@@ -114,7 +127,7 @@ impl HybridEngine {
             cpu,
             gpu,
             feeder,
-            rates: Mutex::new(Rates::default()),
+            rates: Default::default(),
             cpu_bytes: AtomicU64::new(0),
             gpu_bytes: AtomicU64::new(0),
             gpu_failure: OnceLock::new(),
@@ -139,21 +152,23 @@ impl HybridEngine {
         self.gpu.as_ref()
     }
 
-    /// How a call of `units` units of `unit_len` bytes each goes (see the module's text).
-    fn plan(&self, units: usize, unit_len: usize) -> Plan {
+    /// How a call of `work` in `units` units of `unit_len` bytes each goes (see the module's
+    /// text).
+    fn plan(&self, work: Work, units: usize, unit_len: usize) -> Plan {
         let alone = Plan {
+            work,
             gpu_units: 0,
             measures: false,
         };
         if units == 0 || self.gpu_failure.get().is_some() {
             return alone;
         }
-        let mut rates = self.rates.lock().unwrap_or_else(|e| e.into_inner());
+        let mut rates = self.rates(work);
         if units < 2 || units.saturating_mul(unit_len) < self.min_split {
             let gpu_faster = rates.measured() && rates.gpu > rates.cpu;
             return Plan {
                 gpu_units: if gpu_faster { units } else { 0 },
-                measures: false,
+                ..alone
             };
         }
         rates.split_calls += 1;
@@ -170,7 +185,15 @@ impl HybridEngine {
         Plan {
             gpu_units,
             measures: true,
+            ..alone
         }
+    }
+
+    /// The rates of `work`.
+    fn rates(&self, work: Work) -> std::sync::MutexGuard<'_, Rates> {
+        self.rates[work as usize]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// Counts a call's bytes on each engine and, where the plan says so, folds the parts'
@@ -194,7 +217,7 @@ impl HybridEngine {
         if !plan.measures {
             return;
         }
-        let mut rates = self.rates.lock().unwrap_or_else(|e| e.into_inner());
+        let mut rates = self.rates(plan.work);
         if let Some((_, time)) = cpu {
             Rates::fold(&mut rates.cpu, cpu_len, *time);
         }
@@ -340,7 +363,7 @@ impl Engine for HybridEngine {
     fn process(&self, job: &Job<'_>, buf: &mut [u8]) -> Result<(), EngineError> {
         job.check(buf.len())?;
         let (head, unit, units) = units_of(job, buf.len());
-        let plan = self.plan(units, unit);
+        let plan = self.plan(Work::Blocks, units, unit);
         let cut = match plan.gpu_units {
             0 => 0,
             g if g == units => buf.len(),
@@ -371,12 +394,9 @@ impl Engine for HybridEngine {
     ) -> Result<(), RecordsError> {
         let records = job.check(input.len(), output.len())?;
         let plan = if self.gpu.runs_records(job) {
-            self.plan(records, GCM_CHUNK_LEN)
+            self.plan(Work::Records, records, GCM_CHUNK_LEN)
         } else {
-            Plan {
-                gpu_units: 0,
-                measures: false,
-            }
+            self.plan(Work::Records, 0, GCM_CHUNK_LEN)
         };
         let k = plan.gpu_units;
         let (plain_len, records_len) = match job.direction {

@@ -161,8 +161,11 @@ fn a_slow_gpu_gets_a_small_share() {
         "the slow GPU ran {last_32} of the last 32 MiB"
     );
     assert!(last_32 > 0, "the slow GPU was never probed again");
-    let rates = engine.rates.lock().unwrap();
+    let rates = engine.rates(Work::Blocks);
     assert!(rates.gpu < rates.cpu, "{rates:?}");
+    drop(rates);
+    let records = engine.rates(Work::Records);
+    assert!(records.cpu == 0.0 && records.gpu == 0.0, "{records:?}");
 }
 
 /// A GPU that fails mid-run: the call it fails on and every later one give the right bytes,
