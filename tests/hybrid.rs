@@ -138,9 +138,11 @@ fn paraes_backend_hybrid_round_trips() {
     }
 }
 
-/// A GPU out of memory in the middle of a run (the stand-in refuses every allocation after the
-/// first 4: the first GPU call's buffers): the run finishes on the CPU, says so in one warning
-/// line, exits 0, and its output opens on the CPU engine.
+/// A GPU out of memory in the middle of a run, after the engines started (the stand-in
+/// refuses every allocation after the first 4, one GPU call's buffers): the run finishes on
+/// the CPU, says so in one warning line, exits 0, and its output opens on the CPU engine. (A
+/// GPU that ran calls before it failed, deterministically: the fake GPU of
+/// crates/paraes-core/src/hybrid/tests.rs.)
 #[test]
 fn paraes_backend_hybrid_finishes_on_the_cpu_when_the_gpu_fails() {
     if standin::driver() != standin::Driver::StandIn {
@@ -165,8 +167,12 @@ fn paraes_backend_hybrid_finishes_on_the_cpu_when_the_gpu_fails() {
             && warnings[0].contains("the rest ran on the CPU"),
         "{stderr}"
     );
+    // The two workers' first windows are split half and half, their GPU parts side by side:
+    // one of them may have had all 4 allocations and run (then the next GPU part failed), or
+    // each had some and both failed; every byte the GPU did not run ran on the CPU.
     let split = split_of(&stderr);
-    assert!(split["gpu_bytes"].as_u64().unwrap() > 0, "{stderr}");
+    let (cpu, gpu) = (split["cpu_bytes"].as_u64(), split["gpu_bytes"].as_u64());
+    assert_eq!(cpu.unwrap() + gpu.unwrap(), data.len() as u64, "{stderr}");
     assert!(
         split["gpu_failure"]
             .as_str()
@@ -179,4 +185,30 @@ fn paraes_backend_hybrid_finishes_on_the_cpu_when_the_gpu_fails() {
         &[],
     );
     assert!(std::fs::read(d.join("opened")).unwrap() == data);
+}
+
+/// Without a driver (and without the stand-in), `--backend hybrid` is the GPU engine's one-line
+/// error with exit status 1 and no output: it does not quietly run on the CPU alone.
+#[test]
+fn paraes_backend_hybrid_without_a_driver_is_one_line() {
+    if paraes_gpu::driver_installed() && std::env::var_os(paraes_gpu::STANDIN_ENV).is_none() {
+        eprintln!(
+            "*** NOT RUN: an NVIDIA driver is installed (the no-driver error needs none) ***"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    key_file(dir.path());
+    std::fs::write(dir.path().join("in"), b"hello").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_paraes"))
+        .current_dir(dir.path())
+        .env_remove(paraes_gpu::STANDIN_ENV)
+        .args(["enc", "--backend", "hybrid", "-k", "key", "-o", "out", "in"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("no CUDA driver"), "{stderr}");
+    assert!(!dir.path().join("out").exists(), "{stderr}");
 }

@@ -74,6 +74,9 @@ impl Rates {
     }
 }
 
+/// A part's answer and time, or `None` where the part was empty.
+type Timed<T> = Option<(T, Duration)>;
+
 /// What a call runs: the engines' rates differ between the two (a records job computes tags
 /// as well; the GPU copies more for it), so each has its own rates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -199,12 +202,11 @@ impl HybridEngine {
     /// Counts a call's bytes on each engine and, where the plan says so, folds the parts'
     /// times into the rates: `gpu` is the GPU part's length and its answer (whether the GPU ran
     /// it, not the CPU after a failure; and its time), `cpu` the CPU part's.
-    #[allow(clippy::type_complexity)]
     fn settle<G, C>(
         &self,
         plan: Plan,
-        (gpu_len, gpu): (usize, &Option<((bool, G), Duration)>),
-        (cpu_len, cpu): (usize, &Option<(C, Duration)>),
+        (gpu_len, gpu): (usize, &Timed<(bool, G)>),
+        (cpu_len, cpu): (usize, &Timed<C>),
     ) {
         let gpu_ran = gpu.as_ref().is_some_and(|((ran, _), _)| *ran);
         let (on_gpu, on_cpu) = if gpu_ran {
@@ -247,7 +249,7 @@ impl HybridEngine {
         &self,
         gpu: Option<impl FnOnce() -> G + Send>,
         cpu: Option<impl FnOnce() -> C>,
-    ) -> (Option<(G, Duration)>, Option<(C, Duration)>)
+    ) -> (Timed<G>, Timed<C>)
     where
         G: Send,
     {
@@ -372,8 +374,8 @@ impl Engine for HybridEngine {
         let (gpu_buf, cpu_buf) = buf.split_at_mut(cut);
         let cpu_job = job.advanced(cut as u64);
         let (gpu, cpu) = self.side_by_side(
-            (!gpu_buf.is_empty()).then(|| || self.gpu_part(job, gpu_buf)),
-            (!cpu_buf.is_empty()).then(|| || self.cpu.process(&cpu_job, cpu_buf)),
+            (!gpu_buf.is_empty()).then_some(|| self.gpu_part(job, gpu_buf)),
+            (!cpu_buf.is_empty()).then_some(|| self.cpu.process(&cpu_job, cpu_buf)),
         );
         self.settle(plan, (cut, &gpu), (buf.len() - cut, &cpu));
         gpu.map_or(Ok(()), |((_, answer), _)| answer)?;
@@ -416,8 +418,8 @@ impl Engine for HybridEngine {
         let (gpu_out, cpu_out) = output.split_at_mut(out_cut);
         let cpu_job = job.advanced(k as u64);
         let (gpu, cpu) = self.side_by_side(
-            (k > 0).then(|| || self.gpu_records(job, gpu_in, gpu_out)),
-            (k < records).then(|| || self.cpu.process_records(&cpu_job, cpu_in, cpu_out)),
+            (k > 0).then_some(|| self.gpu_records(job, gpu_in, gpu_out)),
+            (k < records).then_some(|| self.cpu.process_records(&cpu_job, cpu_in, cpu_out)),
         );
         self.settle(plan, (plain_cut, &gpu), (plain_len - plain_cut, &cpu));
         either(
