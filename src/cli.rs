@@ -397,13 +397,13 @@ pub struct EngineArgs {
 /// The GPU engine's options (`enc`, `dec`, `bench`).
 #[derive(Args, Debug, Clone, Default)]
 pub struct GpuArgs {
-    /// gpu: how CTR uses the GPU. fused: data in, ciphertext out; keystream: the GPU writes only
+    /// gpu, hybrid: how CTR uses the GPU. fused: data in, ciphertext out; keystream: the GPU writes only
     /// the keystream and CPU threads XOR it in; auto: times both and keeps the faster
     /// [default: auto].
     #[arg(long, value_name = "HOW", value_parser = clap::value_parser!(CtrVariant))]
     pub gpu_ctr: Option<CtrVariant>,
 
-    /// gpu: the CUDA device to use (with --backend mpi --rank-engine gpu: the first of the
+    /// gpu, hybrid: the CUDA device to use (with --backend mpi --rank-engine gpu: the first of the
     /// node's devices, which its ranks take in turn) [default: 0].
     #[arg(long, value_name = "N")]
     pub gpu_device: Option<usize>,

@@ -156,6 +156,8 @@ pub struct Summary {
     pub files: Option<FileCount>,
     /// How a file's chunks were read and written, where many were in flight.
     pub io: Option<IoMode>,
+    /// The hybrid engine's bytes on each engine (`None` for every other engine).
+    pub split: Option<paraes_core::Split>,
 }
 
 /// The most memory this process has held in RAM so far (`VmHWM`, Linux), for `--stats json`:
@@ -212,6 +214,19 @@ impl Summary {
                     self.command, io.workers
                 );
             }
+            if let Some(split) = &self.split {
+                eprintln!(
+                    "paraes: {}: split: {} on the CPU, {} on the GPU{}",
+                    self.command,
+                    format_bytes(split.cpu_bytes),
+                    format_bytes(split.gpu_bytes),
+                    if split.gpu_failure.is_some() {
+                        " (until it failed)"
+                    } else {
+                        ""
+                    }
+                );
+            }
             if let Some(files) = self.files {
                 eprintln!(
                     "paraes: {}: {} file(s) done, {} failed",
@@ -233,6 +248,11 @@ impl Summary {
                 "files": self.files.map(|f| f.done + f.failed),
                 "files_failed": self.files.map(|f| f.failed),
                 "peak_rss_bytes": peak_rss_bytes(),
+                "split": self.split.as_ref().map(|split| serde_json::json!({
+                    "cpu_bytes": split.cpu_bytes,
+                    "gpu_bytes": split.gpu_bytes,
+                    "gpu_failure": split.gpu_failure,
+                })),
                 "io": self.io.map(|io| {
                     let (read, write) = io.ends();
                     serde_json::json!({ "read": read, "write": write, "workers": io.workers })

@@ -10,7 +10,7 @@ use super::{GpuArgs, SimArgs};
 /// The options of `bench`. The lists are checked by `bench.rs`, as usage errors.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Engines to measure, comma-separated: cpu, gpu, mpi, sunway-sim, or all. Engines absent
+    /// Engines to measure, comma-separated: cpu, gpu, mpi, hybrid, sunway-sim, or all. Engines absent
     /// from this build are reported as absent.
     #[arg(short, long, value_name = "LIST", default_value = "all")]
     pub backend: String,

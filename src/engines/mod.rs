@@ -8,7 +8,7 @@
 
 use anyhow::Result;
 use paraes_core::cpus::CpuSource;
-use paraes_core::{AesImpl, CpuEngine, Engine};
+use paraes_core::{AesImpl, CpuEngine, Engine, HybridEngine};
 use paraes_gpu::{CtrVariant, GpuEngine, GpuOptions};
 use paraes_sunway_sim::{SimConfig, SunwaySimEngine};
 
@@ -133,6 +133,28 @@ pub const ENGINES: &[EngineEntry] = &[
         },
     },
     EngineEntry {
+        name: "hybrid",
+        about: "The CPU cores and a CUDA GPU together, each call split by their measured rates",
+        takes: Takes {
+            threads: true,
+            gpu: true,
+            sim: false,
+        },
+        on_ranks: false,
+        one_thread_baseline: false,
+        build: |s| {
+            let aes_impl = s.aes_impl.unwrap_or_else(AesImpl::detect);
+            let cpu = CpuEngine::with_aes_impl(aes_impl, s.threads)?;
+            let gpu = gpu(s)?;
+            let implementation = format!("{} + {}", aes_impl.name(), gpu.options().kernel_variant);
+            Ok(Built {
+                engine: Box::new(HybridEngine::new(Box::new(cpu), Box::new(gpu))?),
+                implementation,
+            })
+        },
+        share_node: |_, _, _| {},
+    },
+    EngineEntry {
         name: "sunway-sim",
         about: "The Sunway SW26010 simulator",
         takes: Takes {
@@ -181,6 +203,19 @@ pub fn threads_from(choice: &EngineChoice) -> Option<String> {
             _ => usable.source.to_string(),
         },
     )
+}
+
+/// Says in one warning line on standard error that the hybrid engine's GPU failed during the
+/// run and the rest ran on the CPU (the output is the same); nothing for any other engine, or
+/// when the GPU did not fail.
+pub fn say_fallback(engine: &dyn Engine) {
+    if let Some(why) = engine.split().and_then(|split| split.gpu_failure) {
+        eprintln!(
+            "paraes: warning: the GPU failed during the run ({}); the rest ran on the CPU and \
+             the output is complete: check the GPU, or use --backend cpu",
+            crate::advice::one_line(&why)
+        );
+    }
 }
 
 /// Engines registered by the tests only.
@@ -234,7 +269,9 @@ pub struct EngineChoice {
 /// measured (an H200 beside 16 Xeon cores with VAES-512, docs/gpu-results/2026-11-26-h200), the
 /// CPU engine beat the GPU at every size: in memory up to 4 GiB (46-97 GB/s against at most
 /// 23 GB/s end to end over PCIe) and through `paraes enc` up to 8 GiB (even at 8 GiB). The GPU
-/// runs when asked for (`--backend gpu`, or any GPU option).
+/// runs when asked for (`--backend gpu`, or any GPU option). The hybrid (`--backend hybrid`)
+/// is not chosen by auto: it has not been measured on a GPU against the faster engine alone
+/// (the bar is at most 5% slower, 1 MiB to 4 GiB, every thread count; docs/GPU.md).
 pub const AUTO: &str = "cpu";
 
 impl std::fmt::Debug for EngineEntry {

@@ -26,7 +26,9 @@ pub fn run(plan: &CryptPlan, file: &FileTask) -> Result<Summary> {
     job.say_warning();
     // After the preparation, which may have asked for a passphrase on the terminal.
     let progress = Progress::start(&plan.ui, job.input.len());
-    let done = crypt_prepared(plan, job, engine.as_ref(), spread, &progress, None)?;
+    let done = crypt_prepared(plan, job, engine.as_ref(), spread, &progress, None);
+    crate::engines::say_fallback(engine.as_ref());
+    let done = done?;
     let seconds = progress.finish();
     if let (Some(modelled), false) = (engine.modelled(), plan.ui.quiet) {
         eprintln!(
@@ -49,6 +51,7 @@ pub fn run(plan: &CryptPlan, file: &FileTask) -> Result<Summary> {
         threads_from: crate::engines::threads_from(&plan.engine),
         files: None,
         io: done.io,
+        split: engine.split(),
     })
 }
 

@@ -254,6 +254,7 @@ pub fn run(
             Size::Large => 0,
         })
     });
+    crate::engines::say_fallback(engine.as_ref());
     count.failed += refused.len();
     // The new names are durable once their directories are: each synced once, not per file.
     for dir in directories.into_inner().unwrap_or_else(|e| e.into_inner()) {
@@ -271,6 +272,7 @@ pub fn run(
         threads_from: crate::engines::threads_from(&plan.engine),
         files: Some(count),
         io: None,
+        split: engine.split(),
     };
     Ok(summary)
 }

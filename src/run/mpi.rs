@@ -120,6 +120,7 @@ pub fn run_many(
         threads_from: crate::engines::threads_from(&rank_choice(plan, &mpi)),
         files: Some(count),
         io: None,
+        split: None,
     }))
 }
 
@@ -242,6 +243,7 @@ fn root(
         threads_from: crate::engines::threads_from(&rank_choice(plan, mpi)),
         files: None,
         io: None,
+        split: None,
     })
 }
 

@@ -66,6 +66,7 @@ pub fn run(plan: &CryptPlan, file: &FileTask, range: ByteRange) -> Result<Summar
             RangeError::Stream(e) => name_failure(e, &name, &output_name),
             other => other.into(),
         });
+    crate::engines::say_fallback(engine.as_ref());
     let bytes_read = reader.bytes_read();
     let written = copied?;
     let seconds = progress.finish();
@@ -83,5 +84,6 @@ pub fn run(plan: &CryptPlan, file: &FileTask, range: ByteRange) -> Result<Summar
         threads_from: crate::engines::threads_from(&plan.engine),
         files: None,
         io: Some(io),
+        split: engine.split(),
     })
 }

@@ -133,9 +133,10 @@ fn quick_json_is_complete_and_sane() {
                     "{row}"
                 );
             }
-            "gpu" => assert!(
+            "gpu" | "hybrid" => assert!(
                 paraes_gpu::probe().is_ok(),
-                "a gpu row without a GPU: {row}"
+                "a {} row without a GPU: {row}",
+                row["engine"]
             ),
             // The machine's bound beside them, on the same thread counts.
             "bound" => {
@@ -153,11 +154,11 @@ fn quick_json_is_complete_and_sane() {
     );
     assert!(simulated > 0, "no sunway-sim rows: {err}");
     // JSON went to stdout, so the readable table went to stderr, with the absent engines: mpi
-    // (never an in-memory engine) and gpu where this machine has none.
+    // (never an in-memory engine), and gpu and hybrid where this machine has no GPU.
     assert!(err.contains("| engine |"), "no table on stderr: {err}");
     let mut absent = vec!["mpi"];
     if paraes_gpu::probe().is_err() {
-        absent.push("gpu");
+        absent.extend(["gpu", "hybrid"]);
     }
     for engine in absent {
         assert!(

@@ -86,6 +86,24 @@ pub trait Engine: Send + Sync {
     fn modelled(&self) -> Option<Modelled> {
         None
     }
+
+    /// For engines that share each call's work between two others (the hybrid engine): the
+    /// bytes each has run so far, and why the offloaded one stopped, if it did. `None` (the
+    /// default) for engines that run all their work themselves.
+    fn split(&self) -> Option<Split> {
+        None
+    }
+}
+
+/// How a hybrid engine ([`crate::hybrid::HybridEngine`]) has shared its work so far.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Split {
+    /// Bytes run by the CPU engine (the GPU's share of a call it failed on included).
+    pub cpu_bytes: u64,
+    /// Bytes run by the GPU engine.
+    pub gpu_bytes: u64,
+    /// Why the GPU engine failed, once it has: every call since ran on the CPU alone.
+    pub gpu_failure: Option<String>,
 }
 
 /// The work an engine that models another machine has done so far, in that machine's time.

@@ -14,6 +14,7 @@ mod features;
 pub mod fuzzing;
 pub mod gf256;
 pub mod ghash;
+pub mod hybrid;
 pub mod job;
 pub mod key;
 pub mod modes;
@@ -34,8 +35,9 @@ pub mod throughput;
 pub use aes::AesImpl;
 pub use cpu::CpuEngine;
 pub use engine::{
-    Counters, Direction, Engine, EngineError, Job, Mode, Modelled, RecordsError, RecordsJob,
+    Counters, Direction, Engine, EngineError, Job, Mode, Modelled, RecordsError, RecordsJob, Split,
 };
+pub use hybrid::HybridEngine;
 pub use key::{ExpandedKey, Key, KeyError, KeySize};
 pub use names::{UnknownKeySize, UnknownMode};
 pub use throughput::Throughput;

@@ -27,6 +27,7 @@ use crate::key::{ExpandedKey, Key, KeySize};
 use crate::modes;
 use crate::seeded::SplitMix64;
 
+pub mod edges;
 pub mod records;
 #[cfg(unix)]
 pub mod sparse;
