@@ -10,6 +10,8 @@ use std::error::Error;
 use std::fs::File;
 use std::hint::black_box;
 use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use paraes_core::cobblestone::{CHUNK_LEN, TAG_LEN};
@@ -156,6 +158,49 @@ fn gcm_stretch(
     Ok((opened, GcmStretch { chunks }))
 }
 
+/// How many chunks one thread seals at once: one, unless a worker's wait for the engine
+/// starts another chunk inside the first (what the gcm rows' workers did on rayon's
+/// `par_iter`). The most seen is kept for the tests.
+mod sealing {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    thread_local! {
+        static DEPTH: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// The most chunks any thread has sealed at once since [`reset_most`].
+    static MOST: AtomicUsize = AtomicUsize::new(0);
+
+    /// One chunk being sealed on this thread, from [`Guard::enter`] until dropped.
+    pub(super) struct Guard;
+
+    impl Guard {
+        pub(super) fn enter() -> Self {
+            let depth = DEPTH.get() + 1;
+            DEPTH.set(depth);
+            MOST.fetch_max(depth, Ordering::Relaxed);
+            Guard
+        }
+    }
+
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            DEPTH.set(DEPTH.get() - 1);
+        }
+    }
+
+    #[cfg(test)]
+    pub(super) fn reset_most() {
+        MOST.store(0, Ordering::Relaxed);
+    }
+
+    #[cfg(test)]
+    pub(super) fn most() -> usize {
+        MOST.load(Ordering::Relaxed)
+    }
+}
+
 impl GcmStretch {
     /// Seals every chunk as the pipeline does ([`pipeline::seal`]: every GCM chunk sealed whole
     /// by the engine's records job, out of place, where the engine runs it, else the engine's
@@ -172,17 +217,37 @@ impl GcmStretch {
     ) -> Result<(), PipelineError> {
         let seal_one = |(len, chunk): &mut (usize, Chunk)| {
             chunk.data.truncate(*len);
+            let _sealing = sealing::Guard::enter();
             pipeline::seal(spec, chunk)
         };
         match workers {
             Some(pool) if self.chunks.len() > 1 => {
-                use rayon::prelude::*;
-                pool.install(|| {
-                    self.chunks
-                        .par_iter_mut()
-                        .with_max_len(1)
-                        .try_for_each(seal_one)
-                })
+                // Each worker takes the next chunk, one at a time, as `run_parallel`'s workers
+                // take the next window (not rayon's `par_iter`: a worker of one rayon pool that
+                // waits for the CPU engine's pool steals from its own pool meanwhile, so it
+                // sealed a second chunk inside the first, holding the engine's pool and taking a
+                // fresh spare buffer for it; `paraes enc`'s workers are plain threads, whose
+                // wait blocks). A broadcast job is this thread's alone: nothing to steal.
+                let chunks: Vec<Mutex<&mut (usize, Chunk)>> =
+                    self.chunks.iter_mut().map(Mutex::new).collect();
+                let next = AtomicUsize::new(0);
+                let first_error = Mutex::new(None);
+                pool.broadcast(|_| {
+                    while let Some(slot) = chunks.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+                        if let Err(e) = seal_one(&mut slot) {
+                            first_error
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .get_or_insert(e);
+                            next.store(chunks.len(), Ordering::Relaxed);
+                        }
+                    }
+                });
+                match first_error.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                    Some(e) => Err(e),
+                    None => Ok(()),
+                }
             }
             _ => self.chunks.iter_mut().try_for_each(seal_one),
         }
@@ -380,7 +445,7 @@ mod tests {
                     // one spare buffer and swaps, so the buffers go round: at most one more
                     // per worker, and each worker's spare may be replaced once, the first time
                     // that thread seals a chunk this large (it kept a smaller one from an
-                    // earlier stretch; which thread takes which chunk is up to rayon).
+                    // earlier stretch; which thread takes which chunk is up to timing).
                     for _ in 0..3 {
                         buffers.extend(buffer_addresses(&stretch));
                         stretch.seal(&spec, workers.as_ref()).unwrap();
@@ -395,6 +460,30 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The gcm rows' workers seal one chunk at a time each, as `paraes enc`'s workers do: none
+    /// starts a chunk while it waits for the engine's pool on another (which also held the
+    /// pool and took a fresh spare buffer for the inner chunk), and both workers seal.
+    #[test]
+    fn gcm_workers_seal_one_chunk_at_a_time() {
+        let engine = CpuEngine::new(Some(2)).unwrap();
+        let workers = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let key = Key::new(&[5u8; 32]).unwrap();
+        let (opened, mut stretch) = gcm_stretch(&key, 64 << 20, 1 << 20).unwrap();
+        let spec = opened.stream_spec(&engine, Direction::Encrypt);
+        sealing::reset_most();
+        for _ in 0..5 {
+            stretch.seal(&spec, Some(&workers)).unwrap();
+        }
+        assert_eq!(
+            sealing::most(),
+            1,
+            "a worker sealed chunks inside each other"
+        );
     }
 
     /// Where the stretch's chunks' buffers are.
