@@ -110,6 +110,30 @@ def decrypt_file(
     3072, as the CLI's --max-kdf-mib); allow_unverified_slot opens a format v2 file whose
     second stanza slot the opening key does not authenticate (--allow-unverified-slot)."""
 
+class DeviceBuffer:
+    """Bytes in device memory made by paraes.cuda (zeroed before they are freed)."""
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def device(self) -> int: ...
+    @property
+    def __cuda_array_interface__(self) -> dict: ...
+    def to_bytes(self) -> bytes:
+        """A COPY of the bytes in host memory (tests, small data)."""
+
+def cuda_load(
+    path: StrPath,
+    *,
+    keys: Optional[Iterable[KeyArg]] = None,
+    identities: Optional[Iterable[IdentityArg]] = None,
+    passphrase: Optional[Passphrase] = None,
+    ssh_passphrase: Optional[Passphrase] = None,
+    max_kdf_mib: Optional[int] = None,
+    allow_unverified_slot: bool = False,
+    device: int = 0,
+) -> DeviceBuffer:
+    """paraes.cuda.load: the plaintext of the v3 container path in device memory."""
+
 def generate_key(bits: int = 256) -> bytes:
     """A fresh random AES key of 128, 192 or 256 bits, as raw bytes."""
 
