@@ -11,11 +11,13 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 
+use crate::containers;
 use crate::errors;
-use crate::keys::UnlockArgs;
+use crate::keys::{SealArgs, UnlockArgs};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cuda_load, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_save, m)?)?;
     m.add_class::<DeviceBuffer>()?;
     Ok(())
 }
@@ -138,4 +140,48 @@ fn cuda_load(
         errors::warn(&warning)?;
     }
     Ok(DeviceBuffer { memory, stream })
+}
+
+/// Seals all of `buffer` into a new v3 container `path` (`paraes dec` opens it) for keys,
+/// recipients and a passphrase as `encrypt_file` takes them, with a `bits`-bit body key. The
+/// plaintext is sealed on the device, after everything already on paraes' stream; only records
+/// come to the host. `path` appears only when whole; an existing file is kept unless `replace`.
+/// Returns the container's length in bytes. Runs holding the GIL (the buffer cannot leave
+/// this thread).
+#[pyfunction]
+#[pyo3(signature = (buffer, path, *, keys = None, recipients = None, passphrase = None, bits = 256, replace = false))]
+#[allow(clippy::too_many_arguments)]
+fn cuda_save(
+    buffer: PyRef<'_, DeviceBuffer>,
+    path: PathBuf,
+    keys: Option<&Bound<'_, PyAny>>,
+    recipients: Option<&Bound<'_, PyAny>>,
+    passphrase: Option<&Bound<'_, PyAny>>,
+    bits: u32,
+    replace: bool,
+) -> PyResult<u64> {
+    let key_size = containers::key_size(bits)?;
+    let args = SealArgs {
+        keys,
+        recipients,
+        passphrase,
+    };
+    args.files_read()?
+        .refuse_as_output_path(&path)
+        .map_err(errors::file)?;
+    let recipients = args.recipients()?;
+    let engine = gpu()?;
+    let saved = paraes_gpu::device_memory::save_container(
+        engine,
+        &buffer.memory,
+        &path,
+        replace,
+        (key_size, &recipients),
+        &buffer.stream,
+    )
+    .map_err(device_error)?;
+    for warning in &saved.warnings {
+        errors::warn(warning)?;
+    }
+    Ok(saved.container_len)
 }

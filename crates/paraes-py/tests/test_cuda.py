@@ -76,3 +76,28 @@ def test_tampered_or_wrong_key_raises_and_returns_nothing(tmp_path):
         paraes.cuda.load(tmp_path / "c.paraes", keys=[paraes.generate_key()])
     with pytest.raises(ValueError, match="device 0"):
         paraes.cuda.load(tmp_path / "c.paraes", keys=[key], device=1)
+
+
+def test_saved_buffers_open_with_the_cli_and_python(tmp_path, cli, private):
+    key = paraes.generate_key()
+    key_file = private("k.key", key.hex() + "\n")
+    for n in SIZES:
+        data = seeded(n, n + 1)
+        (tmp_path / f"p{n}.bin").write_bytes(data)
+        paraes.encrypt_file(tmp_path / f"p{n}.bin", tmp_path / f"in{n}.paraes", keys=[key])
+        buf = paraes.cuda.load(tmp_path / f"in{n}.paraes", keys=[key])
+        out = tmp_path / f"out{n}.paraes"
+        assert paraes.cuda.save(buf, out, keys=[key_file], bits=128) == out.stat().st_size
+        cli("dec", "-k", key_file, out, "-o", tmp_path / f"cli{n}.out")
+        assert (tmp_path / f"cli{n}.out").read_bytes() == data
+        assert paraes.cuda.load(out, keys=[key]).to_bytes() == data
+    # An existing file is kept unless replace=True; a key file is never the output.
+    before = out.read_bytes()
+    with pytest.raises(FileExistsError):
+        paraes.cuda.save(buf, out, keys=[key])
+    assert out.read_bytes() == before
+    paraes.cuda.save(buf, out, keys=[key], replace=True)
+    assert out.read_bytes() != before
+    with pytest.raises(ValueError, match="same file as key file"):
+        paraes.cuda.save(buf, key_file, keys=[key_file], replace=True)
+    assert key_file.read_text() == key.hex() + "\n"

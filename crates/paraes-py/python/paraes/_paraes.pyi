@@ -134,6 +134,18 @@ def cuda_load(
 ) -> DeviceBuffer:
     """paraes.cuda.load: the plaintext of the v3 container path in device memory."""
 
+def cuda_save(
+    buffer: DeviceBuffer,
+    path: StrPath,
+    *,
+    keys: Optional[Iterable[KeyArg]] = None,
+    recipients: Optional[Iterable[RecipientArg]] = None,
+    passphrase: Optional[Passphrase] = None,
+    bits: int = 256,
+    replace: bool = False,
+) -> int:
+    """paraes.cuda.save: buffer sealed on the device into a new v3 container; its length."""
+
 def generate_key(bits: int = 256) -> bytes:
     """A fresh random AES key of 128, 192 or 256 bits, as raw bytes."""
 

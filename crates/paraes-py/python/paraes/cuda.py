@@ -4,6 +4,8 @@
 ``paraes enc`` (or ``paraes.encrypt_file``) and returns a ``DeviceBuffer`` holding its
 plaintext on device 0; the plaintext is decrypted on the GPU and never exists in host memory.
 Keys, identities and passphrases are taken as ``paraes.decrypt_file`` takes them.
+``save(buffer, path, keys=..., recipients=..., passphrase=..., replace=False)`` is the reverse:
+the buffer is sealed on the device and only ciphertext comes to the host.
 
 Device and stream rules: the work runs in the primary context of device 0 (the one the CUDA
 runtime, PyTorch and CuPy use), ordered on paraes' own stream, and ``load`` returns only once
@@ -28,7 +30,7 @@ from . import _paraes
 
 DeviceBuffer = _paraes.DeviceBuffer
 
-__all__ = ["DeviceBuffer", "load"]
+__all__ = ["DeviceBuffer", "load", "save"]
 
 
 def load(
@@ -53,3 +55,21 @@ def load(
         allow_unverified_slot=allow_unverified_slot,
         device=device,
     )
+
+
+def save(
+    buffer: DeviceBuffer,
+    path: "str | os.PathLike[str]",
+    *,
+    keys: Any = None,
+    recipients: Any = None,
+    passphrase: Any = None,
+    bits: int = 256,
+    replace: bool = False,
+) -> int:
+    """Seals all of ``buffer`` on the device into a new v3 container ``path`` (``paraes dec``
+    opens it), for keys, recipients and a passphrase as ``paraes.encrypt_file`` takes them.
+    Only ciphertext comes to the host; ``path`` appears only when whole, and an existing file
+    is kept unless ``replace``. Returns the container's length in bytes."""
+    return _paraes.cuda_save(buffer, os.fspath(path), keys=keys, recipients=recipients,
+                             passphrase=passphrase, bits=bits, replace=replace)
