@@ -12,6 +12,7 @@
 
 mod buffer;
 mod containers;
+mod cuda;
 mod errors;
 mod files;
 mod keys;
@@ -76,6 +77,7 @@ fn _paraes(m: &Bound<'_, PyModule>) -> PyResult<()> {
     raw::register(m)?;
     keys::register(m)?;
     files::register(m)?;
+    cuda::register(m)?;
     m.add_class::<writer::Writer>()?;
     m.add_class::<reader::Reader>()?;
     m.add("THREADED_FROM", THREADED_FROM)?;

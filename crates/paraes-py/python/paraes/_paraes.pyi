@@ -110,6 +110,42 @@ def decrypt_file(
     3072, as the CLI's --max-kdf-mib); allow_unverified_slot opens a format v2 file whose
     second stanza slot the opening key does not authenticate (--allow-unverified-slot)."""
 
+class DeviceBuffer:
+    """Bytes in device memory made by paraes.cuda (zeroed before they are freed)."""
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def device(self) -> int: ...
+    @property
+    def __cuda_array_interface__(self) -> dict: ...
+    def to_bytes(self) -> bytes:
+        """A COPY of the bytes in host memory (tests, small data)."""
+
+def cuda_load(
+    path: StrPath,
+    *,
+    keys: Optional[Iterable[KeyArg]] = None,
+    identities: Optional[Iterable[IdentityArg]] = None,
+    passphrase: Optional[Passphrase] = None,
+    ssh_passphrase: Optional[Passphrase] = None,
+    max_kdf_mib: Optional[int] = None,
+    allow_unverified_slot: bool = False,
+    device: int = 0,
+) -> DeviceBuffer:
+    """paraes.cuda.load: the plaintext of the v3 container path in device memory."""
+
+def cuda_save(
+    buffer: DeviceBuffer,
+    path: StrPath,
+    *,
+    keys: Optional[Iterable[KeyArg]] = None,
+    recipients: Optional[Iterable[RecipientArg]] = None,
+    passphrase: Optional[Passphrase] = None,
+    bits: int = 256,
+    replace: bool = False,
+) -> int:
+    """paraes.cuda.save: buffer sealed on the device into a new v3 container; its length."""
+
 def generate_key(bits: int = 256) -> bytes:
     """A fresh random AES key of 128, 192 or 256 bits, as raw bytes."""
 

@@ -1,0 +1,187 @@
+//! `paraes.cuda` (issue 38, first slice): a v3 container decrypted straight into device memory
+//! (`cuda_load`), held by a `DeviceBuffer` that exposes `__cuda_array_interface__` (v3), its
+//! length and device, and a copy to host bytes for tests. Runs on the GPU engine of paraes-gpu:
+//! the NVIDIA driver, or the CUDA stand-in named by `PARAES_CUDA_STANDIN` (tests).
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use paraes_gpu::{DeviceMemory, DeviceMemoryError, GpuEngine, GpuOptions, GpuStream};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyTuple};
+
+use crate::containers;
+use crate::errors;
+use crate::keys::{SealArgs, UnlockArgs};
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(cuda_load, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_save, m)?)?;
+    m.add_class::<DeviceBuffer>()?;
+    Ok(())
+}
+
+/// The GPU engine of this process (device 0), started on first use.
+fn gpu() -> PyResult<&'static GpuEngine> {
+    static ENGINE: OnceLock<GpuEngine> = OnceLock::new();
+    if let Some(engine) = ENGINE.get() {
+        return Ok(engine);
+    }
+    let engine =
+        GpuEngine::new(GpuOptions::default()).map_err(|e| errors::Error::new_err(e.to_string()))?;
+    Ok(ENGINE.get_or_init(|| engine))
+}
+
+/// A device-memory error as a Python exception: tampering and bad containers as the file
+/// API's `paraes.Error`, bad arguments as `ValueError`, file errors as the file API's.
+fn device_error(e: DeviceMemoryError) -> PyErr {
+    match e {
+        DeviceMemoryError::Container { name, source } => errors::container(source, &name),
+        DeviceMemoryError::File(e) => errors::file(e),
+        DeviceMemoryError::Layout(text) => PyValueError::new_err(text),
+        tampered @ DeviceMemoryError::Tampered { .. } => {
+            errors::AuthenticationError::new_err(tampered.to_string())
+        }
+        other => errors::Error::new_err(other.to_string()),
+    }
+}
+
+/// Bytes in device memory made by `paraes.cuda` (zeroed before they are freed). Work on it is
+/// ordered on the engine's own stream, and every call that returns one has synchronized it:
+/// its bytes may be read at once, from any stream.
+#[pyclass(module = "paraes._paraes", unsendable)]
+pub struct DeviceBuffer {
+    memory: DeviceMemory,
+    stream: GpuStream,
+}
+
+#[pymethods]
+impl DeviceBuffer {
+    /// Its length in bytes.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.memory.len()
+    }
+
+    /// The CUDA device it lives on (the engine's: 0).
+    #[getter]
+    fn device(&self) -> usize {
+        0
+    }
+
+    /// A COPY of its bytes in host memory (for tests and small buffers: it brings plaintext
+    /// to the host).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let mut out = vec![0u8; self.memory.len()];
+        self.stream
+            .synchronize()
+            .map_err(DeviceMemoryError::from)
+            .and_then(|()| self.memory.read_to_host(&self.stream, 0, &mut out))
+            .map_err(device_error)?;
+        Ok(PyBytes::new(py, &out))
+    }
+
+    /// Version 3 of the CUDA Array Interface: a one-dimensional C-contiguous array of bytes
+    /// (`|u1`). `stream` is None: the bytes are whole when the buffer is returned, so a
+    /// consumer needs no synchronization.
+    #[getter]
+    fn __cuda_array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("shape", PyTuple::new(py, [self.memory.len()])?)?;
+        d.set_item("typestr", "|u1")?;
+        d.set_item("data", (self.memory.address(), false))?;
+        d.set_item("strides", py.None())?;
+        d.set_item("version", 3)?;
+        d.set_item("stream", py.None())?;
+        Ok(d)
+    }
+}
+
+/// Decrypts the v3 container `path` into new device memory (device 0) without its plaintext
+/// ever being in host memory; keys, identities and passphrases as `decrypt_file` takes them.
+/// Returns once every tag verified; a container that was tampered with raises
+/// `paraes.AuthenticationError`
+/// and no plaintext is returned.
+#[pyfunction]
+#[pyo3(signature = (path, *, keys = None, identities = None, passphrase = None, ssh_passphrase = None, max_kdf_mib = None, allow_unverified_slot = false, device = 0))]
+#[allow(clippy::too_many_arguments)]
+fn cuda_load(
+    py: Python<'_>,
+    path: PathBuf,
+    keys: Option<&Bound<'_, PyAny>>,
+    identities: Option<&Bound<'_, PyAny>>,
+    passphrase: Option<&Bound<'_, PyAny>>,
+    ssh_passphrase: Option<&Bound<'_, PyAny>>,
+    max_kdf_mib: Option<u64>,
+    allow_unverified_slot: bool,
+    device: usize,
+) -> PyResult<DeviceBuffer> {
+    if device != 0 {
+        return Err(PyValueError::new_err(format!(
+            "device={device}: paraes.cuda runs on device 0 only; select another GPU with CUDA_VISIBLE_DEVICES"
+        )));
+    }
+    let args = UnlockArgs {
+        keys,
+        identities,
+        passphrase,
+        ssh_passphrase,
+        max_kdf_mib,
+        allow_unverified_slot,
+    };
+    let unlock = args.unlock()?;
+    let engine = gpu()?;
+    let stream = engine.default_stream();
+    let (memory, loaded) = py
+        .detach(|| paraes_gpu::device_memory::load_container(engine, &path, &unlock, &stream))
+        .map_err(device_error)?;
+    if let Some(warning) = loaded.warning {
+        errors::warn(&warning)?;
+    }
+    Ok(DeviceBuffer { memory, stream })
+}
+
+/// Seals all of `buffer` into a new v3 container `path` (`paraes dec` opens it) for keys,
+/// recipients and a passphrase as `encrypt_file` takes them, with a `bits`-bit body key. The
+/// plaintext is sealed on the device, after everything already on paraes' stream; only records
+/// come to the host. `path` appears only when whole; an existing file is kept unless `replace`.
+/// Returns the container's length in bytes. Runs holding the GIL (the buffer cannot leave
+/// this thread).
+#[pyfunction]
+#[pyo3(signature = (buffer, path, *, keys = None, recipients = None, passphrase = None, bits = 256, replace = false))]
+#[allow(clippy::too_many_arguments)]
+fn cuda_save(
+    buffer: PyRef<'_, DeviceBuffer>,
+    path: PathBuf,
+    keys: Option<&Bound<'_, PyAny>>,
+    recipients: Option<&Bound<'_, PyAny>>,
+    passphrase: Option<&Bound<'_, PyAny>>,
+    bits: u32,
+    replace: bool,
+) -> PyResult<u64> {
+    let key_size = containers::key_size(bits)?;
+    let args = SealArgs {
+        keys,
+        recipients,
+        passphrase,
+    };
+    args.files_read()?
+        .refuse_as_output_path(&path)
+        .map_err(errors::file)?;
+    let recipients = args.recipients()?;
+    let engine = gpu()?;
+    let saved = paraes_gpu::device_memory::save_container(
+        engine,
+        &buffer.memory,
+        &path,
+        replace,
+        (key_size, &recipients),
+        &buffer.stream,
+    )
+    .map_err(device_error)?;
+    for warning in &saved.warnings {
+        errors::warn(warning)?;
+    }
+    Ok(saved.container_len)
+}
