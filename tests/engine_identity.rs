@@ -237,8 +237,9 @@ fn paraes_backend_gpu_seals_on_the_device_and_refuses_a_tampered_body() {
     assert_eq!(messages[0], messages[1]);
 }
 
-/// Without a driver (and without the stand-in), `--backend gpu` is one line on stderr and exit
-/// status 1: the binary never loads the stand-in on its own.
+/// Without a driver (and without the stand-in), `--backend gpu` and `--backend hybrid` are one
+/// line on stderr, exit status 1 and no output: the binary never loads the stand-in on its own,
+/// and the hybrid does not quietly run on the CPU alone.
 #[test]
 fn paraes_backend_gpu_without_a_driver_is_one_line() {
     if paraes_gpu::driver_installed() && std::env::var_os(paraes_gpu::STANDIN_ENV).is_none() {
@@ -249,20 +250,23 @@ fn paraes_backend_gpu_without_a_driver_is_one_line() {
         );
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    key_file(dir.path());
-    std::fs::write(dir.path().join("in"), b"hello").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_paraes"))
-        .current_dir(dir.path())
-        .env_remove(paraes_gpu::STANDIN_ENV)
-        .args(["enc", "--backend", "gpu", "-k", "key", "-o", "out", "in"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("no CUDA driver"), "{stderr}");
-    assert!(!stderr.contains("stand-in"), "{stderr}");
+    for backend in ["gpu", "hybrid"] {
+        let dir = tempfile::tempdir().unwrap();
+        key_file(dir.path());
+        std::fs::write(dir.path().join("in"), b"hello").unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_paraes"))
+            .current_dir(dir.path())
+            .env_remove(paraes_gpu::STANDIN_ENV)
+            .args(["enc", "--backend", backend, "-k", "key", "-o", "out", "in"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{backend}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{backend}: {stderr}");
+        assert!(stderr.contains("no CUDA driver"), "{backend}: {stderr}");
+        assert!(!stderr.contains("stand-in"), "{backend}: {stderr}");
+        assert!(!dir.path().join("out").exists(), "{backend}: {stderr}");
+    }
 }
 
 /// Out of GPU memory in the middle of a run (the stand-in refuses the 4th allocation: the
