@@ -14,7 +14,7 @@
 #                                                 tests/testkit/ssh/manifest.json (every
 #                                                 stanza kind, X-Wing and SSH included)
 #   3. cargo test --profile ci --features mpi ... the MPI backend under MPICH's mpiexec and
-#                                                 Open MPI's mpirun (-n 1 to 3), a build per
+#                                                 Open MPI's mpirun (-n 1 to 4), a build per
 #                                                 library (MPICC=mpicc.LIB, target/mpi-LIB),
 #                                                 each checked with ldd to link its library;
 #      scripts/test-slurm.sh                     then ranks started by srun (--mpi=pmi2 for

@@ -78,15 +78,15 @@ mod with_mpi {
 
         let commitment = "the body's key commitment does not match".to_string();
         let failed = |chunk: usize| format!("chunk {chunk} failed authentication");
-        // (file, what the message says, the rank that finds it under direct I/O of 1, 2 and 3
+        // (file, what the message says, the rank that finds it under direct I/O of 1 to 4
         // ranks when one rank can be named: batch 4 of 7 is rank 0's of 1, rank 1's of 2
-        // (3 + 4 batches), rank 2's of 3 (2 + 2 + 3)).
-        let cases: [(&str, String, Option<[usize; 3]>); 10] = [
-            ("tampered", failed(in_batch_4), Some([0, 1, 2])),
-            ("first-chunk", failed(0), Some([0, 0, 0])),
+        // (3 + 4 batches), rank 2's of 3 (2 + 2 + 3) and of 4 (1 + 2 + 2 + 2)).
+        let cases: [(&str, String, Option<[usize; 4]>); 10] = [
+            ("tampered", failed(in_batch_4), Some([0, 1, 2, 2])),
+            ("first-chunk", failed(0), Some([0, 0, 0, 0])),
             // The last chunk is checked when rank 0 opens the file, before any rank starts.
             ("last-chunk", failed(last), None),
-            ("reordered", failed(1), Some([0, 0, 0])),
+            ("reordered", failed(1), Some([0, 0, 0, 0])),
             // A length no writer makes is refused by rank 0 before any key is tried.
             (
                 "cut-at-chunk",

@@ -104,7 +104,7 @@ mod with_mpi {
     }
 
     /// Many files under MPI (issue 14): all ranks go through rank 0's list together, one job
-    /// per file, under 1, 2 and 3 ranks and both strategies; a file that fails is one line and
+    /// per file, under 1 to 4 ranks and both strategies; a file that fails is one line and
     /// the others are written; the outputs equal the single-process tool's plaintexts.
     #[test]
     fn many_files_run_one_job_each_on_every_rank() {
@@ -157,7 +157,7 @@ mod with_mpi {
         }
     }
 
-    /// Bare C2SP messages (`--format cobblestone`) under MPI: what 1 to 3 ranks write (direct
+    /// Bare C2SP messages (`--format cobblestone`) under MPI: what 1 to 4 ranks write (direct
     /// and scatter, --chunk-size 16KiB so ranks split short messages) is byte for byte the
     /// message `paraes_core::cobblestone::seal` makes with its salt, and decrypts with the
     /// single-process paraes; a single-process message decrypts under MPI; a wrong context or
