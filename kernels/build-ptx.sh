@@ -33,15 +33,24 @@ python3 "$here/build-ptx.py" --site "$site" "$here/aes.cu" "$out"
 
 ptxas="$site/nvidia/cuda_nvcc/bin/ptxas"
 chmod +x "$ptxas"
-for arch in sm_80 sm_90; do
-    cubin="${out%.ptx}.$arch.cubin"
+# One ptxas per architecture, side by side (each runs on one core).
+assemble() {
+    local arch=$1 cubin="${out%.ptx}.$1.cubin"
     if [ -n "${PTXAS_LOG_DIR:-}" ]; then
         "$ptxas" -v -O3 -arch="$arch" "$out" -o "$cubin" >"$PTXAS_LOG_DIR/$arch.log" 2>&1 || {
             cat "$PTXAS_LOG_DIR/$arch.log" >&2
-            exit 1
+            return 1
         }
     else
         "$ptxas" -O3 -arch="$arch" "$out" -o "$cubin"
     fi
     echo "build-ptx: wrote $cubin ($(wc -c <"$cubin") bytes, ptxas -O3 -arch=$arch)" >&2
+}
+pids=()
+for arch in sm_80 sm_90; do
+    assemble "$arch" &
+    pids+=("$!")
 done
+failed=0
+for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+[ "$failed" = 0 ] || { echo "build-ptx: ptxas failed (output above)" >&2; exit 1; }
