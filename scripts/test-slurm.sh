@@ -2,7 +2,7 @@
 # The tests of ranks started by Slurm (tests/cli/slurm.rs), under each MPI library: starts a
 # one-node Slurm on this machine (scripts/slurm-one-node.sh), then for MPICH (`srun
 # --mpi=pmi2`) and Open MPI (`srun --mpi=pmix`) builds the CLI tests against that library, in
-# a target directory of its own (mpi-sys does not rebuild when MPICC changes), and runs them.
+# that library's target directory (scripts/mpi-cargo.sh), and runs them.
 # Slurm is stopped at the end whatever happens. Exit status: 0 when every library's tests
 # passed. Prints how many seconds each part took.
 #
@@ -10,6 +10,7 @@
 #   scripts/test-slurm.sh mpich           one (mpich or openmpi)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/mpi-cargo.sh
 
 libraries=(mpich openmpi)
 [ $# -eq 0 ] || libraries=("$@")
@@ -50,8 +51,7 @@ for lib in "${libraries[@]}"; do
   [ "$lib" = openmpi ] && plugin=pmix
   echo "== ranks started by srun --mpi=$plugin, built against $lib"
   started=$SECONDS
-  if MPICC="mpicc.$lib" CARGO_TARGET_DIR="target/mpi-$lib" PARAES_MPI_LIBRARY="$lib" \
-    cargo test --profile ci --features mpi --test cli slurm::; then
+  if mpi_cli_tests "$lib" -- slurm::; then
     timings+=("$lib (build and tests): $((SECONDS - started)) s")
   else
     timings+=("$lib (build and tests): $((SECONDS - started)) s, FAILED")

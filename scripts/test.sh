@@ -15,7 +15,7 @@
 #                                                 stanza kind, X-Wing and SSH included)
 #   3. cargo test --profile ci --features mpi ... the MPI backend under MPICH's mpiexec and
 #                                                 Open MPI's mpirun (-n 1 to 4), a build per
-#                                                 library (MPICC=mpicc.LIB, target/mpi-LIB),
+#                                                 library (MPICC=mpicc.LIB, scripts/mpi-cargo.sh),
 #                                                 each checked with ldd to link its library;
 #      scripts/test-slurm.sh                     then ranks started by srun (--mpi=pmi2 for
 #                                                 MPICH, pmix for Open MPI) on a one-node
@@ -90,33 +90,44 @@ cargo test --workspace --profile ci
 step "the second implementation (written from docs/FORMAT.md alone) over the v3 testkit"
 "$PARAES_PYCA" scripts/second-reader/run_testkit.py
 
-# The MPI backend under each library, built in a target directory of its own (rsmpi's mpi-sys
-# does not rebuild when MPICC changes) with that library's compiler wrapper; rsmpi would take
-# MPI_PKG_CONFIG or CRAY_MPICH_DIR before MPICC, so they are unset here. The tests start ranks
-# with the launcher of the library named by PARAES_MPI_LIBRARY (tests/cli/mpi.rs), never the
-# plain mpiexec on the PATH, and each launch is killed after a deadline (tests/cli/bounded.rs).
-# The filters select every MPI test: `mpi::` the `with_mpi` modules and wycheproof's `mpi`,
-# `armor::mpi_` armor's (which `mpi::` alone missed); Slurm's tests run in their own step.
+# The MPI backend under each library, built with that library's compiler wrapper in a target
+# directory of its own (scripts/mpi-cargo.sh: MPICH's is the tests' own, so it rebuilds paraes
+# alone). The tests start ranks with the launcher of the library named by PARAES_MPI_LIBRARY
+# (tests/cli/mpi.rs), never the plain mpiexec on the PATH, and each launch is killed after a
+# deadline (tests/cli/bounded.rs). The filters select every MPI test: `mpi::` the `with_mpi`
+# modules and wycheproof's `mpi`, `armor::mpi_` armor's (which `mpi::` alone missed); Slurm's
+# tests run in their own step.
+. scripts/mpi-cargo.sh
 mpi_tests() {
   local library=$1 links other started=$SECONDS
   case $library in
     mpich) links=libmpich.so other=libmpi.so.40 ;;
     openmpi) links=libmpi.so.40 other=libmpich.so ;;
   esac
-  local -a build=(env -u MPI_PKG_CONFIG -u CRAY_MPICH_DIR "MPICC=mpicc.$library"
-    "CARGO_TARGET_DIR=target/mpi-$library" "PARAES_MPI_LIBRARY=$library")
-  echo "== the MPI backend built against $library (target/mpi-$library)"
-  "${build[@]}" cargo test --profile ci --features mpi --test cli --no-run
-  local binary="target/mpi-$library/ci/paraes" linked
-  linked=$(ldd "$binary")
-  if ! grep -qF "$links" <<<"$linked" || grep -qF "$other" <<<"$linked"; then
+  local dir
+  dir=$(mpi_target_dir "$library")
+  echo "== the MPI backend built against $library ($dir)"
+  mpi_cli_tests "$library" --no-run
+  local binary="$dir/ci/paraes" linked
+  links_right() {
+    linked=$(ldd "$binary")
+    grep -qF "$links" <<<"$linked" && ! grep -qF "$other" <<<"$linked"
+  }
+  if ! links_right; then
+    # A build of another MPICC left in that directory (a developer's plain `cargo build
+    # --features mpi` after Open MPI repointed mpicc): mpi-sys once more, with this library's.
+    echo "$binary links $(awk '/mpi/{print $1}' <<<"$linked" | xargs): rebuilding mpi-sys with mpicc.$library"
+    mpi_cargo "$library" clean --profile ci -p mpi-sys
+    mpi_cli_tests "$library" --no-run
+  fi
+  if ! links_right; then
     echo "error: $binary must link $library's $links and not $other; it links:" >&2
     grep -i mpi <<<"$linked" >&2 || true
     exit 1
   fi
   grep -F "$links" <<<"$linked" | xargs
   echo "== the MPI tests under $library's launcher"
-  "${build[@]}" cargo test --profile ci --features mpi --test cli -- mpi:: armor::mpi_ --skip slurm::
+  mpi_cli_tests "$library" -- mpi:: armor::mpi_ --skip slurm::
   echo "the MPI backend under $library: $((SECONDS - started)) s (build and tests)"
 }
 step "the MPI backend under MPICH and Open MPI (a build per library)"
