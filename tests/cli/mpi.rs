@@ -151,14 +151,15 @@ pub(crate) mod with_mpi {
             if linked != [library] {
                 return Err(format!(
                     "{LIBRARY_VARIABLE}={value}, but {} links {linked:?} (ldd): build it with \
-                     MPICC=mpicc.{value} CARGO_TARGET_DIR=target/mpi-{value}, or set {hint}",
+                     MPICC=mpicc.{value} in a target directory of its own (scripts/mpi-cargo.sh), \
+                     or set {hint}",
                     bin()
                 ));
             }
             Ok(library)
         }
 
-        /// Its name in [`LIBRARY_VARIABLE`], `mpicc.NAME` and `target/mpi-NAME`.
+        /// Its name in [`LIBRARY_VARIABLE`] and `mpicc.NAME`.
         pub(crate) fn name(self) -> &'static str {
             match self {
                 Library::Mpich => "mpich",
