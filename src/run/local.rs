@@ -13,7 +13,7 @@ use paraes_core::{Direction, Engine};
 
 use crate::plan::{CryptPlan, FileTask};
 use crate::progress::{IoMode, Progress, Summary};
-use crate::run::prepare::{self, Credentials, Prepared};
+use crate::run::prepare::{self, ArmoredInput, Credentials, Prepared};
 pub use paraes_files::Spread;
 use paraes_files::{Reach, SpreadError};
 
@@ -22,7 +22,13 @@ pub fn run(plan: &CryptPlan, file: &FileTask) -> Result<Summary> {
     let engine = crate::engines::select(&plan.engine)?;
     let spread = Spread::Workers(crate::engines::chunk_workers(&plan.engine, engine.as_ref()));
     let credentials = Credentials::on_first_use(plan);
-    let mut job = prepare::prepare(plan, &credentials, file, Reach::ThisMachine)?;
+    let mut job = prepare::prepare(
+        plan,
+        &credentials,
+        file,
+        Reach::ThisMachine,
+        ArmoredInput::Decoded,
+    )?;
     job.say_warning();
     // After the preparation, which may have asked for a passphrase on the terminal.
     let progress = Progress::start(&plan.ui, job.input.len());

@@ -21,7 +21,7 @@ use rustix::io::Errno;
 use crate::plan::{CryptPlan, FileTask, OutputTarget};
 use crate::progress::{FileCount, Progress, Summary};
 use crate::run::local::{self, Spread};
-use crate::run::prepare::{self, Credentials, Reported};
+use crate::run::prepare::{self, ArmoredInput, Credentials, Reported};
 use crate::units::thousands;
 use paraes_files::{sync_directory, Reach};
 
@@ -231,7 +231,13 @@ pub fn run(
         if let (Some(dir), OutputTarget::Path { path, .. }) = (output_dir, &file.output) {
             make_parents(dir, path)?;
         }
-        let mut job = prepare::prepare(plan, &credentials, file, Reach::ThisMachine)?;
+        let mut job = prepare::prepare(
+            plan,
+            &credentials,
+            file,
+            Reach::ThisMachine,
+            ArmoredInput::Decoded,
+        )?;
         if let Some(warning) = job.warning.take() {
             lines.err(warning);
         }

@@ -13,7 +13,7 @@ use crate::advice::{error_line, one_line};
 use crate::engines::EngineChoice;
 use crate::plan::{CryptPlan, FileTask, Files, MpiIo, OutputTarget};
 use crate::progress::{FileCount, Summary};
-use crate::run::prepare::{self, Credentials, Prepared, Reported};
+use crate::run::prepare::{self, ArmoredInput, Credentials, Prepared, Reported};
 use paraes_files::Reach;
 
 /// Runs the one file of `plan` on every rank; rank 0 returns the summary.
@@ -179,7 +179,10 @@ fn root(
             return Err(e);
         }
     }
-    let prepared = prepare::prepare(plan, credentials, file, reach).and_then(|mut job| {
+    let armored = ArmoredInput::Refused(|name| {
+        format!("{name} is ASCII armor, which one process decodes in order: decrypt it without --backend mpi")
+    });
+    let prepared = prepare::prepare(plan, credentials, file, reach, armored).and_then(|mut job| {
         job.say_warning();
         let strategy = strategy(io, &job)?;
         Ok((job, strategy))
@@ -256,9 +259,6 @@ fn strategy(io: Option<MpiIo>, job: &Prepared) -> Result<IoStrategy> {
              or a named pipe (mkfifo in.pipe; producer > in.pipe & mpiexec ... paraes enc \
              --backend mpi in.pipe ...)"
         );
-    }
-    if job.input.is_armored() {
-        bail!("{} is ASCII armor, which one process decodes in order: decrypt it without --backend mpi", job.input.name());
     }
     let files = job.input.len().is_some() && job.output.is_file();
     match io {

@@ -164,13 +164,26 @@ fn cached<T: Clone>(slot: &Mutex<Option<T>>, read: impl FnOnce() -> Result<T>) -
     Ok(value)
 }
 
+/// What a run does with an ASCII-armored container to decrypt.
+#[derive(Clone, Copy)]
+pub enum ArmoredInput {
+    /// Decodes it in order (the runs that read the input from its start to its end).
+    Decoded,
+    /// Refuses it, with the line `why` makes of the input's name: the runs that read a binary
+    /// container at its chunks' offsets (`--range`, MPI ranks). Refused before any key is
+    /// tried, so a passphrase's KDF is not spent on a run that cannot go on.
+    Refused(fn(&str) -> String),
+}
+
 /// Opens the input, seals or opens the container and prepares the output of one file of
-/// `plan`, which `reach` says who must be able to open.
+/// `plan`, which `reach` says who must be able to open; `armored` says whether an armored
+/// container may be decrypted.
 pub fn prepare(
     plan: &CryptPlan,
     credentials: &Credentials<'_>,
     file: &FileTask,
     reach: Reach,
+    armored: ArmoredInput,
 ) -> Result<Prepared> {
     let warn = warner(plan.ui.quiet);
     let mut input = Input::open(file.input.as_deref(), plan.files.input_kinds())?;
@@ -249,6 +262,9 @@ pub fn prepare(
         }
         Direction::Decrypt => {
             input = input.dearmored()?;
+            if let (true, ArmoredInput::Refused(why)) = (input.is_armored(), armored) {
+                bail!("{}", why(&input.name()));
+            }
             let unverified = read_header(&mut input)?;
             let unlock = credentials.unlock()?;
             let _turn = unlock.has_passphrase().then(kdf_turn);

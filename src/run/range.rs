@@ -12,14 +12,17 @@ use paraes_core::pipeline::Workers;
 use crate::plan::{ByteRange, CryptPlan, FileTask};
 use crate::progress::{Progress, Summary};
 use crate::run::local::name_failure;
-use crate::run::prepare::{self, Credentials, Prepared};
+use crate::run::prepare::{self, ArmoredInput, Credentials, Prepared};
 use paraes_files::{Input, OutputEnd, Reach};
 
 /// Runs `dec --range` on the one container or bare message of `plan`.
 pub fn run(plan: &CryptPlan, file: &FileTask, range: ByteRange) -> Result<Summary> {
     let engine = crate::engines::select(&plan.engine)?;
     let credentials = Credentials::on_first_use(plan);
-    let mut job = prepare::prepare(plan, &credentials, file, Reach::ThisMachine)?;
+    let armored = ArmoredInput::Refused(|name| {
+        format!("--range reads a binary container at its chunks' offsets, and {name} is ASCII armor, which has none: decrypt it whole (drop --range)")
+    });
+    let mut job = prepare::prepare(plan, &credentials, file, Reach::ThisMachine, armored)?;
     job.say_warning();
     let progress = Progress::start(&plan.ui, None);
     let workers = crate::engines::chunk_workers(&plan.engine, engine.as_ref());
@@ -29,9 +32,6 @@ pub fn run(plan: &CryptPlan, file: &FileTask, range: ByteRange) -> Result<Summar
         output,
         ..
     } = &mut job;
-    if input.is_armored() {
-        bail!("--range reads a binary container at its chunks' offsets, and {} is ASCII armor, which has none: decrypt it whole (drop --range)", input.name());
-    }
     let Input::File(file, path) = input else {
         bail!("--range needs a file");
     };

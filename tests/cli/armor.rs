@@ -267,13 +267,18 @@ fn armor_is_for_containers_and_whole_files_only() {
         &s.run(&["enc", "-q", "-a", "-k", "k", "plain", "-o", "p.asc"]),
         "enc -a",
     );
+    s.key_file("other", 256, 2, true);
     let before = s.names();
-    let out = s.run(&["dec", "-k", "k", "p.asc", "--range", "0..2", "-o", "part"]);
-    let message = s.assert_refused(&out, &before, "dec --range of armor");
-    assert!(
-        message.contains("ASCII armor") && message.contains("drop --range"),
-        "{message}"
-    );
+    // With the file's key, and with a key that does not open it: the armor is refused before
+    // any key is tried (a passphrase's KDF would be seconds spent for nothing).
+    for key in ["k", "other"] {
+        let out = s.run(&["dec", "-k", key, "p.asc", "--range", "0..2", "-o", "part"]);
+        let message = s.assert_refused(&out, &before, &format!("dec --range of armor, -k {key}"));
+        assert!(
+            message.contains("ASCII armor") && message.contains("drop --range"),
+            "-k {key}: {message}"
+        );
+    }
 }
 
 /// MPI ranks read and write at their own offsets, which armor has not: `enc --armor` under MPI
@@ -293,19 +298,23 @@ fn mpi_ranks_refuse_armor() {
         &s.run(&["enc", "-q", "-a", "-k", "k", "plain", "-o", "p.asc"]),
         "enc -a",
     );
+    s.key_file("other", 256, 2, true);
     let before = s.names();
-    let out = run_mpi(
-        &s,
-        2,
-        &["dec", "--backend", "mpi", "-k", "k", "p.asc", "-o", "out"],
-    );
-    assert!(!out.status.success(), "dec of armor under MPI");
-    assert!(
-        stderr(&out).contains("p.asc is ASCII armor"),
-        "{}",
-        stderr(&out)
-    );
-    assert_eq!(s.names(), before, "nothing written");
+    // Refused before any key is tried: with a key that does not open the file too.
+    for key in ["k", "other"] {
+        let out = run_mpi(
+            &s,
+            2,
+            &["dec", "--backend", "mpi", "-k", key, "p.asc", "-o", "out"],
+        );
+        assert!(!out.status.success(), "dec of armor under MPI, -k {key}");
+        assert!(
+            stderr(&out).contains("p.asc is ASCII armor"),
+            "-k {key}: {}",
+            stderr(&out)
+        );
+        assert_eq!(s.names(), before, "nothing written");
+    }
 }
 
 /// An armored file whose armor is refused at its end (data after the end line, or no end
