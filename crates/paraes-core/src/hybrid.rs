@@ -28,6 +28,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use zeroize::Zeroize;
+
 use crate::engine::{
     Counters, Engine, EngineError, Job, RecordsError, RecordsJob, Split, GCM_CHUNK_LEN,
     GCM_RECORD_LEN,
@@ -110,7 +112,8 @@ pub struct HybridEngine {
     gpu_bytes: AtomicU64,
     /// Why the GPU failed; once set, every call runs on the CPU alone.
     gpu_failure: OnceLock<String>,
-    /// Copies of GPU parts of in-place jobs, reused from call to call.
+    /// Buffers for copies of GPU parts of in-place jobs, reused from call to call; each
+    /// holds only zeros between calls ([`KeptCopy`]).
     spares: Mutex<Vec<Vec<u8>>>,
     min_split: usize,
 }
@@ -272,21 +275,18 @@ impl HybridEngine {
         }
     }
 
-    /// A spare buffer holding a copy of `bytes` (for a GPU part run in place).
-    fn copy_of(&self, bytes: &[u8]) -> Vec<u8> {
+    /// A spare buffer holding a copy of `bytes` (for a GPU part run in place), given back
+    /// zeroed when the copy is dropped.
+    fn copy_of(&self, bytes: &[u8]) -> KeptCopy<'_> {
         let spare = self.spares.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let mut copy = spare.unwrap_or_default();
+        // A spare holds only zeros, so a reallocation here frees no plaintext.
         copy.clear();
         copy.extend_from_slice(bytes);
-        copy
-    }
-
-    /// Gives a spare buffer back for the next call.
-    fn give_back(&self, spare: Vec<u8>) {
-        self.spares
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(spare);
+        KeptCopy {
+            engine: self,
+            bytes: copy,
+        }
     }
 
     /// The GPU's part of an in-place job: `buf` on the GPU, or, when the GPU fails, its bytes
@@ -297,11 +297,11 @@ impl HybridEngine {
             Ok(()) => (true, Ok(())),
             Err(e) => {
                 self.gpu_failed(&e);
-                buf.copy_from_slice(&kept);
+                buf.copy_from_slice(&kept.bytes);
                 (false, self.cpu.process(job, buf))
             }
         };
-        self.give_back(kept);
+        drop(kept);
         answer
     }
 
@@ -320,6 +320,28 @@ impl HybridEngine {
             }
             answer => (true, answer),
         }
+    }
+}
+
+/// A copy of a GPU part's bytes (plaintext when sealing), kept to rerun the part on the CPU
+/// should the GPU fail; zeroed and given back to the spares when dropped, on every path (a
+/// panic too), so no copy of a caller's bytes outlives the call.
+struct KeptCopy<'a> {
+    engine: &'a HybridEngine,
+    bytes: Vec<u8>,
+}
+
+impl Drop for KeptCopy<'_> {
+    fn drop(&mut self) {
+        let mut spare = std::mem::take(&mut self.bytes);
+        // Zeroes every byte the copy was given (its length stays, so the next call's
+        // reallocation copies only zeros; bytes past it were zeroed by earlier calls).
+        spare.as_mut_slice().zeroize();
+        self.engine
+            .spares
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(spare);
     }
 }
 

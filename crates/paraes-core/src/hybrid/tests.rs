@@ -217,3 +217,28 @@ fn a_tampered_record_in_either_part_is_named() {
         "{split:?}"
     );
 }
+
+/// The copies the hybrid keeps of a GPU part's bytes (to rerun them on the CPU if the GPU
+/// fails) hold no plaintext once a call returns, whether the GPU ran the part or failed.
+#[test]
+fn kept_copies_of_plaintext_are_zeroed_after_each_call() {
+    for fail_from in [usize::MAX, 0] {
+        let (engine, _) = hybrid(FakeGpu::new(fail_from, 0));
+        let key = Key::new(&[5; 16]).unwrap().expand();
+        let mut buf = vec![0xA5u8; 1 << 20];
+        engine
+            .process(&Job::ctr(&key, [0; 16], 0), &mut buf)
+            .unwrap();
+        let spares = engine.spares.lock().unwrap();
+        assert!(
+            !spares.is_empty(),
+            "the call kept no copy (fail_from {fail_from})"
+        );
+        for spare in spares.iter() {
+            assert!(
+                spare.iter().all(|&b| b == 0),
+                "a kept copy still holds the plaintext (fail_from {fail_from})"
+            );
+        }
+    }
+}
