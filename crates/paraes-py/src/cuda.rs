@@ -49,8 +49,9 @@ fn device_error(e: DeviceMemoryError) -> PyErr {
 
 /// Bytes in device memory made by `paraes.cuda` (zeroed before they are freed). Work on it is
 /// ordered on the engine's own stream, and every call that returns one has synchronized it:
-/// its bytes may be read at once, from any stream.
-#[pyclass(module = "paraes._paraes", unsendable)]
+/// its bytes may be read at once, from any stream. It may be used and released on any Python
+/// thread (its memory is zeroed and freed wherever its last reference goes).
+#[pyclass(module = "paraes._paraes")]
 pub struct DeviceBuffer {
     memory: DeviceMemory,
     stream: GpuStream,
@@ -146,8 +147,7 @@ fn cuda_load(
 /// recipients and a passphrase as `encrypt_file` takes them, with a `bits`-bit body key. The
 /// plaintext is sealed on the device, after everything already on paraes' stream; only records
 /// come to the host. `path` appears only when whole; an existing file is kept unless `replace`.
-/// Returns the container's length in bytes. Runs holding the GIL (the buffer cannot leave
-/// this thread).
+/// Returns the container's length in bytes.
 #[pyfunction]
 #[pyo3(signature = (buffer, path, *, keys = None, recipients = None, passphrase = None, bits = 256, replace = false))]
 #[allow(clippy::too_many_arguments)]

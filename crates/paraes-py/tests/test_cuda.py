@@ -101,3 +101,31 @@ def test_saved_buffers_open_with_the_cli_and_python(tmp_path, cli, private):
     with pytest.raises(ValueError, match="same file as key file"):
         paraes.cuda.save(buf, key_file, keys=[key_file], replace=True)
     assert key_file.read_text() == key.hex() + "\n"
+
+
+def test_a_buffer_released_on_another_thread_is_zeroed_and_freed(tmp_path):
+    """Review finding: DeviceBuffer was `unsendable`, so when its last reference went on another
+    thread (a DataLoader worker, a thread pool) pyo3 reported an unraisable error and leaked it:
+    its plaintext was never zeroed nor its device memory freed. It must also be usable there."""
+    import sys
+    import threading
+
+    key = paraes.generate_key()
+    data = seeded(CHUNK + 3, 5)
+    (tmp_path / "p.bin").write_bytes(data)
+    paraes.encrypt_file(tmp_path / "p.bin", tmp_path / "c.paraes", keys=[key])
+    held = [paraes.cuda.load(tmp_path / "c.paraes", keys=[key])]
+    seen, errors = [], []
+    hook = sys.unraisablehook
+    sys.unraisablehook = lambda u: errors.append(repr(u.exc_value))
+    try:
+        def elsewhere():
+            seen.append(held[0].to_bytes())
+            held.pop()  # the last reference, released on this thread
+        thread = threading.Thread(target=elsewhere)
+        thread.start()
+        thread.join()
+    finally:
+        sys.unraisablehook = hook
+    assert seen == [data]
+    assert errors == []
