@@ -108,6 +108,41 @@ impl Scratch {
         }
     }
 
+    /// A scratch directory for a test that writes about `bytes` of files: on the memory file
+    /// system (/dev/shm) when it is a writable directory with twice that free, else where
+    /// [`Scratch::new`] puts it (said on standard error). A CI machine's disk once ran out
+    /// under the large-file tests (stop 48: "No space left on device" in two tests whose
+    /// files are GiB-sized); memory is the one resource every machine here has 24 GiB of.
+    pub fn for_large_files(bytes: u64) -> Self {
+        // SAFETY: statvfs is given a NUL-terminated path and a zeroed struct that it fills.
+        let free = unsafe {
+            let mut stat: libc::statvfs = std::mem::zeroed();
+            if libc::statvfs(c"/dev/shm".as_ptr(), &mut stat) == 0 {
+                stat.f_bavail as u64 * stat.f_frsize as u64
+            } else {
+                0
+            }
+        };
+        let in_memory = (free >= 2 * bytes)
+            .then(|| {
+                tempfile::Builder::new()
+                    .prefix("paraes-cli-test.")
+                    .tempdir_in("/dev/shm")
+                    .ok()
+            })
+            .flatten();
+        if let Some(dir) = in_memory {
+            return Scratch { dir };
+        }
+        eprintln!(
+            "note: /dev/shm is not writable or has {} MiB free, under twice the {} MiB this test \
+             writes: its files go to the temporary directory on disk",
+            free >> 20,
+            bytes >> 20
+        );
+        Self::new()
+    }
+
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }

@@ -458,7 +458,8 @@ const LARGE: u64 = 768 << 20;
 /// A sparse `LARGE`-byte file `big` with seeded bytes at a few offsets, and a key; returns the
 /// input's fingerprint.
 fn large_input() -> (Scratch, Fingerprint) {
-    let s = Scratch::new();
+    // The input is sparse; an output grows to the input's size.
+    let s = Scratch::for_large_files(LARGE);
     s.key_file("key", 256, 23, true);
     let file = fs::File::create(s.path("big")).expect("create big");
     file.set_len(LARGE).expect("sparse big");

@@ -193,7 +193,8 @@ fn stats_say_how_each_end_was_reached() {
 /// at least two), whatever the file's size and however it is reached, `dec --range` too.
 #[test]
 fn memory_stays_under_the_bound_at_any_size() {
-    let s = Scratch::new();
+    // `big` is sparse; its container and one output are written (640 MiB).
+    let s = Scratch::for_large_files(640 << 20);
     s.key_file("key", 256, 43, true);
     // 320 MiB, sparse: far more than every buffer of every worker together.
     let file = std::fs::File::create(s.path("big")).expect("create big");
