@@ -63,9 +63,13 @@ install_missing() {
     say "installing slurm-wlm munge libpmix-dev (missing: ${need[*]})"
     local sudo=""
     [ "$(id -u)" = 0 ] || sudo=sudo
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
-      slurm-wlm munge libpmix-dev
+    # To standard error: `start`'s standard output is the shell code its callers eval (on a
+    # fresh machine apt's "Selecting previously unselected package" was eval'd as a command).
+    {
+      $sudo apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+        slurm-wlm munge libpmix-dev
+    } >&2
   fi
 }
 
@@ -115,6 +119,14 @@ EOF
 }
 
 start() {
+  # Standard output carries only the shell code callers eval; whatever a step prints (apt,
+  # munged, slurmctld) goes to standard error. No descriptor of the caller's pipe but standard
+  # output is opened: a daemon that inherits one keeps `$(... start)` waiting for ever.
+  start_steps >&2
+  echo "export SLURM_CONF=$conf"
+}
+
+start_steps() {
   install_missing
   stop
   mkdir -p "$dir"/{munge,key,state,spool,log}
@@ -144,7 +156,6 @@ start() {
     exit 1
   fi
   say "node $(hostname -s) idle; $(sinfo -h -o '%c CPUs') (SLURM_CONF=$conf)"
-  echo "export SLURM_CONF=$conf"
 }
 
 case "${1:-}" in
