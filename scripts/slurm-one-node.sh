@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A one-node Slurm on this machine, for the tests of ranks started by `srun`
-# (tests/cli/slurm.rs, run by scripts/test-slurm.sh): its own munged, slurmctld and slurmd,
+# (tests/cli/slurm.rs, run by scripts/test-mpi.sh): its own munged, slurmctld and slurmd,
 # every file of theirs in one private directory, none of the machine's own config touched.
 #
 #   scripts/slurm-one-node.sh start   installs slurm-wlm, munge and libpmix-dev where missing

@@ -13,11 +13,11 @@
 #                                                 with tests/testkit/manifest.json and
 #                                                 tests/testkit/ssh/manifest.json (every
 #                                                 stanza kind, X-Wing and SSH included)
-#   3. cargo test --profile ci --features mpi ... the MPI backend under MPICH's mpiexec and
+#   3. scripts/test-mpi.sh                       the MPI backend under MPICH's mpiexec and
 #                                                 Open MPI's mpirun (-n 1 to 4), a build per
 #                                                 library (MPICC=mpicc.LIB, scripts/mpi-cargo.sh),
-#                                                 each checked with ldd to link its library;
-#      scripts/test-slurm.sh                     then ranks started by srun (--mpi=pmi2 for
+#                                                 each checked with ldd to link its library,
+#                                                 and ranks started by srun (--mpi=pmi2 for
 #                                                 MPICH, pmix for Open MPI) on a one-node
 #                                                 Slurm it starts and stops
 #   4. kernels/check-ptx.sh                       committed PTX is current; ptxas sm_80/sm_90,
@@ -85,57 +85,28 @@ step "build the tests (the ci profile)"
 # The `ci` profile (Cargo.toml): optimized, no LTO; what users build keeps the release profile.
 cargo test --workspace --profile ci --no-run
 step "unit, property and end-to-end tests"
-cargo test --workspace --profile ci
+# cargo-nextest (on every machine of this project's kind) runs the tests of every binary side
+# by side, two at a time on two cores: `cargo test` runs one binary after another, and several
+# of ours spend most of their time in one long test on one core. The same tests either way;
+# without nextest, `cargo test` runs them (slower) and says so.
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --workspace --cargo-profile ci --no-fail-fast --status-level fail \
+    --final-status-level slow
+  cargo test --workspace --profile ci --doc
+else
+  echo "cargo-nextest is not installed: cargo test runs the same tests one binary at a time"
+  cargo test --workspace --profile ci
+fi
 
 step "the second implementation (written from docs/FORMAT.md alone) over the v3 testkit"
 "$PARAES_PYCA" scripts/second-reader/run_testkit.py
 
-# The MPI backend under each library, built with that library's compiler wrapper in a target
-# directory of its own (scripts/mpi-cargo.sh: MPICH's is the tests' own, so it rebuilds paraes
-# alone). The tests start ranks with the launcher of the library named by PARAES_MPI_LIBRARY
-# (tests/cli/mpi.rs), never the plain mpiexec on the PATH, and each launch is killed after a
-# deadline (tests/cli/bounded.rs). The filters select every MPI test: `mpi::` the `with_mpi`
-# modules and wycheproof's `mpi`, `armor::mpi_` armor's (which `mpi::` alone missed); Slurm's
-# tests run in their own step.
-. scripts/mpi-cargo.sh
-mpi_tests() {
-  local library=$1 links other started=$SECONDS
-  case $library in
-    mpich) links=libmpich.so other=libmpi.so.40 ;;
-    openmpi) links=libmpi.so.40 other=libmpich.so ;;
-  esac
-  local dir
-  dir=$(mpi_target_dir "$library")
-  echo "== the MPI backend built against $library ($dir)"
-  mpi_cli_tests "$library" --no-run
-  local binary="$dir/ci/paraes" linked
-  links_right() {
-    linked=$(ldd "$binary")
-    grep -qF "$links" <<<"$linked" && ! grep -qF "$other" <<<"$linked"
-  }
-  if ! links_right; then
-    # A build of another MPICC left in that directory (a developer's plain `cargo build
-    # --features mpi` after Open MPI repointed mpicc): mpi-sys once more, with this library's.
-    echo "$binary links $(awk '/mpi/{print $1}' <<<"$linked" | xargs): rebuilding mpi-sys with mpicc.$library"
-    mpi_cargo "$library" clean --profile ci -p mpi-sys
-    mpi_cli_tests "$library" --no-run
-  fi
-  if ! links_right; then
-    echo "error: $binary must link $library's $links and not $other; it links:" >&2
-    grep -i mpi <<<"$linked" >&2 || true
-    exit 1
-  fi
-  grep -F "$links" <<<"$linked" | xargs
-  echo "== the MPI tests under $library's launcher"
-  mpi_cli_tests "$library" -- mpi:: armor::mpi_ --skip slurm::
-  echo "the MPI backend under $library: $((SECONDS - started)) s (build and tests)"
-}
-step "the MPI backend under MPICH and Open MPI (a build per library)"
-mpi_tests mpich
-mpi_tests openmpi
-
-step "ranks started by Slurm's srun (a one-node Slurm), MPICH and Open MPI"
-scripts/test-slurm.sh
+# The MPI backend under MPICH and then Open MPI, each build checked with ldd to link its
+# library, with ranks started by that library's launcher and by Slurm's srun on a one-node
+# Slurm (scripts/test-mpi.sh; the builds share the tests' target directory, where only rsmpi,
+# paraes-mpi and paraes are rebuilt for each library).
+step "the MPI backend under MPICH and Open MPI: their launchers and Slurm's srun"
+scripts/test-mpi.sh
 
 step "PTX kernels"
 kernels/check-ptx.sh

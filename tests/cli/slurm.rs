@@ -3,7 +3,7 @@
 //! process writes (raw streams byte for byte; containers that open to the same plaintext) in
 //! both `--mpi-io` strategies, and `srun -c N` gives `paraes` N worker threads, set by the
 //! CPUs Slurm bound it to. Needs a running Slurm (`SLURM_CONF`) and `PARAES_MPI_LIBRARY`
-//! (`mpich`: `srun --mpi=pmi2`; `openmpi`: `srun --mpi=pmix`): scripts/test-slurm.sh starts a
+//! (`mpich`: `srun --mpi=pmi2`; `openmpi`: `srun --mpi=pmix`): scripts/test-mpi.sh starts a
 //! one-node Slurm and runs these tests for each library. Without them the tests fail, they
 //! never skip. Every `srun` is bounded: past its deadline its process group is ended and the
 //! test fails with what `srun` said.
@@ -62,7 +62,7 @@ fn pmi_plugin() -> &'static str {
         Ok("openmpi") => "pmix",
         other => panic!(
             "PARAES_MPI_LIBRARY is {other:?}: set it to mpich or openmpi, the library this \
-             binary was built against (scripts/test-slurm.sh does, for each library)"
+             binary was built against (scripts/test-mpi.sh does, for each library)"
         ),
     }
 }
@@ -70,7 +70,7 @@ fn pmi_plugin() -> &'static str {
 /// Fails the test loudly unless a Slurm answers: `SLURM_CONF` set and `sinfo` showing a node
 /// that can take jobs.
 fn assert_slurm_runs() {
-    let start_it = "start one with scripts/test-slurm.sh (a one-node Slurm on this machine, \
+    let start_it = "start one with scripts/test-mpi.sh (a one-node Slurm on this machine, \
                     then these tests for each MPI library)";
     assert!(
         std::env::var_os("SLURM_CONF").is_some(),

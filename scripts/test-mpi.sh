@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# The tests of ranks started by Slurm (tests/cli/slurm.rs), under each MPI library: starts a
-# one-node Slurm on this machine (scripts/slurm-one-node.sh), then for MPICH (`srun
-# --mpi=pmi2`) and Open MPI (`srun --mpi=pmix`) builds the CLI tests against that library, in
-# that library's target directory (scripts/mpi-cargo.sh), and runs them.
-# Slurm is stopped at the end whatever happens. Exit status: 0 when every library's tests
-# passed. Prints how many seconds each part took.
+# The MPI backend's tests under each MPI library: for MPICH and then Open MPI, builds the CLI
+# tests against that library (scripts/mpi-cargo.sh: `mpi_build`, checked with ldd) and runs
+# every MPI test with it: ranks started by the library's own launcher (`mpiexec.mpich`;
+# `mpirun.openmpi`), and ranks started by Slurm's srun on a one-node Slurm that this script
+# starts first (scripts/slurm-one-node.sh; MPICH under `srun --mpi=pmi2`, Open MPI under
+# `srun --mpi=pmix`) and stops at the end whatever happens. Exit status: 0 when every
+# library's tests passed. Prints how many seconds each part took.
 #
-#   scripts/test-slurm.sh                 both libraries
-#   scripts/test-slurm.sh mpich           one (mpich or openmpi)
+# The filters select every MPI test: `mpi::` the `with_mpi` modules and wycheproof's `mpi`,
+# `armor::mpi_` armor's (which `mpi::` alone missed), `slurm::` srun's. The tests start ranks
+# with the launcher of the library named by PARAES_MPI_LIBRARY (tests/cli/mpi.rs), never the
+# plain mpiexec on the PATH, and each launch is killed after a deadline (tests/cli/bounded.rs).
+#
+#   scripts/test-mpi.sh                 both libraries
+#   scripts/test-mpi.sh mpich           one (mpich or openmpi)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/mpi-cargo.sh
@@ -49,9 +55,9 @@ failed=()
 for lib in "${libraries[@]}"; do
   plugin=pmi2
   [ "$lib" = openmpi ] && plugin=pmix
-  echo "== ranks started by srun --mpi=$plugin, built against $lib"
+  echo "== the MPI backend built against $lib: its launcher, and srun --mpi=$plugin"
   started=$SECONDS
-  if mpi_cli_tests "$lib" -- slurm::; then
+  if mpi_build "$lib" && mpi_cli_tests "$lib" -- mpi:: armor::mpi_ slurm::; then
     timings+=("$lib (build and tests): $((SECONDS - started)) s")
   else
     timings+=("$lib (build and tests): $((SECONDS - started)) s, FAILED")
@@ -62,6 +68,6 @@ done
 echo "== seconds taken"
 printf '  %s\n' "${timings[@]}"
 if [ ${#failed[@]} -gt 0 ]; then
-  echo "the Slurm tests FAILED under: ${failed[*]}" >&2
+  echo "the MPI tests FAILED under: ${failed[*]}" >&2
   exit 1
 fi
