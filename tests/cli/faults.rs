@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use crate::common::{
-    assert_error, assert_silent_success, seeded_bytes, send_signal, skip, stderr,
+    assert_error, assert_silent_success, container_len, seeded_bytes, send_signal, skip, stderr,
     unfinished_output, wait_until, Scratch, HEADER_LEN, TAG_LEN,
 };
 
@@ -563,7 +563,7 @@ fn sigint_and_sigterm_mid_encryption_leave_nothing() {
 fn sigkill_leaves_nothing_behind() {
     let (s, print) = large_input();
     let before = s.names();
-    let complete_len = HEADER_LEN as u64 + LARGE + (LARGE >> 20) * TAG_LEN as u64;
+    let complete_len = container_len(LARGE as usize, HEADER_LEN) as u64;
     let mut killed_mid_way = 0;
     for at in [1 << 20, 16 << 20, 128 << 20, 512 << 20, LARGE - (1 << 20)] {
         let what = format!("SIGKILL after {} MiB", at >> 20);
