@@ -356,3 +356,40 @@ def test_device_buffer_exports_dlpack_and_stays_alive():
         buf.__dlpack__(dl_device=(1, 0))
     with pytest.raises((RuntimeError, BufferError, TypeError, ValueError)):
         np.from_dlpack(buf)  # NumPy takes host memory only
+
+
+def test_a_callers_stream_orders_the_work_and_results_are_read_after_it():
+    """A stream made through the driver itself (the stand-in runs streams lazily: work enqueued
+    there runs only when something waits for it, so a result read before its stream was
+    synchronized would be stale zeros, not the records)."""
+    key, salt = seeded(32, 12), seeded(24, 13)
+    data = seeded(2 * CHUNK + 1, 14)
+    base = device_bytes(data)  # also makes the engine's context current on this thread
+    expected = paraes.cuda.seal(base, key=key, salt=salt).to_bytes()
+    path = os.environ.get("PARAES_CUDA_STANDIN")
+    cuda = ctypes.CDLL(path or "libcuda.so.1")
+    handle = ctypes.c_void_p()
+    assert cuda.cuStreamCreate(ctypes.byref(handle), 1) == 0
+    try:
+        s = handle.value
+
+        class TorchStream:
+            cuda_stream = s
+
+        sealed = paraes.cuda.seal(Producer(base), key=key, salt=salt, stream=TorchStream())
+        assert sealed.__cuda_array_interface__["stream"] == s
+        src = Producer(sealed, version=None)
+        assert sealed.__dlpack__(stream=s) is not None  # same stream: no wait needed
+        opened = paraes.cuda.open(src, key=key, salt=salt, stream=s)
+        assert src.streams_asked == [s]
+        assert sealed.to_bytes() == expected  # to_bytes synchronizes the caller's stream
+        assert opened.to_bytes() == data
+        # In place on the caller's stream, read by a CAI v3 consumer told of that stream.
+        room = device_bytes(data, paraes.cuda.sealed_len(len(data)) - len(data))
+        assert paraes.cuda.seal(Producer(room), key=key, salt=salt, inplace=True,
+                                length=len(data), stream=s) == len(expected)
+        again = paraes.cuda.open(Producer(room, cai_stream=s), key=key, salt=salt)
+        assert again.to_bytes() == data
+        assert room.to_bytes() == expected
+    finally:
+        assert cuda.cuStreamDestroy_v2(handle) == 0
