@@ -99,44 +99,54 @@ struct ArrayBytes {
     _dlpack: Option<dlpack::Consumed>,
 }
 
-/// Finds the bytes of `obj` through `__cuda_array_interface__` (preferred: it says whether the
-/// array is read-only) or DLPack, made ready for work on `work`.
+/// Finds the bytes of `obj` through DLPack (preferred: the producer makes them ready on the
+/// consumer's stream, which a CUDA Array Interface v2 such as PyTorch's cannot say) or
+/// `__cuda_array_interface__`, made ready for work on `work`. A DLPack array that also has the
+/// interface is read-only if the interface says so.
 fn array_bytes(
     obj: &Bound<'_, PyAny>,
     engine: &GpuEngine,
     work: &WorkStream,
 ) -> PyResult<ArrayBytes> {
-    if let Ok(cai) = obj.getattr("__cuda_array_interface__") {
-        return cai_bytes(&cai.cast_into::<PyDict>()?, engine);
+    let cai = obj
+        .getattr("__cuda_array_interface__")
+        .ok()
+        .and_then(|c| c.cast_into::<PyDict>().ok());
+    if !(obj.hasattr("__dlpack__")? && obj.hasattr("__dlpack_device__")?) {
+        return match cai {
+            Some(cai) => cai_bytes(&cai, engine),
+            None => Err(PyTypeError::new_err(format!(
+                "a {} is not a GPU array: pass an object with __dlpack__ or \
+                 __cuda_array_interface__ (a torch CUDA tensor, a CuPy array, a \
+                 paraes.cuda.DeviceBuffer)",
+                obj.get_type().name()?
+            ))),
+        };
     }
-    if obj.hasattr("__dlpack__")? && obj.hasattr("__dlpack_device__")? {
-        let (kind, id): (i32, i64) = obj.call_method0("__dlpack_device__")?.extract()?;
-        if kind != dlpack::KDL_CUDA && kind != dlpack::KDL_CUDA_MANAGED {
-            return Err(PyValueError::new_err(format!(
-                "the array lives on DLPack device type {kind} (2 is CUDA), not on the GPU: move \
-                 it there first (tensor.cuda(), cupy.asarray), or use paraes.seal_message for \
-                 host bytes"
-            )));
-        }
-        if id != 0 {
-            return Err(dlpack::wrong_device(&id.to_string()));
-        }
-        let kwargs = PyDict::new(obj.py());
-        kwargs.set_item("stream", work.protocol_handle())?;
-        let capsule = obj.call_method("__dlpack__", (), Some(&kwargs))?;
-        let consumed = dlpack::consume(&capsule)?;
-        return Ok(ArrayBytes {
-            address: consumed.address,
-            len: consumed.len,
-            readonly: false,
-            _dlpack: Some(consumed),
-        });
+    let (kind, id): (i32, i64) = obj.call_method0("__dlpack_device__")?.extract()?;
+    if kind != dlpack::KDL_CUDA && kind != dlpack::KDL_CUDA_MANAGED {
+        return Err(PyValueError::new_err(format!(
+            "the array lives on DLPack device type {kind} (2 is CUDA), not on the GPU: move it \
+             there first (tensor.cuda(), cupy.asarray), or use paraes.seal_message for host bytes"
+        )));
     }
-    Err(PyTypeError::new_err(format!(
-        "a {} is not a GPU array: pass an object with __cuda_array_interface__ or __dlpack__ \
-         (a torch CUDA tensor, a CuPy array, a paraes.cuda.DeviceBuffer)",
-        obj.get_type().name()?
-    )))
+    if id != 0 {
+        return Err(dlpack::wrong_device(&id.to_string()));
+    }
+    let readonly = cai
+        .and_then(|c| c.get_item("data").ok().flatten())
+        .and_then(|d| d.extract::<(u64, bool)>().ok())
+        .is_some_and(|(_, readonly)| readonly);
+    let kwargs = PyDict::new(obj.py());
+    kwargs.set_item("stream", work.protocol_handle())?;
+    let capsule = obj.call_method("__dlpack__", (), Some(&kwargs))?;
+    let consumed = dlpack::consume(&capsule)?;
+    Ok(ArrayBytes {
+        address: consumed.address,
+        len: consumed.len,
+        readonly,
+        _dlpack: Some(consumed),
+    })
 }
 
 /// The bytes a CUDA Array Interface (v2 or v3) dict describes; a v3 producer stream is

@@ -154,7 +154,7 @@ def test_seal_gives_pycas_records_and_open_round_trips(bits, protocol):
         salt, records, prefix = pyca_records(bits, key, data, context)
         base = device_bytes(data)
         version = {"cai2": 2, "cai3": 3, "dlpack": None}[protocol]
-        src = Producer(base, version=version)
+        src = Producer(base, version=version, dlpack_device=None if version else (2, 0))
         sealed = paraes.cuda.seal(src, key=key, salt=salt, context=context)
         assert isinstance(sealed, paraes.cuda.DeviceBuffer)
         assert sealed.nbytes == paraes.cuda.sealed_len(n) == len(records)
@@ -164,7 +164,8 @@ def test_seal_gives_pycas_records_and_open_round_trips(bits, protocol):
         if protocol == "dlpack":
             assert src.deleted == 1 and len(src.capsules) == 1
             assert api.PyCapsule_GetName(src.capsules[0]) == b"used_dltensor"
-        opened = paraes.cuda.open(Producer(sealed, version=version), key=key, salt=salt,
+        opened = paraes.cuda.open(Producer(sealed, version=version,
+                                           dlpack_device=None if version else (2, 0)), key=key, salt=salt,
                                   context=context)
         assert opened.to_bytes() == data and opened.nbytes == paraes.cuda.opened_len(len(records))
         assert base.to_bytes() == data  # out of place leaves the input as it was
@@ -178,7 +179,8 @@ def test_items_offsets_and_spans():
     for version in (2, 3, None):
         # float32 items of a 2-D shape from byte 32 (DLPack's byte_offset, CAI's pointer).
         n = (len(data) - 32) // 4
-        src = Producer(base, offset=32, shape=(n // 8, 8), dtype=np.float32, version=version)
+        src = Producer(base, offset=32, shape=(n // 8, 8), dtype=np.float32, version=version,
+                       dlpack_device=None if version else (2, 0))
         assert paraes.cuda.seal(src, key=key, salt=salt).to_bytes() == records
     # Whole chunks 1..2 of a longer message, then its last span from chunk 3.
     whole = data[:4 * CHUNK]
@@ -203,7 +205,8 @@ def test_in_place_round_trip_and_tampering_leaves_the_buffer(protocol):
         salt, records, _ = pyca_records(128, key, data)
         room = paraes.cuda.sealed_len(n) - n
         base = device_bytes(data, room)
-        src = Producer(base, version=protocol)
+        only = dict(version=protocol, dlpack_device=None if protocol else (2, 0))
+        src = Producer(base, **only)
         assert paraes.cuda.seal(src, key=key, salt=salt, inplace=True, length=n) == len(records)
         assert base.to_bytes() == records
         if n:
@@ -211,14 +214,14 @@ def test_in_place_round_trip_and_tampering_leaves_the_buffer(protocol):
             bad[len(bad) // 2] ^= 1
             tampered = device_bytes(bytes(bad))
             with pytest.raises(paraes.AuthenticationError, match="left as it was"):
-                paraes.cuda.open(Producer(tampered, version=protocol), key=key, salt=salt,
+                paraes.cuda.open(Producer(tampered, **only), key=key, salt=salt,
                                  inplace=True)
             assert tampered.to_bytes() == bytes(bad)
             wrong = seeded(16, 4)
             with pytest.raises(paraes.AuthenticationError):
                 paraes.cuda.open(src, key=wrong, salt=salt, inplace=True)
             assert base.to_bytes() == records
-        assert paraes.cuda.open(Producer(base, version=protocol), key=key, salt=salt,
+        assert paraes.cuda.open(Producer(base, **only), key=key, salt=salt,
                                 inplace=True) == n
         assert base.to_bytes() == data + bytes(room)
 
@@ -235,19 +238,21 @@ def test_refusals_say_what_to_do():
         (Producer(base, offset=8, version=None), ValueError, "16-byte boundary"),
         (Producer(base, version=None, dlpack_device=(1, 0)), ValueError, "device type 1"),
         (Producer(base, version=None, dlpack_device=(2, 1)), ValueError, "device 0 only"),
-        (Producer(base, version=1), ValueError, "versions 2 and 3"),
+        (Producer(base, version=1, dlpack_device=None), ValueError, "versions 2 and 3"),
         (np.zeros(16, np.uint8), ValueError, "device type 1"),
         (b"host bytes", TypeError, "not a GPU array"),
     ]
     for obj, exc, text in cases:
         with pytest.raises(exc, match=text):
             paraes.cuda.seal(obj, **kw)
-    no_pointer = Producer(base)
+    no_pointer = Producer(base, dlpack_device=None)
     no_pointer.base = type("Null", (), {"__cuda_array_interface__": {"data": (0, False)}})()
     with pytest.raises(ValueError, match="no device pointer"):
         paraes.cuda.seal(no_pointer, **kw)
-    with pytest.raises(ValueError, match="read-only"):
-        paraes.cuda.open(Producer(base, readonly=True), inplace=True, **kw)
+    for dlpack_device in (None, (2, 0)):  # DLPack takes the flag from the interface too
+        with pytest.raises(ValueError, match="read-only"):
+            paraes.cuda.open(Producer(base, readonly=True, dlpack_device=dlpack_device),
+                             inplace=True, **kw)
     with pytest.raises(ValueError, match="needs length="):
         paraes.cuda.seal(Producer(base), inplace=True, **kw)
     with pytest.raises(ValueError, match="needs"):
@@ -277,8 +282,8 @@ def test_streams():
     class CupyLike:
         ptr = 0
 
-    # The legacy default stream (0 or 1) by int, .cuda_stream and .ptr: the stand-in has no
-    # per-thread stream (2) and no way to make a caller's stream from Python here.
+    # The legacy default stream (0 or 1) by int, .cuda_stream and .ptr (the stand-in has no
+    # per-thread stream 2; a stream of its own is the next test's).
     for stream in (0, 1, TorchLike(), CupyLike()):
         src = Producer(base, version=None)
         out = paraes.cuda.seal(src, key=key, salt=salt, stream=stream)
@@ -290,9 +295,9 @@ def test_streams():
     paraes.cuda.seal(own, key=key, salt=salt)
     assert own.streams_asked[0] not in (None, 0)  # paraes' own stream, by handle
     # A CAI v3 producer's stream is synchronized first; stream 0 is not allowed by the spec.
-    assert paraes.cuda.seal(Producer(base, cai_stream=1), key=key, salt=salt).to_bytes() == records
+    assert paraes.cuda.seal(Producer(base, cai_stream=1, dlpack_device=None), key=key, salt=salt).to_bytes() == records
     with pytest.raises(ValueError, match="stream 0"):
-        paraes.cuda.seal(Producer(base, cai_stream=0), key=key, salt=salt)
+        paraes.cuda.seal(Producer(base, cai_stream=0, dlpack_device=None), key=key, salt=salt)
     with pytest.raises(TypeError, match="stream= takes"):
         paraes.cuda.seal(base, key=key, salt=salt, stream="s")
     loaded = device_bytes(data)
@@ -388,7 +393,7 @@ def test_a_callers_stream_orders_the_work_and_results_are_read_after_it():
         room = device_bytes(data, paraes.cuda.sealed_len(len(data)) - len(data))
         assert paraes.cuda.seal(Producer(room), key=key, salt=salt, inplace=True,
                                 length=len(data), stream=s) == len(expected)
-        again = paraes.cuda.open(Producer(room, cai_stream=s), key=key, salt=salt)
+        again = paraes.cuda.open(Producer(room, cai_stream=s, dlpack_device=None), key=key, salt=salt)
         assert again.to_bytes() == data
         assert room.to_bytes() == expected
     finally:

@@ -17,9 +17,12 @@ Any GPU array: ``seal`` and ``open``
 C-contiguous array in GPU memory (device 0) that offers ``__cuda_array_interface__`` (versions
 2 and 3: CuPy, Numba, PyTorch) or DLPack (``__dlpack__``/``__dlpack_device__``: PyTorch, CuPy,
 JAX), viewed as bytes (item size x element count, from ``data + byte_offset``); nothing is
-copied to the host. Where an object offers both, the CUDA Array Interface is used (it says
-whether the array is read-only). A DLPack capsule is consumed once (renamed
-``used_dltensor``) and its deleter is called when paraes is done with the memory.
+copied to the host. Where an object offers both, DLPack is used: its producer makes the bytes
+ready on the stream paraes works on, which a CUDA Array Interface v2 (PyTorch's) cannot say;
+the interface's read-only flag is still honoured. A DLPack capsule is consumed once (renamed
+``used_dltensor``) and its deleter is called when paraes is done with the memory. Through the
+CUDA Array Interface alone, a v2 producer's pending work is not waited for: synchronize it
+first, or pass its stream as ``stream=``.
 
 The layout is Cobblestone (C2SP chunked encryption, format v3's body): the plaintext in
 16 KiB chunks, each sealed with AES-GCM into a record of its ciphertext and 16-byte tag, the
