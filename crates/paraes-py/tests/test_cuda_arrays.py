@@ -300,8 +300,15 @@ def test_streams():
         paraes.cuda.seal(Producer(base, cai_stream=0, dlpack_device=None), key=key, salt=salt)
     with pytest.raises(TypeError, match="stream= takes"):
         paraes.cuda.seal(base, key=key, salt=salt, stream="s")
-    loaded = device_bytes(data)
-    assert loaded.to_bytes() == data
+    # load and save take stream= too (the legacy default stream here).
+    import tempfile
+    k = paraes.generate_key()
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "c.paraes")
+        assert paraes.cuda.save(base, path, keys=[k], stream=TorchLike()) > len(data)
+        loaded = paraes.cuda.load(path, keys=[k], stream=0)
+        assert loaded.to_bytes() == data
+        assert loaded.__cuda_array_interface__["stream"] is None  # whole on return
 
 
 # --- DeviceBuffer as a DLPack producer -------------------------------------------------------
