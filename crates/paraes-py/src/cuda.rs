@@ -7,11 +7,13 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use paraes_gpu::{DeviceMemory, DeviceMemoryError, GpuEngine, GpuOptions, GpuStream};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 use crate::containers;
+use crate::cuda_arrays::WorkStream;
+use crate::dlpack;
 use crate::errors;
 use crate::keys::{SealArgs, UnlockArgs};
 
@@ -19,11 +21,12 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cuda_load, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_save, m)?)?;
     m.add_class::<DeviceBuffer>()?;
+    crate::cuda_arrays::register(m)?;
     Ok(())
 }
 
 /// The GPU engine of this process (device 0), started on first use.
-fn gpu() -> PyResult<&'static GpuEngine> {
+pub(crate) fn gpu() -> PyResult<&'static GpuEngine> {
     static ENGINE: OnceLock<GpuEngine> = OnceLock::new();
     if let Some(engine) = ENGINE.get() {
         return Ok(engine);
@@ -35,7 +38,7 @@ fn gpu() -> PyResult<&'static GpuEngine> {
 
 /// A device-memory error as a Python exception: tampering and bad containers as the file
 /// API's `paraes.Error`, bad arguments as `ValueError`, file errors as the file API's.
-fn device_error(e: DeviceMemoryError) -> PyErr {
+pub(crate) fn device_error(e: DeviceMemoryError) -> PyErr {
     match e {
         DeviceMemoryError::Container { name, source } => errors::container(source, &name),
         DeviceMemoryError::File(e) => errors::file(e),
@@ -55,6 +58,38 @@ fn device_error(e: DeviceMemoryError) -> PyErr {
 pub struct DeviceBuffer {
     memory: DeviceMemory,
     stream: GpuStream,
+    /// The caller's stream its bytes were made on, if a call with `stream=` made them: they
+    /// are whole once that stream reaches this point (None: whole already).
+    ready_on: Option<usize>,
+}
+
+impl DeviceBuffer {
+    /// A buffer of the engine's memory (`stream`: the engine's, which frees it), whose bytes
+    /// are whole once the caller's stream `ready_on` reaches this point (None: already).
+    pub(crate) fn new(memory: DeviceMemory, stream: GpuStream, ready_on: Option<usize>) -> Self {
+        DeviceBuffer {
+            memory,
+            stream,
+            ready_on,
+        }
+    }
+
+    /// Waits until its bytes are whole, unless the consumer orders its work after
+    /// `consumer` (the same stream as the one they are made on; -1: the consumer orders it).
+    fn make_ready(&self, consumer: Option<i64>) -> PyResult<()> {
+        let Some(made_on) = self.ready_on else {
+            return Ok(());
+        };
+        if consumer == Some(-1) || consumer == Some(made_on as i64) {
+            return Ok(());
+        }
+        // SAFETY: `made_on` is the caller's stream of the call that made this buffer, which
+        // the caller keeps alive until its work is done (the `stream=` contract).
+        let stream = unsafe { crate::cuda_arrays::borrow(gpu()?, made_on) };
+        stream
+            .synchronize()
+            .map_err(|e| errors::Error::new_err(e.to_string()))
+    }
 }
 
 #[pymethods]
@@ -74,6 +109,7 @@ impl DeviceBuffer {
     /// A COPY of its bytes in host memory (for tests and small buffers: it brings plaintext
     /// to the host).
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        self.make_ready(None)?;
         let mut out = vec![0u8; self.memory.len()];
         self.stream
             .synchronize()
@@ -84,8 +120,9 @@ impl DeviceBuffer {
     }
 
     /// Version 3 of the CUDA Array Interface: a one-dimensional C-contiguous array of bytes
-    /// (`|u1`). `stream` is None: the bytes are whole when the buffer is returned, so a
-    /// consumer needs no synchronization.
+    /// (`|u1`). `stream` is None when the bytes were whole when the buffer was returned (no
+    /// `stream=`), else the caller's stream they are made on, to synchronize with (1: the
+    /// legacy default stream).
     #[getter]
     fn __cuda_array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
@@ -94,8 +131,42 @@ impl DeviceBuffer {
         d.set_item("data", (self.memory.address(), false))?;
         d.set_item("strides", py.None())?;
         d.set_item("version", 3)?;
-        d.set_item("stream", py.None())?;
+        d.set_item("stream", self.ready_on)?;
         Ok(d)
+    }
+
+    /// DLPack's device of the buffer: (2, 0), kDLCUDA device 0.
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        (dlpack::KDL_CUDA, 0)
+    }
+
+    /// A "dltensor" capsule of its bytes (one-dimensional uint8 on CUDA device 0) for
+    /// `torch.from_dlpack` and the like; the buffer stays alive until the consumer's deleter
+    /// runs. `stream`: the consumer's stream (DLPack's rule: the bytes are made safe to use
+    /// there; -1: the consumer synchronizes). An unversioned capsule whatever `max_version`.
+    #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
+    fn __dlpack__<'py>(
+        slf: &Bound<'py, Self>,
+        stream: Option<i64>,
+        max_version: Option<(u32, u32)>,
+        dl_device: Option<(i32, i32)>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let _ = max_version;
+        if dl_device.is_some_and(|d| d != (dlpack::KDL_CUDA, 0)) {
+            return Err(PyBufferError::new_err(
+                "a paraes.cuda.DeviceBuffer lives on CUDA device 0 and cannot be exported to                  another device: copy it there with the consuming library",
+            ));
+        }
+        if copy == Some(true) {
+            return Err(PyBufferError::new_err(
+                "a paraes.cuda.DeviceBuffer is exported without a copy: copy it with the                  consuming library",
+            ));
+        }
+        let this = slf.borrow();
+        this.make_ready(stream)?;
+        let (address, len) = (this.memory.address(), this.memory.len());
+        dlpack::export(slf.as_any(), address, len)
     }
 }
 
@@ -105,7 +176,7 @@ impl DeviceBuffer {
 /// `paraes.AuthenticationError`
 /// and no plaintext is returned.
 #[pyfunction]
-#[pyo3(signature = (path, *, keys = None, identities = None, passphrase = None, ssh_passphrase = None, max_kdf_mib = None, allow_unverified_slot = false, device = 0))]
+#[pyo3(signature = (path, *, keys = None, identities = None, passphrase = None, ssh_passphrase = None, max_kdf_mib = None, allow_unverified_slot = false, device = None, stream = None))]
 #[allow(clippy::too_many_arguments)]
 fn cuda_load(
     py: Python<'_>,
@@ -116,12 +187,11 @@ fn cuda_load(
     ssh_passphrase: Option<&Bound<'_, PyAny>>,
     max_kdf_mib: Option<u64>,
     allow_unverified_slot: bool,
-    device: usize,
+    device: Option<&Bound<'_, PyAny>>,
+    stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<DeviceBuffer> {
-    if device != 0 {
-        return Err(PyValueError::new_err(format!(
-            "device={device}: paraes.cuda runs on device 0 only; select another GPU with CUDA_VISIBLE_DEVICES"
-        )));
+    if let Some(device) = device.filter(|d| !d.eq(0).unwrap_or(false)) {
+        return Err(dlpack::wrong_device(&device.repr()?.to_string()));
     }
     let args = UnlockArgs {
         keys,
@@ -133,6 +203,14 @@ fn cuda_load(
     };
     let unlock = args.unlock()?;
     let engine = gpu()?;
+    // Loading waits for every piece whatever the stream: the bytes are whole on return. A
+    // caller's stream only orders the load after the caller's work there.
+    let work = WorkStream::new(engine, stream)?;
+    if work.caller.is_some() {
+        work.stream
+            .synchronize()
+            .map_err(|e| errors::Error::new_err(e.to_string()))?;
+    }
     let stream = engine.default_stream();
     let (memory, loaded) = py
         .detach(|| paraes_gpu::device_memory::load_container(engine, &path, &unlock, &stream))
@@ -140,7 +218,7 @@ fn cuda_load(
     if let Some(warning) = loaded.warning {
         errors::warn(&warning)?;
     }
-    Ok(DeviceBuffer { memory, stream })
+    Ok(DeviceBuffer::new(memory, stream, None))
 }
 
 /// Seals all of `buffer` into a new v3 container `path` (`paraes dec` opens it) for keys,
@@ -149,7 +227,7 @@ fn cuda_load(
 /// come to the host. `path` appears only when whole; an existing file is kept unless `replace`.
 /// Returns the container's length in bytes.
 #[pyfunction]
-#[pyo3(signature = (buffer, path, *, keys = None, recipients = None, passphrase = None, bits = 256, replace = false))]
+#[pyo3(signature = (buffer, path, *, keys = None, recipients = None, passphrase = None, bits = 256, replace = false, stream = None))]
 #[allow(clippy::too_many_arguments)]
 fn cuda_save(
     buffer: PyRef<'_, DeviceBuffer>,
@@ -159,6 +237,7 @@ fn cuda_save(
     passphrase: Option<&Bound<'_, PyAny>>,
     bits: u32,
     replace: bool,
+    stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<u64> {
     let key_size = containers::key_size(bits)?;
     let args = SealArgs {
@@ -171,13 +250,17 @@ fn cuda_save(
         .map_err(errors::file)?;
     let recipients = args.recipients()?;
     let engine = gpu()?;
+    let work = WorkStream::new(engine, stream)?;
+    if work.caller.is_none() {
+        buffer.make_ready(None)?;
+    }
     let saved = paraes_gpu::device_memory::save_container(
         engine,
         &buffer.memory,
         &path,
         replace,
         (key_size, &recipients),
-        &buffer.stream,
+        &work.stream,
     )
     .map_err(device_error)?;
     for warning in &saved.warnings {

@@ -13,6 +13,8 @@
 mod buffer;
 mod containers;
 mod cuda;
+mod cuda_arrays;
+mod dlpack;
 mod errors;
 mod files;
 mod keys;

@@ -4,11 +4,16 @@ Nothing here skips: a test that cannot run fails and says why (scripts/test-pyth
 PARAES_BIN to target/release/paraes and installs every package the tests import).
 """
 
+import ctypes.util
+import hashlib
 import os
+import pathlib
 import random
 import subprocess
 
 import pytest
+
+KERNELS = pathlib.Path(__file__).resolve().parents[3] / "kernels"
 
 
 @pytest.fixture(scope="session")
@@ -53,3 +58,23 @@ def private(tmp_path):
         return path
 
     return write
+
+
+@pytest.fixture(scope="session")
+def cuda_driver(tmp_path_factory):
+    """The NVIDIA driver where one is installed, else the stand-in, compiled here."""
+    if os.environ.get("PARAES_CUDA_STANDIN") or ctypes.util.find_library("cuda"):
+        return
+    sources = [KERNELS / f for f in ("aes.cu", "ghash.cuh", "emulate/cuda-standin.cpp",
+                                     "emulate/cuda-on-cpu.h", "emulate/cuda-threads.h",
+                                     "emulate/standin-state.h")]
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:16]
+    lib = tmp_path_factory.getbasetemp() / f"libcuda-standin-{digest}.so"
+    cxx = os.environ.get("CXX", "c++")
+    proc = subprocess.run([cxx, "-O3", "-std=c++17", "-Wno-unknown-pragmas",
+                           "-DBLOCKS_PER_THREAD=4", "-DMAX_THREADS=512", "-shared", "-fPIC",
+                           "-pthread", "-Wl,-soname,libcuda.so", "-o", str(lib),
+                           str(KERNELS / "emulate/cuda-standin.cpp")], capture_output=True)
+    if proc.returncode != 0:
+        pytest.fail(f"{cxx} could not build the CUDA stand-in: {proc.stderr.decode()}")
+    os.environ["PARAES_CUDA_STANDIN"] = str(lib)

@@ -118,6 +118,16 @@ class DeviceBuffer:
     def device(self) -> int: ...
     @property
     def __cuda_array_interface__(self) -> dict: ...
+    def __dlpack_device__(self) -> tuple[int, int]: ...
+    def __dlpack__(
+        self,
+        *,
+        stream: Optional[int] = None,
+        max_version: Optional[tuple[int, int]] = None,
+        dl_device: Optional[tuple[int, int]] = None,
+        copy: Optional[bool] = None,
+    ) -> Any:
+        """A "dltensor" capsule of its bytes (1-D uint8, CUDA device 0)."""
     def to_bytes(self) -> bytes:
         """A COPY of the bytes in host memory (tests, small data)."""
 
@@ -131,6 +141,7 @@ def cuda_load(
     max_kdf_mib: Optional[int] = None,
     allow_unverified_slot: bool = False,
     device: int = 0,
+    stream: Any = None,
 ) -> DeviceBuffer:
     """paraes.cuda.load: the plaintext of the v3 container path in device memory."""
 
@@ -143,8 +154,37 @@ def cuda_save(
     passphrase: Optional[Passphrase] = None,
     bits: int = 256,
     replace: bool = False,
+    stream: Any = None,
 ) -> int:
     """paraes.cuda.save: buffer sealed on the device into a new v3 container; its length."""
+
+def cuda_seal(
+    obj: Any,
+    *,
+    key: bytes,
+    salt: bytes,
+    context: bytes = b"",
+    first_chunk: int = 0,
+    last: bool = True,
+    inplace: bool = False,
+    length: Optional[int] = None,
+    stream: Any = None,
+) -> "DeviceBuffer | int":
+    """paraes.cuda.seal: a GPU array's bytes sealed as Cobblestone chunk records."""
+
+def cuda_open(
+    obj: Any,
+    *,
+    key: bytes,
+    salt: bytes,
+    context: bytes = b"",
+    first_chunk: int = 0,
+    last: bool = True,
+    inplace: bool = False,
+    length: Optional[int] = None,
+    stream: Any = None,
+) -> "DeviceBuffer | int":
+    """paraes.cuda.open: Cobblestone chunk records in a GPU array opened, every tag first."""
 
 def generate_key(bits: int = 256) -> bytes:
     """A fresh random AES key of 128, 192 or 256 bits, as raw bytes."""

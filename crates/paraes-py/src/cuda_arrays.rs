@@ -1,0 +1,387 @@
+//! `paraes.cuda.seal` and `paraes.cuda.open` (issue 38 item 3): Cobblestone chunk records sealed
+//! and opened in a caller's GPU memory, found through `__cuda_array_interface__` (v2, v3) or
+//! DLPack and viewed as bytes, out of place (a new `DeviceBuffer`) or in place; and the
+//! `stream=` argument every `paraes.cuda` call takes (None, a `CUstream` handle, or an object
+//! with `.cuda_stream` or `.ptr`).
+
+use paraes_core::cobblestone::{MessageKeys, Variant, SALT_LEN};
+use paraes_gpu::{ChunkSpan, DeviceMemory, GpuEngine, GpuStream};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use zeroize::Zeroizing;
+
+use crate::cuda::{device_error, gpu, DeviceBuffer};
+use crate::dlpack;
+use crate::errors;
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(cuda_seal, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_open, m)?)?;
+    Ok(())
+}
+
+/// Where the work of a call is ordered: paraes' own stream (synchronized before the call
+/// returns) or the caller's (`handle`, borrowed; not synchronized).
+pub struct WorkStream {
+    pub stream: GpuStream,
+    pub caller: Option<usize>,
+}
+
+impl WorkStream {
+    /// `stream=` of a call: None, an int handle, or an object with `.cuda_stream` (PyTorch)
+    /// or `.ptr` (CuPy).
+    pub fn new(engine: &GpuEngine, stream: Option<&Bound<'_, PyAny>>) -> PyResult<WorkStream> {
+        let Some(stream) = stream.filter(|s| !s.is_none()) else {
+            return Ok(WorkStream {
+                stream: engine.default_stream(),
+                caller: None,
+            });
+        };
+        let handle = if let Ok(h) = stream.getattr("cuda_stream") {
+            h
+        } else if let Ok(h) = stream.getattr("ptr") {
+            h
+        } else {
+            stream.clone()
+        };
+        let handle: usize = handle.extract().map_err(|_| {
+            PyTypeError::new_err(
+                "stream= takes None, a CUstream handle (int >= 0), a torch.cuda.Stream or a \
+                 cupy.cuda.Stream",
+            )
+        })?;
+        // SAFETY: the documented contract of `stream=`: a live stream of device 0's primary
+        // context that the caller keeps alive while the call's work may run.
+        let borrowed = unsafe { borrow(engine, handle) };
+        Ok(WorkStream {
+            stream: borrowed,
+            caller: Some(handle),
+        })
+    }
+
+    /// The stream as DLPack's `__dlpack__(stream=)` and CAI's `stream` name it (1 for the
+    /// legacy default stream, never 0).
+    pub fn protocol_handle(&self) -> usize {
+        match self.stream.handle() {
+            0 => 1,
+            h => h,
+        }
+    }
+
+    /// Waits for the work unless it runs on the caller's stream.
+    pub fn finish(&self) -> PyResult<()> {
+        if self.caller.is_none() {
+            self.stream
+                .synchronize()
+                .map_err(|e| errors::Error::new_err(e.to_string()))?;
+        }
+        Ok(())
+    }
+}
+
+/// `engine.borrow_stream(handle)`, with the protocols' 1 (`CU_STREAM_LEGACY`) as 0 (the
+/// same legacy default stream; the CUDA stand-in knows only 0).
+///
+/// # Safety
+/// As [`GpuEngine::borrow_stream`].
+pub unsafe fn borrow(engine: &GpuEngine, handle: usize) -> GpuStream {
+    let handle = if handle == 1 { 0 } else { handle };
+    // SAFETY: the caller's contract is borrow_stream's.
+    unsafe { engine.borrow_stream(handle) }
+}
+
+/// A caller's GPU array seen as bytes; a consumed DLPack tensor's deleter runs when it drops.
+struct ArrayBytes {
+    address: u64,
+    len: usize,
+    readonly: bool,
+    _dlpack: Option<dlpack::Consumed>,
+}
+
+/// Finds the bytes of `obj` through DLPack (preferred: the producer makes them ready on the
+/// consumer's stream, which a CUDA Array Interface v2 such as PyTorch's cannot say) or
+/// `__cuda_array_interface__`, made ready for work on `work`. A DLPack array that also has the
+/// interface is read-only if the interface says so.
+fn array_bytes(
+    obj: &Bound<'_, PyAny>,
+    engine: &GpuEngine,
+    work: &WorkStream,
+) -> PyResult<ArrayBytes> {
+    let cai = obj
+        .getattr("__cuda_array_interface__")
+        .ok()
+        .and_then(|c| c.cast_into::<PyDict>().ok());
+    if !(obj.hasattr("__dlpack__")? && obj.hasattr("__dlpack_device__")?) {
+        return match cai {
+            Some(cai) => cai_bytes(&cai, engine),
+            None => Err(PyTypeError::new_err(format!(
+                "a {} is not a GPU array: pass an object with __dlpack__ or \
+                 __cuda_array_interface__ (a torch CUDA tensor, a CuPy array, a \
+                 paraes.cuda.DeviceBuffer)",
+                obj.get_type().name()?
+            ))),
+        };
+    }
+    let (kind, id): (i32, i64) = obj.call_method0("__dlpack_device__")?.extract()?;
+    if kind != dlpack::KDL_CUDA && kind != dlpack::KDL_CUDA_MANAGED {
+        return Err(PyValueError::new_err(format!(
+            "the array lives on DLPack device type {kind} (2 is CUDA), not on the GPU: move it \
+             there first (tensor.cuda(), cupy.asarray), or use paraes.seal_message for host bytes"
+        )));
+    }
+    if id != 0 {
+        return Err(dlpack::wrong_device(&id.to_string()));
+    }
+    let readonly = cai
+        .and_then(|c| c.get_item("data").ok().flatten())
+        .and_then(|d| d.extract::<(u64, bool)>().ok())
+        .is_some_and(|(_, readonly)| readonly);
+    let kwargs = PyDict::new(obj.py());
+    kwargs.set_item("stream", work.protocol_handle())?;
+    let capsule = obj.call_method("__dlpack__", (), Some(&kwargs))?;
+    let consumed = dlpack::consume(&capsule)?;
+    Ok(ArrayBytes {
+        address: consumed.address,
+        len: consumed.len,
+        readonly,
+        _dlpack: Some(consumed),
+    })
+}
+
+/// The bytes a CUDA Array Interface (v2 or v3) dict describes; a v3 producer stream is
+/// synchronized before paraes uses them, as the interface asks of a consumer.
+fn cai_bytes(cai: &Bound<'_, PyDict>, engine: &GpuEngine) -> PyResult<ArrayBytes> {
+    let get = |k: &str| cai.get_item(k);
+    let version: i64 = get("version")?
+        .map(|v| v.extract())
+        .transpose()?
+        .unwrap_or(0);
+    if !(2..=3).contains(&version) {
+        return Err(PyValueError::new_err(format!(
+            "__cuda_array_interface__ version {version}: paraes.cuda reads versions 2 and 3; \
+             upgrade the producing library"
+        )));
+    }
+    if get("mask")?.is_some_and(|m| !m.is_none()) {
+        return Err(PyValueError::new_err(
+            "a masked CUDA array: pass the array without a mask",
+        ));
+    }
+    let shape: Vec<u64> = get("shape")?
+        .ok_or_else(|| PyValueError::new_err("__cuda_array_interface__ has no shape"))?
+        .extract()?;
+    let typestr: String = get("typestr")?
+        .ok_or_else(|| PyValueError::new_err("__cuda_array_interface__ has no typestr"))?
+        .extract()?;
+    let itemsize: u64 = typestr
+        .get(2..)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| PyValueError::new_err(format!("typestr {typestr:?} names no item size")))?;
+    let data = get("data")?.filter(|d| !d.is_none());
+    let (address, readonly): (u64, bool) = match data {
+        Some(d) => d.extract()?,
+        None => (0, false),
+    };
+    let strides: Option<Vec<i64>> = get("strides")?
+        .filter(|s| !s.is_none())
+        .map(|s| s.extract())
+        .transpose()?;
+    dlpack::check_contiguous(&shape, strides.as_deref(), itemsize as i64)?;
+    let len = shape
+        .iter()
+        .try_fold(itemsize, |n, &d| n.checked_mul(d))
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| PyValueError::new_err("the CUDA array is larger than memory"))?;
+    if address == 0 && len > 0 {
+        return Err(PyValueError::new_err(
+            "__cuda_array_interface__ gives no device pointer: pass an array in GPU memory",
+        ));
+    }
+    if version >= 3 {
+        if let Some(stream) = get("stream")?.filter(|s| !s.is_none()) {
+            let handle: usize = stream.extract()?;
+            if handle == 0 {
+                return Err(PyValueError::new_err(
+                    "__cuda_array_interface__ stream 0 is not allowed by the interface (1 is the \
+                     legacy default stream): fix the producer",
+                ));
+            }
+            // SAFETY: the interface's contract: the producer's stream is live while its array
+            // is being consumed.
+            let producer = unsafe { borrow(engine, handle) };
+            producer
+                .synchronize()
+                .map_err(|e| errors::Error::new_err(e.to_string()))?;
+        }
+    }
+    Ok(ArrayBytes {
+        address,
+        len,
+        readonly,
+        _dlpack: None,
+    })
+}
+
+/// A Cobblestone key, salt and context as the message's keys.
+fn message_keys(key: &[u8], salt: &[u8], context: &[u8]) -> PyResult<MessageKeys> {
+    let variant = match key.len() {
+        16 => Variant::Cobblestone128,
+        32 => Variant::Cobblestone256,
+        n => {
+            return Err(PyValueError::new_err(format!(
+                "key= is 16 bytes (Cobblestone-128) or 32 bytes (Cobblestone-256) of uniformly \
+                 random data, not {n} bytes"
+            )))
+        }
+    };
+    let salt: &[u8; SALT_LEN] = salt.try_into().map_err(|_| {
+        PyValueError::new_err(format!(
+            "salt= is {SALT_LEN} bytes (fresh and random for every message: os.urandom(24)), not {}",
+            salt.len()
+        ))
+    })?;
+    MessageKeys::derive(variant, key, salt, context).map_err(errors::message)
+}
+
+/// The shared body of `cuda_seal` and `cuda_open`.
+#[allow(clippy::too_many_arguments)]
+fn records(
+    py: Python<'_>,
+    seal: bool,
+    obj: &Bound<'_, PyAny>,
+    (key, salt, context): (Vec<u8>, Vec<u8>, Vec<u8>),
+    (first_chunk, last): (u64, bool),
+    inplace: bool,
+    length: Option<usize>,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let key = Zeroizing::new(key);
+    let keys = message_keys(&key, &salt, &context)?;
+    let cipher = keys.chunks();
+    let span = ChunkSpan {
+        cipher: &cipher,
+        first_index: first_chunk,
+        last,
+    };
+    let engine = gpu()?;
+    let work = WorkStream::new(engine, stream)?;
+    let array = array_bytes(obj, engine, &work)?;
+    // SAFETY: the protocols' contract: the producer keeps these bytes allocated while the
+    // consumer uses them (the DLPack tensor until its deleter, which runs after this call's
+    // work is enqueued; the caller keeps `obj` alive until work on its stream= is done).
+    let mut memory = unsafe { DeviceMemory::from_raw(&work.stream, array.address, array.len) }
+        .map_err(device_error)?;
+    if !inplace {
+        if length.is_some() {
+            return Err(PyValueError::new_err(
+                "length= is for inplace=True: out of place, all of the array is sealed or opened",
+            ));
+        }
+        let out_len = if seal {
+            span.sealed_len(array.len)
+        } else {
+            span.opened_len(array.len)
+        }
+        .map_err(device_error)?;
+        let own = engine.default_stream();
+        let mut output = DeviceMemory::zeroed(&own, out_len)
+            .map_err(|e| errors::Error::new_err(e.to_string()))?;
+        py.detach(|| {
+            if seal {
+                engine.seal_device(&span, &memory, &mut output, &work.stream)
+            } else {
+                engine.open_device(&span, &memory, &mut output, &work.stream)
+            }
+        })
+        .map_err(device_error)?;
+        work.finish()?;
+        drop(array);
+        let buffer = DeviceBuffer::new(output, own, work.caller.map(|_| work.protocol_handle()));
+        return Ok(Py::new(py, buffer)?.into_any());
+    }
+    if array.readonly {
+        return Err(PyValueError::new_err(
+            "the array is read-only (its __cuda_array_interface__ says so): seal or open it out \
+             of place (inplace=False), or pass a writable array",
+        ));
+    }
+    let len = match (seal, length) {
+        (_, Some(n)) => n,
+        (false, None) => array.len,
+        (true, None) => {
+            return Err(PyValueError::new_err(
+                "inplace=True sealing needs length=: the plaintext bytes at the array's start \
+                 (the array must hold paraes.cuda.sealed_len(length) bytes)",
+            ))
+        }
+    };
+    let written = py
+        .detach(|| {
+            if seal {
+                engine.seal_device_in_place(&span, &mut memory, len, &work.stream)
+            } else {
+                engine.open_device_in_place(&span, &mut memory, len, &work.stream)
+            }
+        })
+        .map_err(device_error)?;
+    work.finish()?;
+    drop(array);
+    Ok(written.into_pyobject(py)?.into_any().unbind())
+}
+
+/// Seals the bytes of a GPU array as Cobblestone chunk records (cuda.py documents it).
+#[pyfunction]
+#[pyo3(signature = (obj, *, key, salt, context = Vec::new(), first_chunk = 0, last = true, inplace = false, length = None, stream = None))]
+#[allow(clippy::too_many_arguments)]
+fn cuda_seal(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    key: Vec<u8>,
+    salt: Vec<u8>,
+    context: Vec<u8>,
+    first_chunk: u64,
+    last: bool,
+    inplace: bool,
+    length: Option<usize>,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    records(
+        py,
+        true,
+        obj,
+        (key, salt, context),
+        (first_chunk, last),
+        inplace,
+        length,
+        stream,
+    )
+}
+
+/// Opens Cobblestone chunk records in a GPU array, verifying every tag first (cuda.py).
+#[pyfunction]
+#[pyo3(signature = (obj, *, key, salt, context = Vec::new(), first_chunk = 0, last = true, inplace = false, length = None, stream = None))]
+#[allow(clippy::too_many_arguments)]
+fn cuda_open(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    key: Vec<u8>,
+    salt: Vec<u8>,
+    context: Vec<u8>,
+    first_chunk: u64,
+    last: bool,
+    inplace: bool,
+    length: Option<usize>,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    records(
+        py,
+        false,
+        obj,
+        (key, salt, context),
+        (first_chunk, last),
+        inplace,
+        length,
+        stream,
+    )
+}
