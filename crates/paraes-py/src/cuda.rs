@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 use crate::containers;
-use crate::cuda_arrays::WorkStream;
+use crate::cuda_streams::WorkStream;
 use crate::dlpack;
 use crate::errors;
 use crate::keys::{SealArgs, UnlockArgs};
@@ -21,7 +21,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cuda_load, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_save, m)?)?;
     m.add_class::<DeviceBuffer>()?;
-    crate::cuda_arrays::register(m)?;
     Ok(())
 }
 
@@ -85,7 +84,7 @@ impl DeviceBuffer {
         }
         // SAFETY: `made_on` is the caller's stream of the call that made this buffer, which
         // the caller keeps alive until its work is done (the `stream=` contract).
-        let stream = unsafe { crate::cuda_arrays::borrow(gpu()?, made_on) };
+        let stream = unsafe { crate::cuda_streams::borrow(gpu()?, made_on) };
         stream
             .synchronize()
             .map_err(|e| errors::Error::new_err(e.to_string()))

@@ -14,6 +14,7 @@ mod buffer;
 mod containers;
 mod cuda;
 mod cuda_arrays;
+mod cuda_streams;
 mod dlpack;
 mod errors;
 mod files;
@@ -80,6 +81,7 @@ fn _paraes(m: &Bound<'_, PyModule>) -> PyResult<()> {
     keys::register(m)?;
     files::register(m)?;
     cuda::register(m)?;
+    cuda_arrays::register(m)?;
     m.add_class::<writer::Writer>()?;
     m.add_class::<reader::Reader>()?;
     m.add("THREADED_FROM", THREADED_FROM)?;
