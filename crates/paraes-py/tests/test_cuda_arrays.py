@@ -77,11 +77,11 @@ class Producer:
     (`dlpack_device` its device tuple; None: no DLPack)."""
 
     def __init__(self, base, offset=0, shape=None, dtype=np.uint8, strides=None, version=3,
-                 readonly=False, dlpack_device=(2, 0), cai_stream=None):
+                 readonly=False, dlpack_device=(2, 0), cai_stream=None, lanes=1):
         self.base, self.offset, self.dtype = base, offset, np.dtype(dtype)
         self.shape = shape if shape is not None else ((base.nbytes - offset) // self.dtype.itemsize,)
         self.strides, self.version, self.readonly = strides, version, readonly
-        self.dlpack_device, self.cai_stream = dlpack_device, cai_stream
+        self.dlpack_device, self.cai_stream, self.lanes = dlpack_device, cai_stream, lanes
         self.deleted, self.capsules, self.streams_asked, self._keep = 0, [], [], []
 
     def __getattr__(self, name):
@@ -111,7 +111,7 @@ class Producer:
         base_ptr = self.base.__cuda_array_interface__["data"][0]
         m.dl_tensor = DLTensor(base_ptr, DLDevice(*self.dlpack_device), ndim,
                                DLDataType({"u": 1, "i": 0, "f": 2}[self.dtype.kind],
-                                          self.dtype.itemsize * 8, 1),
+                                          self.dtype.itemsize * 8, self.lanes),
                                shape, strides, self.offset)
 
         def deleter(_ptr):
@@ -268,6 +268,27 @@ def test_refusals_say_what_to_do():
     with pytest.raises(ValueError):
         paraes.cuda.seal(bad, **kw)
     assert bad.deleted == 1
+
+
+def test_malformed_dlpack_tensors_are_refused_not_read_as_other_bytes():
+    """A negative dimension or 0-bit elements were read as an empty tensor, a shape whose
+    product wraps 2^64 as a few bytes (or none), and a byte_offset that wraps the address as
+    memory before the array: each sealed something other than the array, silently."""
+    key, salt = seeded(32, 20), seeded(24, 21)
+    base = device_bytes(seeded(4096, 22))
+    cases = [
+        (dict(shape=(-1,)), "negative dimension"),
+        (dict(shape=(4, -16)), "negative dimension"),
+        (dict(shape=(2 ** 32, 2 ** 32)), "larger than memory"),
+        (dict(shape=(2 ** 62, 4)), "larger than memory"),
+        (dict(offset=2 ** 64 - 16, shape=(16,)), "larger than memory"),
+        (dict(lanes=0), "0-bit"),
+    ]
+    for fields, text in cases:
+        src = Producer(base, version=None, **fields)
+        with pytest.raises(ValueError, match=text):
+            paraes.cuda.seal(src, key=key, salt=salt)
+        assert src.deleted == 1  # refused, and still released once
 
 
 def test_streams():
