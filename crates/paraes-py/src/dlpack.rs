@@ -167,6 +167,14 @@ pub fn check_contiguous(shape: &[u64], strides: Option<&[i64]>, unit: i64) -> Py
     let Some(strides) = strides else {
         return Ok(());
     };
+    if strides.len() != shape.len() {
+        return Err(PyValueError::new_err(format!(
+            "the array gives {} strides for {} dimensions: its producer describes it wrongly; \
+             pass a contiguous copy made by the producing library",
+            strides.len(),
+            shape.len()
+        )));
+    }
     if shape.contains(&0) {
         return Ok(());
     }

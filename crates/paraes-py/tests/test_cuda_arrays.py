@@ -291,6 +291,14 @@ def test_malformed_dlpack_tensors_are_refused_not_read_as_other_bytes():
         assert src.deleted == 1  # refused, and still released once
 
 
+def test_cai_strides_must_match_the_shape():
+    key, salt = seeded(32, 23), seeded(24, 24)
+    base = device_bytes(seeded(4096, 25))
+    src = Producer(base, shape=(32, 128), strides=(1,), dlpack_device=None)
+    with pytest.raises(ValueError, match="1 strides for 2 dimensions"):
+        paraes.cuda.seal(src, key=key, salt=salt)
+
+
 def test_streams():
     key, salt = seeded(32, 8), seeded(24, 9)
     data = seeded(CHUNK + 3, 10)
