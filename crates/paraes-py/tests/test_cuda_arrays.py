@@ -299,6 +299,21 @@ def test_cai_strides_must_match_the_shape():
         paraes.cuda.seal(src, key=key, salt=salt)
 
 
+def test_keys_salts_and_contexts_must_be_bytes_not_ints():
+    """bytes(32) is 32 zero bytes: an int key= sealed under an all-zero key, silently."""
+    key, salt = seeded(32, 26), seeded(24, 27)
+    base = device_bytes(seeded(100, 28))
+    for call in (paraes.cuda.seal, paraes.cuda.open):
+        for bad in (dict(key=32, salt=salt), dict(key=key, salt=24),
+                    dict(key=key, salt=salt, context=3)):
+            with pytest.raises(TypeError, match="takes bytes"):
+                call(base, **bad)
+    # bytes-like objects other than bytes still work.
+    sealed = paraes.cuda.seal(base, key=bytearray(key), salt=memoryview(salt),
+                              context=bytearray(b"c"))
+    assert paraes.cuda.open(sealed, key=key, salt=salt, context=b"c").to_bytes() == seeded(100, 28)
+
+
 def test_streams():
     key, salt = seeded(32, 8), seeded(24, 9)
     data = seeded(CHUNK + 3, 10)

@@ -110,6 +110,16 @@ CHUNK = 16 * 1024
 TAG = 16
 
 
+def _octets(name: str, value: Any) -> bytes:
+    """The bytes of a bytes-like ``value``; anything else (an int would make ``bytes(n)``, n
+    zero bytes: an all-zero key) is a ``TypeError``."""
+    try:
+        return bytes(memoryview(value))
+    except TypeError:
+        raise TypeError(f"{name}= takes bytes (or another bytes-like object), not "
+                        f"{type(value).__name__}") from None
+
+
 def sealed_len(plaintext_len: int, last: bool = True) -> int:
     """The record bytes that ``plaintext_len`` bytes seal into (``last=False``: whole chunks)."""
     chunks = plaintext_len // CHUNK + 1 if last else -(-plaintext_len // CHUNK)
@@ -176,7 +186,7 @@ def seal(obj: Any, *, key: bytes, salt: bytes, context: bytes = b"", first_chunk
     """The bytes of the GPU array ``obj`` sealed as Cobblestone chunk records (module docs):
     a new ``DeviceBuffer``, or with ``inplace=True`` (and ``length=``, the plaintext bytes at
     its start) in ``obj`` itself, returning the record bytes."""
-    return _paraes.cuda_seal(obj, key=bytes(key), salt=bytes(salt), context=bytes(context),
+    return _paraes.cuda_seal(obj, key=_octets("key", key), salt=_octets("salt", salt), context=_octets("context", context),
                              first_chunk=first_chunk, last=last, inplace=inplace, length=length,
                              stream=stream)
 
@@ -188,6 +198,6 @@ def open(obj: Any, *, key: bytes, salt: bytes, context: bytes = b"", first_chunk
     before any plaintext is written (``paraes.AuthenticationError`` otherwise): a new
     ``DeviceBuffer``, or with ``inplace=True`` in ``obj`` itself, returning the plaintext
     bytes at its start."""
-    return _paraes.cuda_open(obj, key=bytes(key), salt=bytes(salt), context=bytes(context),
+    return _paraes.cuda_open(obj, key=_octets("key", key), salt=_octets("salt", salt), context=_octets("context", context),
                              first_chunk=first_chunk, last=last, inplace=inplace, length=length,
                              stream=stream)
