@@ -64,10 +64,16 @@ fn array_bytes(
     if id != 0 {
         return Err(dlpack::wrong_device(&id.to_string()));
     }
-    let readonly = cai
-        .and_then(|c| c.get_item("data").ok().flatten())
-        .and_then(|d| d.extract::<(u64, bool)>().ok())
-        .is_some_and(|(_, readonly)| readonly);
+    // Fail closed: any true flag counts (1, numpy.bool_), and a data entry that cannot be
+    // read is an error, not a writable array.
+    let data = match &cai {
+        Some(c) => c.get_item("data")?.filter(|d| !d.is_none()),
+        None => None,
+    };
+    let readonly = match data {
+        Some(d) => d.get_item(1)?.is_truthy()?,
+        None => false,
+    };
     let kwargs = PyDict::new(obj.py());
     kwargs.set_item("stream", work.protocol_handle())?;
     let capsule = obj.call_method("__dlpack__", (), Some(&kwargs))?;

@@ -314,6 +314,21 @@ def test_keys_salts_and_contexts_must_be_bytes_not_ints():
     assert paraes.cuda.open(sealed, key=key, salt=salt, context=b"c").to_bytes() == seeded(100, 28)
 
 
+def test_a_readonly_flag_that_is_not_a_bool_still_protects_the_array():
+    """With DLPack preferred, the interface's flag was read only if it was exactly a bool:
+    (ptr, 1) made a read-only array writable in place."""
+    key, salt = seeded(16, 30), seeded(24, 31)
+    n = 100
+    data = seeded(n, 32)
+    room = paraes.cuda.sealed_len(n) - n
+    base = device_bytes(data, room)
+    for readonly in (1, np.True_):
+        with pytest.raises(ValueError, match="read-only"):
+            paraes.cuda.seal(Producer(base, readonly=readonly), key=key, salt=salt,
+                             inplace=True, length=n)
+    assert base.to_bytes() == data + bytes(room)
+
+
 def test_streams():
     key, salt = seeded(32, 8), seeded(24, 9)
     data = seeded(CHUNK + 3, 10)
