@@ -170,6 +170,12 @@ impl DeviceMemory {
                 "a device buffer of {len} bytes at address 0: pass the array's data pointer"
             )));
         }
+        if address.checked_add(len as u64).is_none() {
+            return Err(DeviceMemoryError::Layout(format!(
+                "a device buffer of {len} bytes at {address:#x} runs past the end of the address \
+                 space: pass the array's real data pointer and length"
+            )));
+        }
         if !address.is_multiple_of(16) {
             return Err(DeviceMemoryError::Layout(format!(
                 "the device buffer at {address:#x} does not start on a 16-byte boundary: pass an \

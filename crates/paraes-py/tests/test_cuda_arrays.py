@@ -329,6 +329,15 @@ def test_a_readonly_flag_that_is_not_a_bool_still_protects_the_array():
     assert base.to_bytes() == data + bytes(room)
 
 
+def test_an_address_range_past_the_end_of_the_address_space_is_refused():
+    class Wraps:
+        __cuda_array_interface__ = {"shape": (32,), "typestr": "|u1",
+                                    "data": (2 ** 64 - 16, False), "version": 2}
+
+    with pytest.raises(ValueError, match="past the end of the address space"):
+        paraes.cuda.seal(Wraps(), key=seeded(16, 33), salt=seeded(24, 34))
+
+
 def test_streams():
     key, salt = seeded(32, 8), seeded(24, 9)
     data = seeded(CHUNK + 3, 10)
