@@ -154,12 +154,14 @@ impl DeviceBuffer {
         let _ = max_version;
         if dl_device.is_some_and(|d| d != (dlpack::KDL_CUDA, 0)) {
             return Err(PyBufferError::new_err(
-                "a paraes.cuda.DeviceBuffer lives on CUDA device 0 and cannot be exported to                  another device: copy it there with the consuming library",
+                "a paraes.cuda.DeviceBuffer lives on CUDA device 0 and cannot be exported to \
+                 another device: copy it there with the consuming library",
             ));
         }
         if copy == Some(true) {
             return Err(PyBufferError::new_err(
-                "a paraes.cuda.DeviceBuffer is exported without a copy: copy it with the                  consuming library",
+                "a paraes.cuda.DeviceBuffer is exported without a copy: copy it with the \
+                 consuming library",
             ));
         }
         let this = slf.borrow();
