@@ -187,13 +187,15 @@ fn records(
     py: Python<'_>,
     seal: bool,
     obj: &Bound<'_, PyAny>,
-    (key, salt, context): (Vec<u8>, Vec<u8>, Vec<u8>),
+    (key, salt, context): (&Bound<'_, PyAny>, Vec<u8>, Vec<u8>),
     (first_chunk, last): (u64, bool),
     inplace: bool,
     length: Option<usize>,
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
-    let key = Zeroizing::new(key);
+    // Extracted here, not by the signature: a later argument that fails to convert would
+    // drop a signature-extracted Vec unwiped.
+    let key = Zeroizing::new(key.extract::<Vec<u8>>()?);
     let keys = message_keys(&key, &salt, &context)?;
     let cipher = keys.chunks();
     let span = ChunkSpan {
@@ -274,7 +276,7 @@ fn records(
 fn cuda_seal(
     py: Python<'_>,
     obj: &Bound<'_, PyAny>,
-    key: Vec<u8>,
+    key: &Bound<'_, PyAny>,
     salt: Vec<u8>,
     context: Vec<u8>,
     first_chunk: u64,
@@ -302,7 +304,7 @@ fn cuda_seal(
 fn cuda_open(
     py: Python<'_>,
     obj: &Bound<'_, PyAny>,
-    key: Vec<u8>,
+    key: &Bound<'_, PyAny>,
     salt: Vec<u8>,
     context: Vec<u8>,
     first_chunk: u64,
