@@ -338,6 +338,23 @@ def test_an_address_range_past_the_end_of_the_address_space_is_refused():
         paraes.cuda.seal(Wraps(), key=seeded(16, 33), salt=seeded(24, 34))
 
 
+def test_sealed_and_opened_len_refuse_what_seal_and_open_refuse():
+    """They returned numbers for lengths the calls refuse: opened_len(5) was -11, sealed_len(-1)
+    was -1, sealed_len(5, last=False) 21 (a span that is not last holds whole chunks)."""
+    for f, args in ((paraes.cuda.sealed_len, (-1,)), (paraes.cuda.sealed_len, (5, False)),
+                    (paraes.cuda.opened_len, (5,)), (paraes.cuda.opened_len, (-16,)),
+                    (paraes.cuda.opened_len, (CHUNK + 16 + 3,)),
+                    (paraes.cuda.opened_len, (CHUNK + 16 + 16, False))):
+        with pytest.raises(ValueError):
+            f(*args)
+    assert paraes.cuda.sealed_len(0) == 16
+    assert paraes.cuda.sealed_len(CHUNK, last=False) == CHUNK + 16
+    assert paraes.cuda.sealed_len(0, last=False) == 0 and paraes.cuda.opened_len(0, last=False) == 0
+    for n in SIZES + [2 * CHUNK]:
+        assert paraes.cuda.opened_len(paraes.cuda.sealed_len(n)) == n
+    assert paraes.cuda.opened_len(2 * (CHUNK + 16), last=False) == 2 * CHUNK
+
+
 def test_streams():
     key, salt = seeded(32, 8), seeded(24, 9)
     data = seeded(CHUNK + 3, 10)

@@ -121,13 +121,24 @@ def _octets(name: str, value: Any) -> bytes:
 
 
 def sealed_len(plaintext_len: int, last: bool = True) -> int:
-    """The record bytes that ``plaintext_len`` bytes seal into (``last=False``: whole chunks)."""
-    chunks = plaintext_len // CHUNK + 1 if last else -(-plaintext_len // CHUNK)
+    """The record bytes that ``plaintext_len`` bytes seal into (``last=False``: whole chunks).
+    A length that ``seal`` refuses (negative; not whole chunks unless ``last``) is a
+    ``ValueError``."""
+    if plaintext_len < 0 or (not last and plaintext_len % CHUNK):
+        raise ValueError(f"{plaintext_len} bytes of plaintext: a length >= 0, whole 16 KiB "
+                         "chunks unless last=True")
+    chunks = plaintext_len // CHUNK + 1 if last else plaintext_len // CHUNK
     return plaintext_len + TAG * chunks
 
 
 def opened_len(records_len: int, last: bool = True) -> int:
-    """The plaintext bytes that ``records_len`` bytes of records open into."""
+    """The plaintext bytes that ``records_len`` bytes of records open into. A length that
+    ``open`` refuses (negative; a last record shorter than its tag; not whole records unless
+    ``last``) is a ``ValueError``."""
+    tail = records_len % (CHUNK + TAG)
+    if records_len < 0 or (tail < TAG if last else tail):
+        raise ValueError(f"{records_len} bytes are not chunk records: whole 16400-byte records, "
+                         "then (last=True) a final one of 16 to 16399 bytes")
     chunks = records_len // (CHUNK + TAG) + (1 if last else 0)
     return records_len - TAG * chunks
 
@@ -186,7 +197,8 @@ def seal(obj: Any, *, key: bytes, salt: bytes, context: bytes = b"", first_chunk
     """The bytes of the GPU array ``obj`` sealed as Cobblestone chunk records (module docs):
     a new ``DeviceBuffer``, or with ``inplace=True`` (and ``length=``, the plaintext bytes at
     its start) in ``obj`` itself, returning the record bytes."""
-    return _paraes.cuda_seal(obj, key=_octets("key", key), salt=_octets("salt", salt), context=_octets("context", context),
+    return _paraes.cuda_seal(obj, key=_octets("key", key), salt=_octets("salt", salt),
+                             context=_octets("context", context),
                              first_chunk=first_chunk, last=last, inplace=inplace, length=length,
                              stream=stream)
 
@@ -198,6 +210,7 @@ def open(obj: Any, *, key: bytes, salt: bytes, context: bytes = b"", first_chunk
     before any plaintext is written (``paraes.AuthenticationError`` otherwise): a new
     ``DeviceBuffer``, or with ``inplace=True`` in ``obj`` itself, returning the plaintext
     bytes at its start."""
-    return _paraes.cuda_open(obj, key=_octets("key", key), salt=_octets("salt", salt), context=_octets("context", context),
+    return _paraes.cuda_open(obj, key=_octets("key", key), salt=_octets("salt", salt),
+                             context=_octets("context", context),
                              first_chunk=first_chunk, last=last, inplace=inplace, length=length,
                              stream=stream)
