@@ -13,7 +13,7 @@
 //! is also ordered against its uses on every other stream of the engine (cudarc's events); a
 //! caller's memory and stream are ordered with the caller's own work by the caller.
 
-use crate::driver::{DeviceBuffer, PinnedBuffer, Stream};
+use crate::driver::{DeviceBuffer, Event, PinnedBuffer, Stream};
 use crate::engine::GpuEngine;
 use crate::error::GpuError;
 
@@ -85,6 +85,28 @@ impl GpuStream {
     /// `__cuda_array_interface__`'s `stream` and DLPack's `__dlpack__(stream=...)` take it.
     pub fn handle(&self) -> usize {
         self.stream.handle() as usize
+    }
+}
+
+impl GpuStream {
+    /// Marks the point the stream has reached (everything enqueued there so far), to be
+    /// waited for later even after the stream itself is gone.
+    pub fn record_event(&self) -> Result<GpuEvent, GpuError> {
+        let event = Event::new(self.stream.context())?;
+        self.stream.record(&event)?;
+        Ok(GpuEvent { event })
+    }
+}
+
+/// A point in a stream's work ([`GpuStream::record_event`]); it does not keep the stream.
+pub struct GpuEvent {
+    event: Event,
+}
+
+impl GpuEvent {
+    /// Waits until the work before the point is done.
+    pub fn synchronize(&self) -> Result<(), GpuError> {
+        self.event.synchronize()
     }
 }
 

@@ -236,7 +236,16 @@ fn records(
         .map_err(device_error)?;
         work.finish()?;
         drop(array);
-        let buffer = DeviceBuffer::new(output, own, work.caller.map(|_| work.protocol_handle()));
+        let ready_on = match work.caller {
+            Some(_) => Some((
+                work.protocol_handle(),
+                work.stream
+                    .record_event()
+                    .map_err(|e| errors::Error::new_err(e.to_string()))?,
+            )),
+            None => None,
+        };
+        let buffer = DeviceBuffer::new(output, own, ready_on);
         return Ok(Py::new(py, buffer)?.into_any());
     }
     if array.readonly {

@@ -490,3 +490,24 @@ def test_a_callers_stream_orders_the_work_and_results_are_read_after_it():
         assert room.to_bytes() == expected
     finally:
         assert cuda.cuStreamDestroy_v2(handle) == 0
+
+
+def test_a_buffer_made_on_a_callers_stream_outlives_that_stream():
+    """The caller may destroy its stream once it has synchronized it; the buffer made there
+    used to synchronize that stream handle again (to_bytes, __dlpack__, save): a destroyed
+    stream (CUDA_ERROR_INVALID_HANDLE, or another stream that reused the handle)."""
+    key, salt = seeded(32, 40), seeded(24, 41)
+    data = seeded(CHUNK + 7, 42)
+    base = device_bytes(data)
+    expected = paraes.cuda.seal(base, key=key, salt=salt).to_bytes()
+    cuda = ctypes.CDLL(os.environ.get("PARAES_CUDA_STANDIN") or "libcuda.so.1")
+    handle = ctypes.c_void_p()
+    assert cuda.cuStreamCreate(ctypes.byref(handle), 1) == 0
+    sealed = paraes.cuda.seal(base, key=key, salt=salt, stream=handle.value)
+    assert cuda.cuStreamSynchronize(handle) == 0
+    assert cuda.cuStreamDestroy_v2(handle) == 0
+    assert sealed.to_bytes() == expected
+    capsule = sealed.__dlpack__(stream=None)
+    fields, delete = consume(capsule)
+    delete()
+    assert paraes.cuda.open(sealed, key=key, salt=salt).to_bytes() == data

@@ -70,7 +70,9 @@ Every call takes ``stream=``:
   for every piece of the file). Results may be read by later work on that stream, or by anyone
   after it is synchronized. Keep the input alive and unchanged, and the stream alive, until
   then. A buffer made this way says so: its ``__cuda_array_interface__["stream"]`` is that
-  stream, and ``__dlpack__(stream=s)`` / ``to_bytes()`` synchronize it unless ``s`` is that
+  stream (so read it through the interface only while the stream lives), and
+  ``__dlpack__(stream=s)`` / ``to_bytes()`` / ``save`` wait for the point the call reached
+  there (an event paraes recorded: the stream itself may be gone by then) unless ``s`` is that
   stream (or -1). ``__dlpack__(stream=...)`` of a DLPack input is called with this stream.
 
 ``DeviceBuffer`` offers ``__cuda_array_interface__`` (v3) and DLPack (``__dlpack__``,
