@@ -173,8 +173,8 @@ impl DeviceMemory {
     /// A caller's `len` bytes of device memory at `address` (`__cuda_array_interface__`'s
     /// `data[0]`, DLPack's `data + byte_offset`), used in `stream`'s order. Refused unless the
     /// address is a multiple of 16 (the kernels load 16 bytes at a time; every CUDA allocation
-    /// is 256-byte aligned, so only a view that starts inside one can be misaligned) and a null
-    /// address holds nothing.
+    /// is 256-byte aligned, so only a view that starts inside one can be misaligned), a null
+    /// address holds nothing, and the range does not run past 2^64.
     ///
     /// # Safety
     /// `address..address + len` must be device memory of the primary context of `stream`'s
