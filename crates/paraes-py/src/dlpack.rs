@@ -126,6 +126,11 @@ fn describe(t: &DlTensor) -> PyResult<(u64, usize)> {
         )));
     }
     let ndim = t.ndim as usize;
+    if ndim > 0 && t.shape.is_null() {
+        return Err(PyValueError::new_err(
+            "the DLPack tensor has dimensions but no shape (a null shape pointer): fix the producer",
+        ));
+    }
     let shape: &[i64] = if ndim == 0 {
         &[]
     } else {

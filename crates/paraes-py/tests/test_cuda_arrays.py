@@ -77,11 +77,13 @@ class Producer:
     (`dlpack_device` its device tuple; None: no DLPack)."""
 
     def __init__(self, base, offset=0, shape=None, dtype=np.uint8, strides=None, version=3,
-                 readonly=False, dlpack_device=(2, 0), cai_stream=None, lanes=1):
+                 readonly=False, dlpack_device=(2, 0), cai_stream=None, lanes=1,
+                 null_shape=False):
         self.base, self.offset, self.dtype = base, offset, np.dtype(dtype)
         self.shape = shape if shape is not None else ((base.nbytes - offset) // self.dtype.itemsize,)
         self.strides, self.version, self.readonly = strides, version, readonly
         self.dlpack_device, self.cai_stream, self.lanes = dlpack_device, cai_stream, lanes
+        self.null_shape = null_shape
         self.deleted, self.capsules, self.streams_asked, self._keep = 0, [], [], []
 
     def __getattr__(self, name):
@@ -112,7 +114,7 @@ class Producer:
         m.dl_tensor = DLTensor(base_ptr, DLDevice(*self.dlpack_device), ndim,
                                DLDataType({"u": 1, "i": 0, "f": 2}[self.dtype.kind],
                                           self.dtype.itemsize * 8, self.lanes),
-                               shape, strides, self.offset)
+                               None if self.null_shape else shape, strides, self.offset)
 
         def deleter(_ptr):
             self.deleted += 1
@@ -283,6 +285,7 @@ def test_malformed_dlpack_tensors_are_refused_not_read_as_other_bytes():
         (dict(shape=(2 ** 62, 4)), "larger than memory"),
         (dict(offset=2 ** 64 - 16, shape=(16,)), "larger than memory"),
         (dict(lanes=0), "0-bit"),
+        (dict(null_shape=True), "no shape"),
     ]
     for fields, text in cases:
         src = Producer(base, version=None, **fields)
