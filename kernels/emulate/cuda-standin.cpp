@@ -360,7 +360,9 @@ API cuStreamDestroy_v2(void* stream) {
 
 API cuStreamSynchronize(void* stream) {
     LOCKED;
-    flush(stream_of(stream));
+    Stream* s = stream_of(stream);
+    if (s != &DEFAULT_STREAM && !STREAMS.count(s)) return INVALID_HANDLE;  // destroyed, as a driver may say
+    flush(s);
     return SUCCESS;
 }
 
@@ -409,6 +411,8 @@ API cuEventSynchronize(void* event) {
     LOCKED;
     Event* e = (Event*)event;
     if (!e) return INVALID_HANDLE;
+    // A destroyed stream ran all its work when it was destroyed: nothing left to wait for.
+    if (e->stream != &DEFAULT_STREAM && !STREAMS.count(e->stream)) return SUCCESS;
     run_until(e->stream, e, e->recorded);
     return SUCCESS;
 }

@@ -13,7 +13,7 @@
 //! is also ordered against its uses on every other stream of the engine (cudarc's events); a
 //! caller's memory and stream are ordered with the caller's own work by the caller.
 
-use crate::driver::{DeviceBuffer, PinnedBuffer, Stream};
+use crate::driver::{DeviceBuffer, Event, PinnedBuffer, Stream};
 use crate::engine::GpuEngine;
 use crate::error::GpuError;
 
@@ -88,6 +88,28 @@ impl GpuStream {
     }
 }
 
+impl GpuStream {
+    /// Marks the point the stream has reached (everything enqueued there so far), to be
+    /// waited for later even after the stream itself is gone.
+    pub fn record_event(&self) -> Result<GpuEvent, GpuError> {
+        let event = Event::new(self.stream.context())?;
+        self.stream.record(&event)?;
+        Ok(GpuEvent { event })
+    }
+}
+
+/// A point in a stream's work ([`GpuStream::record_event`]); it does not keep the stream.
+pub struct GpuEvent {
+    event: Event,
+}
+
+impl GpuEvent {
+    /// Waits until the work before the point is done.
+    pub fn synchronize(&self) -> Result<(), GpuError> {
+        self.event.synchronize()
+    }
+}
+
 impl GpuEngine {
     /// The engine's own stream (non-blocking with respect to the legacy default stream, made
     /// with the engine): what device-memory calls use when the caller has no stream of its own.
@@ -151,8 +173,8 @@ impl DeviceMemory {
     /// A caller's `len` bytes of device memory at `address` (`__cuda_array_interface__`'s
     /// `data[0]`, DLPack's `data + byte_offset`), used in `stream`'s order. Refused unless the
     /// address is a multiple of 16 (the kernels load 16 bytes at a time; every CUDA allocation
-    /// is 256-byte aligned, so only a view that starts inside one can be misaligned) and a null
-    /// address holds nothing.
+    /// is 256-byte aligned, so only a view that starts inside one can be misaligned), a null
+    /// address holds nothing, and the range does not run past 2^64.
     ///
     /// # Safety
     /// `address..address + len` must be device memory of the primary context of `stream`'s
@@ -168,6 +190,12 @@ impl DeviceMemory {
         if address == 0 && len > 0 {
             return Err(DeviceMemoryError::Layout(format!(
                 "a device buffer of {len} bytes at address 0: pass the array's data pointer"
+            )));
+        }
+        if address.checked_add(len as u64).is_none() {
+            return Err(DeviceMemoryError::Layout(format!(
+                "a device buffer of {len} bytes at {address:#x} runs past the end of the address \
+                 space: pass the array's real data pointer and length"
             )));
         }
         if !address.is_multiple_of(16) {

@@ -28,7 +28,7 @@ pub mod plan;
 pub mod variant;
 pub mod xor;
 
-pub use device_memory::{ChunkSpan, DeviceMemory, DeviceMemoryError, GpuStream};
+pub use device_memory::{ChunkSpan, DeviceMemory, DeviceMemoryError, GpuEvent, GpuStream};
 pub use driver::{driver_installed, probe, DeviceInfo, STANDIN_ENV, STANDIN_NAME};
 pub use engine::{CopyDirection, GpuEngine, KernelTiming};
 pub use error::GpuError;

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use paraes_gpu::{DeviceMemory, DeviceMemoryError, GpuEngine, GpuOptions, GpuStream};
+use paraes_gpu::{DeviceMemory, DeviceMemoryError, GpuEngine, GpuEvent, GpuOptions, GpuStream};
 use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
@@ -57,15 +57,21 @@ pub(crate) fn device_error(e: DeviceMemoryError) -> PyErr {
 pub struct DeviceBuffer {
     memory: DeviceMemory,
     stream: GpuStream,
-    /// The caller's stream its bytes were made on, if a call with `stream=` made them: they
-    /// are whole once that stream reaches this point (None: whole already).
-    ready_on: Option<usize>,
+    /// The caller's stream its bytes were made on, if a call with `stream=` made them, and
+    /// the point of that stream where they are whole (None: whole already). The event, not
+    /// the stream, is waited for: the caller may destroy the stream once it has synchronized it.
+    ready_on: Option<(usize, GpuEvent)>,
 }
 
 impl DeviceBuffer {
     /// A buffer of the engine's memory (`stream`: the engine's, which frees it), whose bytes
-    /// are whole once the caller's stream `ready_on` reaches this point (None: already).
-    pub(crate) fn new(memory: DeviceMemory, stream: GpuStream, ready_on: Option<usize>) -> Self {
+    /// are whole once the caller's stream `ready_on.0` reaches the point `ready_on.1` (None:
+    /// already).
+    pub(crate) fn new(
+        memory: DeviceMemory,
+        stream: GpuStream,
+        ready_on: Option<(usize, GpuEvent)>,
+    ) -> Self {
         DeviceBuffer {
             memory,
             stream,
@@ -76,16 +82,13 @@ impl DeviceBuffer {
     /// Waits until its bytes are whole, unless the consumer orders its work after
     /// `consumer` (the same stream as the one they are made on; -1: the consumer orders it).
     fn make_ready(&self, consumer: Option<i64>) -> PyResult<()> {
-        let Some(made_on) = self.ready_on else {
+        let Some((made_on, ready)) = &self.ready_on else {
             return Ok(());
         };
-        if consumer == Some(-1) || consumer == Some(made_on as i64) {
+        if consumer == Some(-1) || consumer == Some(*made_on as i64) {
             return Ok(());
         }
-        // SAFETY: `made_on` is the caller's stream of the call that made this buffer, which
-        // the caller keeps alive until its work is done (the `stream=` contract).
-        let stream = unsafe { crate::cuda_streams::borrow(gpu()?, made_on) };
-        stream
+        ready
             .synchronize()
             .map_err(|e| errors::Error::new_err(e.to_string()))
     }
@@ -130,7 +133,7 @@ impl DeviceBuffer {
         d.set_item("data", (self.memory.address(), false))?;
         d.set_item("strides", py.None())?;
         d.set_item("version", 3)?;
-        d.set_item("stream", self.ready_on)?;
+        d.set_item("stream", self.ready_on.as_ref().map(|(s, _)| *s))?;
         Ok(d)
     }
 
@@ -154,12 +157,14 @@ impl DeviceBuffer {
         let _ = max_version;
         if dl_device.is_some_and(|d| d != (dlpack::KDL_CUDA, 0)) {
             return Err(PyBufferError::new_err(
-                "a paraes.cuda.DeviceBuffer lives on CUDA device 0 and cannot be exported to                  another device: copy it there with the consuming library",
+                "a paraes.cuda.DeviceBuffer lives on CUDA device 0 and cannot be exported to \
+                 another device: copy it there with the consuming library",
             ));
         }
         if copy == Some(true) {
             return Err(PyBufferError::new_err(
-                "a paraes.cuda.DeviceBuffer is exported without a copy: copy it with the                  consuming library",
+                "a paraes.cuda.DeviceBuffer is exported without a copy: copy it with the \
+                 consuming library",
             ));
         }
         let this = slf.borrow();

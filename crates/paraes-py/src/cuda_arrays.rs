@@ -64,10 +64,16 @@ fn array_bytes(
     if id != 0 {
         return Err(dlpack::wrong_device(&id.to_string()));
     }
-    let readonly = cai
-        .and_then(|c| c.get_item("data").ok().flatten())
-        .and_then(|d| d.extract::<(u64, bool)>().ok())
-        .is_some_and(|(_, readonly)| readonly);
+    // Fail closed: any true flag counts (1, numpy.bool_), and a data entry that cannot be
+    // read is an error, not a writable array.
+    let data = match &cai {
+        Some(c) => c.get_item("data")?.filter(|d| !d.is_none()),
+        None => None,
+    };
+    let readonly = match data {
+        Some(d) => d.get_item(1)?.is_truthy()?,
+        None => false,
+    };
     let kwargs = PyDict::new(obj.py());
     kwargs.set_item("stream", work.protocol_handle())?;
     let capsule = obj.call_method("__dlpack__", (), Some(&kwargs))?;
@@ -181,13 +187,15 @@ fn records(
     py: Python<'_>,
     seal: bool,
     obj: &Bound<'_, PyAny>,
-    (key, salt, context): (Vec<u8>, Vec<u8>, Vec<u8>),
+    (key, salt, context): (&Bound<'_, PyAny>, Vec<u8>, Vec<u8>),
     (first_chunk, last): (u64, bool),
     inplace: bool,
     length: Option<usize>,
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Py<PyAny>> {
-    let key = Zeroizing::new(key);
+    // Extracted here, not by the signature: a later argument that fails to convert would
+    // drop a signature-extracted Vec unwiped.
+    let key = Zeroizing::new(key.extract::<Vec<u8>>()?);
     let keys = message_keys(&key, &salt, &context)?;
     let cipher = keys.chunks();
     let span = ChunkSpan {
@@ -228,7 +236,16 @@ fn records(
         .map_err(device_error)?;
         work.finish()?;
         drop(array);
-        let buffer = DeviceBuffer::new(output, own, work.caller.map(|_| work.protocol_handle()));
+        let ready_on = match work.caller {
+            Some(_) => Some((
+                work.protocol_handle(),
+                work.stream
+                    .record_event()
+                    .map_err(|e| errors::Error::new_err(e.to_string()))?,
+            )),
+            None => None,
+        };
+        let buffer = DeviceBuffer::new(output, own, ready_on);
         return Ok(Py::new(py, buffer)?.into_any());
     }
     if array.readonly {
@@ -268,7 +285,7 @@ fn records(
 fn cuda_seal(
     py: Python<'_>,
     obj: &Bound<'_, PyAny>,
-    key: Vec<u8>,
+    key: &Bound<'_, PyAny>,
     salt: Vec<u8>,
     context: Vec<u8>,
     first_chunk: u64,
@@ -296,7 +313,7 @@ fn cuda_seal(
 fn cuda_open(
     py: Python<'_>,
     obj: &Bound<'_, PyAny>,
-    key: Vec<u8>,
+    key: &Bound<'_, PyAny>,
     salt: Vec<u8>,
     context: Vec<u8>,
     first_chunk: u64,

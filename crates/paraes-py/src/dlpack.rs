@@ -120,12 +120,17 @@ fn describe(t: &DlTensor) -> PyResult<(u64, usize)> {
         return Err(wrong_device(&device.1.to_string()));
     }
     let bits = u64::from(t.dtype.bits) * u64::from(t.dtype.lanes);
-    if !bits.is_multiple_of(8) || t.ndim < 0 {
+    if bits == 0 || !bits.is_multiple_of(8) || t.ndim < 0 {
         return Err(PyValueError::new_err(format!(
             "a DLPack tensor of {bits}-bit elements: paraes.cuda takes whole bytes; view it as uint8"
         )));
     }
     let ndim = t.ndim as usize;
+    if ndim > 0 && t.shape.is_null() {
+        return Err(PyValueError::new_err(
+            "the DLPack tensor has dimensions but no shape (a null shape pointer): fix the producer",
+        ));
+    }
     let shape: &[i64] = if ndim == 0 {
         &[]
     } else {
@@ -135,16 +140,30 @@ fn describe(t: &DlTensor) -> PyResult<(u64, usize)> {
     let strides = (!t.strides.is_null() && ndim > 0)
         // SAFETY: as `shape`.
         .then(|| unsafe { std::slice::from_raw_parts(t.strides, ndim) });
+    // A negative dimension is malformed, not empty (it would seal an empty message).
+    let extents: Vec<u64> = shape
+        .iter()
+        .map(|&d| u64::try_from(d))
+        .collect::<Result<_, _>>()
+        .map_err(|_| {
+            PyValueError::new_err(format!(
+                "the DLPack tensor has a negative dimension (shape {shape:?}): fix the producer"
+            ))
+        })?;
     // DLPack strides count elements, not bytes.
-    let extents: Vec<u64> = shape.iter().map(|&d| d.max(0) as u64).collect();
     let strides: Option<Vec<i64>> = strides.map(<[i64]>::to_vec);
     check_contiguous(&extents, strides.as_deref(), 1)?;
-    let count: u64 = extents.iter().product();
-    let len = count
-        .checked_mul(bits / 8)
+    // Checked: wrapped (release builds) a huge shape could pass as a few bytes, or none.
+    let too_large = || PyValueError::new_err("the DLPack tensor is larger than memory");
+    let len = extents
+        .iter()
+        .try_fold(bits / 8, |n, &d| n.checked_mul(d))
         .and_then(|n| usize::try_from(n).ok())
-        .ok_or_else(|| PyValueError::new_err("the DLPack tensor is larger than memory"))?;
-    let address = (t.data as u64).wrapping_add(t.byte_offset);
+        .ok_or_else(too_large)?;
+    let address = (t.data as u64)
+        .checked_add(t.byte_offset)
+        .filter(|a| a.checked_add(len as u64).is_some())
+        .ok_or_else(too_large)?;
     Ok((address, len))
 }
 
@@ -153,6 +172,14 @@ pub fn check_contiguous(shape: &[u64], strides: Option<&[i64]>, unit: i64) -> Py
     let Some(strides) = strides else {
         return Ok(());
     };
+    if strides.len() != shape.len() {
+        return Err(PyValueError::new_err(format!(
+            "the array gives {} strides for {} dimensions: its producer describes it wrongly; \
+             pass a contiguous copy made by the producing library",
+            strides.len(),
+            shape.len()
+        )));
+    }
     if shape.contains(&0) {
         return Ok(());
     }

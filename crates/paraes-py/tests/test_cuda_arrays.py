@@ -77,11 +77,13 @@ class Producer:
     (`dlpack_device` its device tuple; None: no DLPack)."""
 
     def __init__(self, base, offset=0, shape=None, dtype=np.uint8, strides=None, version=3,
-                 readonly=False, dlpack_device=(2, 0), cai_stream=None):
+                 readonly=False, dlpack_device=(2, 0), cai_stream=None, lanes=1,
+                 null_shape=False):
         self.base, self.offset, self.dtype = base, offset, np.dtype(dtype)
         self.shape = shape if shape is not None else ((base.nbytes - offset) // self.dtype.itemsize,)
         self.strides, self.version, self.readonly = strides, version, readonly
-        self.dlpack_device, self.cai_stream = dlpack_device, cai_stream
+        self.dlpack_device, self.cai_stream, self.lanes = dlpack_device, cai_stream, lanes
+        self.null_shape = null_shape
         self.deleted, self.capsules, self.streams_asked, self._keep = 0, [], [], []
 
     def __getattr__(self, name):
@@ -111,8 +113,8 @@ class Producer:
         base_ptr = self.base.__cuda_array_interface__["data"][0]
         m.dl_tensor = DLTensor(base_ptr, DLDevice(*self.dlpack_device), ndim,
                                DLDataType({"u": 1, "i": 0, "f": 2}[self.dtype.kind],
-                                          self.dtype.itemsize * 8, 1),
-                               shape, strides, self.offset)
+                                          self.dtype.itemsize * 8, self.lanes),
+                               None if self.null_shape else shape, strides, self.offset)
 
         def deleter(_ptr):
             self.deleted += 1
@@ -270,6 +272,92 @@ def test_refusals_say_what_to_do():
     assert bad.deleted == 1
 
 
+def test_malformed_dlpack_tensors_are_refused_not_read_as_other_bytes():
+    """A negative dimension or 0-bit elements were read as an empty tensor, a shape whose
+    product wraps 2^64 as a few bytes (or none), and a byte_offset that wraps the address as
+    memory before the array: each sealed something other than the array, silently."""
+    key, salt = seeded(32, 20), seeded(24, 21)
+    base = device_bytes(seeded(4096, 22))
+    cases = [
+        (dict(shape=(-1,)), "negative dimension"),
+        (dict(shape=(4, -16)), "negative dimension"),
+        (dict(shape=(2 ** 32, 2 ** 32)), "larger than memory"),
+        (dict(shape=(2 ** 62, 4)), "larger than memory"),
+        (dict(offset=2 ** 64 - 16, shape=(16,)), "larger than memory"),
+        (dict(lanes=0), "0-bit"),
+        (dict(null_shape=True), "no shape"),
+    ]
+    for fields, text in cases:
+        src = Producer(base, version=None, **fields)
+        with pytest.raises(ValueError, match=text):
+            paraes.cuda.seal(src, key=key, salt=salt)
+        assert src.deleted == 1  # refused, and still released once
+
+
+def test_cai_strides_must_match_the_shape():
+    key, salt = seeded(32, 23), seeded(24, 24)
+    base = device_bytes(seeded(4096, 25))
+    src = Producer(base, shape=(32, 128), strides=(1,), dlpack_device=None)
+    with pytest.raises(ValueError, match="1 strides for 2 dimensions"):
+        paraes.cuda.seal(src, key=key, salt=salt)
+
+
+def test_keys_salts_and_contexts_must_be_bytes_not_ints():
+    """bytes(32) is 32 zero bytes: an int key= sealed under an all-zero key, silently."""
+    key, salt = seeded(32, 26), seeded(24, 27)
+    base = device_bytes(seeded(100, 28))
+    for call in (paraes.cuda.seal, paraes.cuda.open):
+        for bad in (dict(key=32, salt=salt), dict(key=key, salt=24),
+                    dict(key=key, salt=salt, context=3)):
+            with pytest.raises(TypeError, match="takes bytes"):
+                call(base, **bad)
+    # bytes-like objects other than bytes still work.
+    sealed = paraes.cuda.seal(base, key=bytearray(key), salt=memoryview(salt),
+                              context=bytearray(b"c"))
+    assert paraes.cuda.open(sealed, key=key, salt=salt, context=b"c").to_bytes() == seeded(100, 28)
+
+
+def test_a_readonly_flag_that_is_not_a_bool_still_protects_the_array():
+    """With DLPack preferred, the interface's flag was read only if it was exactly a bool:
+    (ptr, 1) made a read-only array writable in place."""
+    key, salt = seeded(16, 30), seeded(24, 31)
+    n = 100
+    data = seeded(n, 32)
+    room = paraes.cuda.sealed_len(n) - n
+    base = device_bytes(data, room)
+    for readonly in (1, np.True_):
+        with pytest.raises(ValueError, match="read-only"):
+            paraes.cuda.seal(Producer(base, readonly=readonly), key=key, salt=salt,
+                             inplace=True, length=n)
+    assert base.to_bytes() == data + bytes(room)
+
+
+def test_an_address_range_past_the_end_of_the_address_space_is_refused():
+    class Wraps:
+        __cuda_array_interface__ = {"shape": (32,), "typestr": "|u1",
+                                    "data": (2 ** 64 - 16, False), "version": 2}
+
+    with pytest.raises(ValueError, match="past the end of the address space"):
+        paraes.cuda.seal(Wraps(), key=seeded(16, 33), salt=seeded(24, 34))
+
+
+def test_sealed_and_opened_len_refuse_what_seal_and_open_refuse():
+    """They returned numbers for lengths the calls refuse: opened_len(5) was -11, sealed_len(-1)
+    was -1, sealed_len(5, last=False) 21 (a span that is not last holds whole chunks)."""
+    for f, args in ((paraes.cuda.sealed_len, (-1,)), (paraes.cuda.sealed_len, (5, False)),
+                    (paraes.cuda.opened_len, (5,)), (paraes.cuda.opened_len, (-16,)),
+                    (paraes.cuda.opened_len, (CHUNK + 16 + 3,)),
+                    (paraes.cuda.opened_len, (CHUNK + 16 + 16, False))):
+        with pytest.raises(ValueError):
+            f(*args)
+    assert paraes.cuda.sealed_len(0) == 16
+    assert paraes.cuda.sealed_len(CHUNK, last=False) == CHUNK + 16
+    assert paraes.cuda.sealed_len(0, last=False) == 0 and paraes.cuda.opened_len(0, last=False) == 0
+    for n in SIZES + [2 * CHUNK]:
+        assert paraes.cuda.opened_len(paraes.cuda.sealed_len(n)) == n
+    assert paraes.cuda.opened_len(2 * (CHUNK + 16), last=False) == 2 * CHUNK
+
+
 def test_streams():
     key, salt = seeded(32, 8), seeded(24, 9)
     data = seeded(CHUNK + 3, 10)
@@ -362,9 +450,9 @@ def test_device_buffer_exports_dlpack_and_stays_alive():
     sealed = paraes.cuda.seal(OnlyDlpack(), key=key, salt=salt)
     assert paraes.cuda.open(sealed, key=key, salt=salt).to_bytes() == data
     assert sys.getrefcount(buf) == refs
-    with pytest.raises(BufferError, match="without a copy"):
+    with pytest.raises(BufferError, match="without a copy: copy it with the consuming library"):
         buf.__dlpack__(copy=True)
-    with pytest.raises(BufferError, match="another device"):
+    with pytest.raises(BufferError, match="exported to another device"):
         buf.__dlpack__(dl_device=(1, 0))
     with pytest.raises((RuntimeError, BufferError, TypeError, ValueError)):
         np.from_dlpack(buf)  # NumPy takes host memory only
@@ -405,3 +493,24 @@ def test_a_callers_stream_orders_the_work_and_results_are_read_after_it():
         assert room.to_bytes() == expected
     finally:
         assert cuda.cuStreamDestroy_v2(handle) == 0
+
+
+def test_a_buffer_made_on_a_callers_stream_outlives_that_stream():
+    """The caller may destroy its stream once it has synchronized it; the buffer made there
+    used to synchronize that stream handle again (to_bytes, __dlpack__, save): a destroyed
+    stream (CUDA_ERROR_INVALID_HANDLE, or another stream that reused the handle)."""
+    key, salt = seeded(32, 40), seeded(24, 41)
+    data = seeded(CHUNK + 7, 42)
+    base = device_bytes(data)
+    expected = paraes.cuda.seal(base, key=key, salt=salt).to_bytes()
+    cuda = ctypes.CDLL(os.environ.get("PARAES_CUDA_STANDIN") or "libcuda.so.1")
+    handle = ctypes.c_void_p()
+    assert cuda.cuStreamCreate(ctypes.byref(handle), 1) == 0
+    sealed = paraes.cuda.seal(base, key=key, salt=salt, stream=handle.value)
+    assert cuda.cuStreamSynchronize(handle) == 0
+    assert cuda.cuStreamDestroy_v2(handle) == 0
+    assert sealed.to_bytes() == expected
+    capsule = sealed.__dlpack__(stream=None)
+    fields, delete = consume(capsule)
+    delete()
+    assert paraes.cuda.open(sealed, key=key, salt=salt).to_bytes() == data

@@ -212,6 +212,13 @@ impl Event {
         Ok(Event { raw })
     }
 
+    /// Waits until the work before its latest record is done.
+    pub(crate) fn synchronize(&self) -> Result<(), GpuError> {
+        self.raw
+            .synchronize()
+            .map_err(|e| GpuError::driver("waiting for an event", e))
+    }
+
     /// Seconds from `self` to `end` (both recorded), once both are complete.
     pub(crate) fn seconds_until(&self, end: &Event) -> Result<f64, GpuError> {
         let ms = self

@@ -70,7 +70,9 @@ Every call takes ``stream=``:
   for every piece of the file). Results may be read by later work on that stream, or by anyone
   after it is synchronized. Keep the input alive and unchanged, and the stream alive, until
   then. A buffer made this way says so: its ``__cuda_array_interface__["stream"]`` is that
-  stream, and ``__dlpack__(stream=s)`` / ``to_bytes()`` synchronize it unless ``s`` is that
+  stream (so read it through the interface only while the stream lives), and
+  ``__dlpack__(stream=s)`` / ``to_bytes()`` / ``save`` wait for the point the call reached
+  there (an event paraes recorded: the stream itself may be gone by then) unless ``s`` is that
   stream (or -1). ``__dlpack__(stream=...)`` of a DLPack input is called with this stream.
 
 ``DeviceBuffer`` offers ``__cuda_array_interface__`` (v3) and DLPack (``__dlpack__``,
@@ -110,14 +112,35 @@ CHUNK = 16 * 1024
 TAG = 16
 
 
+def _octets(name: str, value: Any) -> bytes:
+    """The bytes of a bytes-like ``value``; anything else (an int would make ``bytes(n)``, n
+    zero bytes: an all-zero key) is a ``TypeError``."""
+    try:
+        return bytes(memoryview(value))
+    except TypeError:
+        raise TypeError(f"{name}= takes bytes (or another bytes-like object), not "
+                        f"{type(value).__name__}") from None
+
+
 def sealed_len(plaintext_len: int, last: bool = True) -> int:
-    """The record bytes that ``plaintext_len`` bytes seal into (``last=False``: whole chunks)."""
-    chunks = plaintext_len // CHUNK + 1 if last else -(-plaintext_len // CHUNK)
+    """The record bytes that ``plaintext_len`` bytes seal into (``last=False``: whole chunks).
+    A length that ``seal`` refuses (negative; not whole chunks unless ``last``) is a
+    ``ValueError``."""
+    if plaintext_len < 0 or (not last and plaintext_len % CHUNK):
+        raise ValueError(f"{plaintext_len} bytes of plaintext: a length >= 0, whole 16 KiB "
+                         "chunks unless last=True")
+    chunks = plaintext_len // CHUNK + 1 if last else plaintext_len // CHUNK
     return plaintext_len + TAG * chunks
 
 
 def opened_len(records_len: int, last: bool = True) -> int:
-    """The plaintext bytes that ``records_len`` bytes of records open into."""
+    """The plaintext bytes that ``records_len`` bytes of records open into. A length that
+    ``open`` refuses (negative; a last record shorter than its tag; not whole records unless
+    ``last``) is a ``ValueError``."""
+    tail = records_len % (CHUNK + TAG)
+    if records_len < 0 or (tail < TAG if last else tail):
+        raise ValueError(f"{records_len} bytes are not chunk records: whole 16400-byte records, "
+                         "then (last=True) a final one of 16 to 16399 bytes")
     chunks = records_len // (CHUNK + TAG) + (1 if last else 0)
     return records_len - TAG * chunks
 
@@ -176,7 +199,8 @@ def seal(obj: Any, *, key: bytes, salt: bytes, context: bytes = b"", first_chunk
     """The bytes of the GPU array ``obj`` sealed as Cobblestone chunk records (module docs):
     a new ``DeviceBuffer``, or with ``inplace=True`` (and ``length=``, the plaintext bytes at
     its start) in ``obj`` itself, returning the record bytes."""
-    return _paraes.cuda_seal(obj, key=bytes(key), salt=bytes(salt), context=bytes(context),
+    return _paraes.cuda_seal(obj, key=_octets("key", key), salt=_octets("salt", salt),
+                             context=_octets("context", context),
                              first_chunk=first_chunk, last=last, inplace=inplace, length=length,
                              stream=stream)
 
@@ -188,6 +212,7 @@ def open(obj: Any, *, key: bytes, salt: bytes, context: bytes = b"", first_chunk
     before any plaintext is written (``paraes.AuthenticationError`` otherwise): a new
     ``DeviceBuffer``, or with ``inplace=True`` in ``obj`` itself, returning the plaintext
     bytes at its start."""
-    return _paraes.cuda_open(obj, key=bytes(key), salt=bytes(salt), context=bytes(context),
+    return _paraes.cuda_open(obj, key=_octets("key", key), salt=_octets("salt", salt),
+                             context=_octets("context", context),
                              first_chunk=first_chunk, last=last, inplace=inplace, length=length,
                              stream=stream)
