@@ -17,8 +17,7 @@ use crate::dlpack;
 use crate::errors;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(cuda_seal, m)?)?;
-    m.add_function(wrap_pyfunction!(cuda_open, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_records, m)?)?;
     Ok(())
 }
 
@@ -181,14 +180,21 @@ fn message_keys(key: &[u8], salt: &[u8], context: &[u8]) -> PyResult<MessageKeys
     MessageKeys::derive(variant, key, salt, context).map_err(errors::message)
 }
 
-/// The shared body of `cuda_seal` and `cuda_open`.
+/// `paraes.cuda.seal` (`seal=True`) and `paraes.cuda.open` (`seal=False`): the bytes of a GPU
+/// array sealed as Cobblestone chunk records, or records opened with every tag verified first
+/// (cuda.py documents both).
+#[pyfunction]
+#[pyo3(signature = (obj, *, seal, key, salt, context = Vec::new(), first_chunk = 0, last = true, inplace = false, length = None, stream = None))]
 #[allow(clippy::too_many_arguments)]
-fn records(
+fn cuda_records(
     py: Python<'_>,
-    seal: bool,
     obj: &Bound<'_, PyAny>,
-    (key, salt, context): (&Bound<'_, PyAny>, Vec<u8>, Vec<u8>),
-    (first_chunk, last): (u64, bool),
+    seal: bool,
+    key: &Bound<'_, PyAny>,
+    salt: Vec<u8>,
+    context: Vec<u8>,
+    first_chunk: u64,
+    last: bool,
     inplace: bool,
     length: Option<usize>,
     stream: Option<&Bound<'_, PyAny>>,
@@ -276,60 +282,4 @@ fn records(
     work.finish()?;
     drop(array);
     Ok(written.into_pyobject(py)?.into_any().unbind())
-}
-
-/// Seals the bytes of a GPU array as Cobblestone chunk records (cuda.py documents it).
-#[pyfunction]
-#[pyo3(signature = (obj, *, key, salt, context = Vec::new(), first_chunk = 0, last = true, inplace = false, length = None, stream = None))]
-#[allow(clippy::too_many_arguments)]
-fn cuda_seal(
-    py: Python<'_>,
-    obj: &Bound<'_, PyAny>,
-    key: &Bound<'_, PyAny>,
-    salt: Vec<u8>,
-    context: Vec<u8>,
-    first_chunk: u64,
-    last: bool,
-    inplace: bool,
-    length: Option<usize>,
-    stream: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Py<PyAny>> {
-    records(
-        py,
-        true,
-        obj,
-        (key, salt, context),
-        (first_chunk, last),
-        inplace,
-        length,
-        stream,
-    )
-}
-
-/// Opens Cobblestone chunk records in a GPU array, verifying every tag first (cuda.py).
-#[pyfunction]
-#[pyo3(signature = (obj, *, key, salt, context = Vec::new(), first_chunk = 0, last = true, inplace = false, length = None, stream = None))]
-#[allow(clippy::too_many_arguments)]
-fn cuda_open(
-    py: Python<'_>,
-    obj: &Bound<'_, PyAny>,
-    key: &Bound<'_, PyAny>,
-    salt: Vec<u8>,
-    context: Vec<u8>,
-    first_chunk: u64,
-    last: bool,
-    inplace: bool,
-    length: Option<usize>,
-    stream: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Py<PyAny>> {
-    records(
-        py,
-        false,
-        obj,
-        (key, salt, context),
-        (first_chunk, last),
-        inplace,
-        length,
-        stream,
-    )
 }

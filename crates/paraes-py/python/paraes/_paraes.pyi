@@ -158,9 +158,10 @@ def cuda_save(
 ) -> int:
     """paraes.cuda.save: buffer sealed on the device into a new v3 container; its length."""
 
-def cuda_seal(
+def cuda_records(
     obj: Any,
     *,
+    seal: bool,
     key: bytes,
     salt: bytes,
     context: bytes = b"",
@@ -170,21 +171,8 @@ def cuda_seal(
     length: Optional[int] = None,
     stream: Any = None,
 ) -> "DeviceBuffer | int":
-    """paraes.cuda.seal: a GPU array's bytes sealed as Cobblestone chunk records."""
-
-def cuda_open(
-    obj: Any,
-    *,
-    key: bytes,
-    salt: bytes,
-    context: bytes = b"",
-    first_chunk: int = 0,
-    last: bool = True,
-    inplace: bool = False,
-    length: Optional[int] = None,
-    stream: Any = None,
-) -> "DeviceBuffer | int":
-    """paraes.cuda.open: Cobblestone chunk records in a GPU array opened, every tag first."""
+    """paraes.cuda.seal (seal=True) and paraes.cuda.open (seal=False): a GPU array's bytes
+    sealed as Cobblestone chunk records, or records opened with every tag verified first."""
 
 def generate_key(bits: int = 256) -> bytes:
     """A fresh random AES key of 128, 192 or 256 bits, as raw bytes."""

@@ -193,16 +193,21 @@ def save(
                              passphrase=passphrase, bits=bits, replace=replace, stream=stream)
 
 
+def _records(obj: Any, seal: bool, key: bytes, salt: bytes, context: bytes, **options: Any):
+    """seal() and open(): the keys as bytes (an int is refused, never n zero bytes)."""
+    return _paraes.cuda_records(obj, seal=seal, key=_octets("key", key),
+                                salt=_octets("salt", salt), context=_octets("context", context),
+                                **options)
+
+
 def seal(obj: Any, *, key: bytes, salt: bytes, context: bytes = b"", first_chunk: int = 0,
          last: bool = True, inplace: bool = False, length: Optional[int] = None,
          stream: Any = None) -> "DeviceBuffer | int":
     """The bytes of the GPU array ``obj`` sealed as Cobblestone chunk records (module docs):
     a new ``DeviceBuffer``, or with ``inplace=True`` (and ``length=``, the plaintext bytes at
     its start) in ``obj`` itself, returning the record bytes."""
-    return _paraes.cuda_seal(obj, key=_octets("key", key), salt=_octets("salt", salt),
-                             context=_octets("context", context),
-                             first_chunk=first_chunk, last=last, inplace=inplace, length=length,
-                             stream=stream)
+    return _records(obj, True, key, salt, context, first_chunk=first_chunk, last=last,
+                    inplace=inplace, length=length, stream=stream)
 
 
 def open(obj: Any, *, key: bytes, salt: bytes, context: bytes = b"", first_chunk: int = 0,
@@ -212,7 +217,5 @@ def open(obj: Any, *, key: bytes, salt: bytes, context: bytes = b"", first_chunk
     before any plaintext is written (``paraes.AuthenticationError`` otherwise): a new
     ``DeviceBuffer``, or with ``inplace=True`` in ``obj`` itself, returning the plaintext
     bytes at its start."""
-    return _paraes.cuda_open(obj, key=_octets("key", key), salt=_octets("salt", salt),
-                             context=_octets("context", context),
-                             first_chunk=first_chunk, last=last, inplace=inplace, length=length,
-                             stream=stream)
+    return _records(obj, False, key, salt, context, first_chunk=first_chunk, last=last,
+                    inplace=inplace, length=length, stream=stream)
