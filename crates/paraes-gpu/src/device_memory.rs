@@ -86,9 +86,7 @@ impl GpuStream {
     pub fn handle(&self) -> usize {
         self.stream.handle() as usize
     }
-}
 
-impl GpuStream {
     /// Marks the point the stream has reached (everything enqueued there so far), to be
     /// waited for later even after the stream itself is gone.
     pub fn record_event(&self) -> Result<GpuEvent, GpuError> {
