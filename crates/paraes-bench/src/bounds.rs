@@ -4,7 +4,6 @@
 //! offsets (what `paraes enc` reading a file cannot beat). Every throughput row can then be
 //! read as a share of what the machine allows.
 
-use std::error::Error;
 use std::hint::black_box;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
@@ -12,8 +11,9 @@ use std::sync::Mutex;
 
 use paraes_core::pipeline::WINDOW;
 
-use crate::measure::{fill, time_calls, Timing};
+use crate::measure::fill;
 use crate::stats::Stats;
+use crate::timing::{time_op, BenchError, Op, Timing};
 
 /// The engine label of bound rows (`bound-e2e` for the whole-file bound).
 pub const BOUND_ENGINE: &str = "bound";
@@ -29,7 +29,7 @@ pub const PARALLEL_READ: &str = "parallel-read";
 struct Threads(Option<rayon::ThreadPool>);
 
 impl Threads {
-    fn new(threads: usize) -> Result<Self, Box<dyn Error + Send + Sync>> {
+    fn new(threads: usize) -> Result<Self, BenchError> {
         let pool = match threads {
             0 | 1 => None,
             _ => Some(
@@ -56,14 +56,19 @@ pub fn measure_memory_copy(
     bytes: usize,
     threads: usize,
     timing: &Timing,
-) -> Result<Stats, Box<dyn Error + Send + Sync>> {
+) -> Result<Stats, BenchError> {
+    time_op(timing, memory_copy_op(bytes, threads)?)
+}
+
+/// [`measure_memory_copy`]'s call, prepared.
+pub fn memory_copy_op(bytes: usize, threads: usize) -> Result<Op<'static>, BenchError> {
     let mut from = vec![0u8; bytes];
     fill(&mut from);
     let to = Mutex::new(vec![0u8; bytes]);
     let threads = threads.max(1);
     let part = bytes.div_ceil(threads).max(1);
     let pool = Threads::new(threads)?;
-    time_calls(timing, || -> Result<(), Box<dyn Error + Send + Sync>> {
+    Ok(Op::new(move || -> Result<(), BenchError> {
         let mut to = to.lock().unwrap_or_else(|e| e.into_inner());
         let parts: Vec<Mutex<&mut [u8]>> = to.chunks_mut(part).map(Mutex::new).collect();
         pool.each(|index| {
@@ -75,7 +80,7 @@ pub fn measure_memory_copy(
             }
         });
         Ok(())
-    })
+    }))
 }
 
 /// Times reading a file of `bytes` bytes (in the temporary directory, from the page cache) by
@@ -85,7 +90,12 @@ pub fn measure_parallel_read(
     bytes: usize,
     threads: usize,
     timing: &Timing,
-) -> Result<Stats, Box<dyn Error + Send + Sync>> {
+) -> Result<Stats, BenchError> {
+    time_op(timing, parallel_read_op(bytes, threads)?)
+}
+
+/// [`measure_parallel_read`]'s call, prepared (its file written now; one file per sample).
+pub fn parallel_read_op(bytes: usize, threads: usize) -> Result<Op<'static>, BenchError> {
     let mut file = tempfile::tempfile()?;
     let mut block = vec![0u8; WINDOW.min(bytes.max(1))];
     fill(&mut block);
@@ -101,11 +111,7 @@ pub fn measure_parallel_read(
         .map(|_| Mutex::new(vec![0u8; WINDOW.min(part as usize)]))
         .collect();
     let pool = Threads::new(threads)?;
-    let timing = Timing {
-        min_sample: std::time::Duration::ZERO,
-        ..*timing
-    };
-    time_calls(&timing, || -> Result<(), Box<dyn Error + Send + Sync>> {
+    Ok(Op::whole(move || -> Result<(), BenchError> {
         let read = pool.each(|index| -> std::io::Result<()> {
             let mut buf = buffers[index].lock().unwrap_or_else(|e| e.into_inner());
             let start = index as u64 * part;
@@ -121,7 +127,7 @@ pub fn measure_parallel_read(
         });
         read.into_iter().collect::<std::io::Result<()>>()?;
         Ok(())
-    })
+    }))
 }
 
 #[cfg(test)]

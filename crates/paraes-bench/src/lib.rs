@@ -15,11 +15,13 @@ pub mod report;
 pub mod sizes;
 pub mod stats;
 pub mod summary;
+pub mod timing;
 
 pub use document::{Document, Paraes};
 pub use machine::Machine;
-pub use measure::{measure_e2e, measure_engine, measure_gcm, Timing};
+pub use measure::{measure_e2e, measure_engine, measure_gcm};
 pub use mode::BenchMode;
 pub use report::{fill_speedups, Row};
 pub use sizes::parse_sizes;
 pub use stats::Stats;
+pub use timing::Timing;

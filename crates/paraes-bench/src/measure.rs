@@ -1,18 +1,15 @@
-//! The timing loop: a warm-up that also calibrates how many calls make one sample, then
-//! `repeats` samples, each the time per call of a batch lasting at least `min_sample`.
+//! What the engines' rows time, each prepared as an [`Op`] for [`crate::timing`].
 //!
 //! Engines are measured only through the [`Engine`] seam, so every engine that implements it can
 //! be benchmarked by listing it; [`measure_gcm`] times format v3's body sealed in memory (the
 //! engine's GCM chunks sealed whole, or its CTR and the pipeline's GCM tags), and [`measure_e2e`] the whole container pipeline
 //! on files.
 
-use std::error::Error;
 use std::fs::File;
 use std::hint::black_box;
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use paraes_core::cobblestone::{CHUNK_LEN, TAG_LEN};
 use paraes_core::container::{self, Opened, Recipient};
@@ -20,33 +17,7 @@ use paraes_core::pipeline::{self, Chunk, PipelineError, Sink, Source, StreamSpec
 use paraes_core::{Direction, Engine, EngineError, ExpandedKey, Job, Key, Mode};
 
 use crate::stats::Stats;
-
-/// How long and how often to measure.
-#[derive(Clone, Copy, Debug)]
-pub struct Timing {
-    /// Run the engine at least this long (and at least once) before measuring.
-    pub warmup: Duration,
-    /// Samples per measurement (at least 1).
-    pub repeats: usize,
-    /// Each sample times a batch of calls lasting at least this long, then divides, so that
-    /// calls far shorter than the clock's resolution are still measured well.
-    pub min_sample: Duration,
-}
-
-impl Timing {
-    /// The default: 100 ms warm-up, 11 samples of at least 2 ms.
-    pub const FULL: Timing = Timing {
-        warmup: Duration::from_millis(100),
-        repeats: 11,
-        min_sample: Duration::from_millis(2),
-    };
-    /// `--quick`: 10 ms warm-up, 5 samples of at least 1 ms.
-    pub const QUICK: Timing = Timing {
-        warmup: Duration::from_millis(10),
-        repeats: 5,
-        min_sample: Duration::from_millis(1),
-    };
-}
+use crate::timing::{time_op, BenchError, Op, Timing};
 
 /// A deterministic, non-constant fill for the buffers (the contents do not change AES's speed,
 /// but zero pages could be shared copy-on-write and make the first pass unrepresentative).
@@ -59,35 +30,6 @@ pub(crate) fn fill(buf: &mut [u8]) {
         .expect("CTR takes any length");
 }
 
-/// Times `op` per `timing`; `op` is one call of the thing measured.
-pub(crate) fn time_calls<E>(
-    timing: &Timing,
-    mut op: impl FnMut() -> Result<(), E>,
-) -> Result<Stats, E> {
-    let start = Instant::now();
-    let mut calls = 0u64;
-    loop {
-        op()?;
-        calls += 1;
-        if start.elapsed() >= timing.warmup {
-            break;
-        }
-    }
-    let per_call = start.elapsed().as_secs_f64() / calls as f64;
-    let batch = (timing.min_sample.as_secs_f64() / per_call.max(1e-9))
-        .ceil()
-        .max(1.0) as u64;
-    let mut samples = Vec::with_capacity(timing.repeats.max(1));
-    for _ in 0..timing.repeats.max(1) {
-        let t = Instant::now();
-        for _ in 0..batch {
-            op()?;
-        }
-        samples.push(t.elapsed().as_secs_f64() / batch as f64);
-    }
-    Ok(Stats::of(&samples).expect("at least one finite sample"))
-}
-
 /// Times `engine` encrypting a `bytes`-long buffer in place with `mode` and `key` (in-memory
 /// throughput: the Engine seam alone). Returns seconds per call.
 pub fn measure_engine(
@@ -96,16 +38,26 @@ pub fn measure_engine(
     key: &ExpandedKey,
     bytes: usize,
     timing: &Timing,
-) -> Result<Stats, EngineError> {
+) -> Result<Stats, BenchError> {
+    time_op(timing, engine_op(engine, mode, key, bytes)?)
+}
+
+/// [`measure_engine`]'s call, prepared: `engine` encrypting a `bytes`-long buffer in place.
+pub fn engine_op<'a>(
+    engine: &'a dyn Engine,
+    mode: Mode,
+    key: &'a ExpandedKey,
+    bytes: usize,
+) -> Result<Op<'a>, EngineError> {
     let mut buf = vec![0u8; bytes];
     fill(&mut buf);
     let job = Job::new(mode, Direction::Encrypt, key, [0x5a; 16], 0);
     job.check(bytes)?;
-    time_calls(timing, || {
+    Ok(Op::new(move || {
         engine.process(&job, black_box(&mut buf))?;
         black_box(&buf);
         Ok(())
-    })
+    }))
 }
 
 /// A stretch of `bytes` plaintext bytes of format v3's body, cut into pipeline chunks as the
@@ -275,7 +227,17 @@ pub fn measure_gcm(
     bytes: usize,
     batch: usize,
     timing: &Timing,
-) -> Result<Stats, Box<dyn Error + Send + Sync>> {
+) -> Result<Stats, BenchError> {
+    time_op(timing, gcm_op(engine, key, bytes, batch)?)
+}
+
+/// [`measure_gcm`]'s call, prepared: one stretch of `bytes` sealed on `engine`.
+pub fn gcm_op<'a>(
+    engine: &'a dyn Engine,
+    key: &Key,
+    bytes: usize,
+    batch: usize,
+) -> Result<Op<'a>, BenchError> {
     let (opened, mut stretch) = gcm_stretch(key, bytes, batch)?;
     let spec = opened.stream_spec(engine, Direction::Encrypt);
     spec.check()?;
@@ -294,11 +256,13 @@ pub fn measure_gcm(
                 .build()?,
         ),
     };
-    time_calls(timing, || {
+    Ok(Op::new(move || {
+        // The spec is a few references into the container the op owns: made per call.
+        let spec = opened.stream_spec(engine, Direction::Encrypt);
         stretch.seal(&spec, workers.as_ref())?;
         black_box(&stretch.chunks);
         Ok(())
-    })
+    }))
 }
 
 /// Times the whole `paraes enc` path: a format v3 container header, then the body's chunks
@@ -315,7 +279,18 @@ pub fn measure_e2e(
     bytes: usize,
     chunk_size: usize,
     timing: &Timing,
-) -> Result<Stats, Box<dyn Error + Send + Sync>> {
+) -> Result<Stats, BenchError> {
+    time_op(timing, e2e_op(engine, key, bytes, chunk_size)?)
+}
+
+/// [`measure_e2e`]'s call, prepared: one whole file through the pipeline (its input written
+/// now, in a temporary directory that lives as long as the op).
+pub fn e2e_op<'a>(
+    engine: &'a dyn Engine,
+    key: &'a Key,
+    bytes: usize,
+    chunk_size: usize,
+) -> Result<Op<'a>, BenchError> {
     let dir = tempfile::tempdir()?;
     let input_path = dir.path().join("input");
     let output_path = dir.path().join("output.paraes");
@@ -330,7 +305,9 @@ pub fn measure_e2e(
             left -= n;
         }
     }
-    let once = || -> Result<(), Box<dyn Error + Send + Sync>> {
+    Ok(Op::whole(move || -> Result<(), BenchError> {
+        // The directory is removed when the op is dropped.
+        let _dir = &dir;
         // As `paraes enc -k`: a fresh file key per file, wrapped for the key.
         let (header_bytes, mut sealed) =
             container::seal(key.size(), &[Recipient::Key(key.clone())])?;
@@ -352,18 +329,15 @@ pub fn measure_e2e(
         let workers = Workers::new(engine.workers().max(2));
         pipeline::run_parallel(&spec, source, sink, workers, &|_| {})?;
         Ok(())
-    };
-    let timing = Timing {
-        min_sample: Duration::ZERO,
-        ..*timing
-    };
-    time_calls(&timing, once)
+    }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use paraes_core::CpuEngine;
+
+    use std::time::Duration;
 
     const TINY: Timing = Timing {
         warmup: Duration::from_millis(1),

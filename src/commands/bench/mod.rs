@@ -11,12 +11,13 @@ use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use paraes_bench::bounds;
 use paraes_bench::machine::{load_average, utc_now};
+use paraes_bench::measure::{e2e_op, engine_op, gcm_op};
 use paraes_bench::mode::GCM_NOTE;
 use paraes_bench::openssl::{self, OpensslError};
 use paraes_bench::report::{self, format_size, Row};
+use paraes_bench::timing::{time_interleaved, Op};
 use paraes_bench::{
-    fill_speedups, measure_e2e, measure_engine, measure_gcm, plot, summary, BenchMode, Document,
-    Machine, Paraes, Stats, Timing,
+    fill_speedups, plot, summary, BenchMode, Document, Machine, Paraes, Stats, Timing,
 };
 use paraes_core::pipeline::{self, DEFAULT_CHUNK_SIZE};
 use paraes_core::{AesImpl, Engine, Key};

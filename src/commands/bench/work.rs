@@ -128,7 +128,10 @@ impl<'a> Work<'a> {
         Ok(rows)
     }
 
-    /// The engines' rows of `mode` at `bits`: every size, then the whole-file sizes.
+    /// The engines' rows of `mode` at `bits`: every size, then the whole-file sizes. The rows of
+    /// one size (each engine, and the machine's bound on each thread count) are timed together,
+    /// their samples interleaved ([`time_interleaved`]), so that the speedup of one row over
+    /// another is not a slow spell of the machine that fell on one of them.
     pub(super) fn engine_rows(
         &self,
         mode: BenchMode,
@@ -143,7 +146,10 @@ impl<'a> Work<'a> {
         let runs = self.choices.sizes.iter().map(|&size| (size, false));
         let e2e_runs = self.e2e_sizes(mode, bits).iter().map(|&size| (size, true));
         for (size, e2e) in runs.chain(e2e_runs) {
-            for (label, implementation, engine) in self.engines_for(mode) {
+            let engines = self.engines_for(mode);
+            let mut ops = Vec::new();
+            let mut shapes = Vec::new();
+            for &(label, implementation, engine) in &engines {
                 let label = if e2e {
                     format!("{label}-e2e")
                 } else {
@@ -154,30 +160,46 @@ impl<'a> Work<'a> {
                     engine.workers(),
                     format_size(size as u64)
                 ));
-                let before = engine.modelled();
-                let stats = if e2e {
-                    measure_e2e(engine, &key, size, DEFAULT_CHUNK_SIZE, timing)
+                let op = if e2e {
+                    e2e_op(engine, &key, size, DEFAULT_CHUNK_SIZE)
                         .map_err(|e| anyhow!("{label} on {cipher}: {e}"))?
                 } else if let Some(engine_mode) = mode.engine_mode() {
-                    measure_engine(engine, engine_mode, &expanded, size, timing)
+                    engine_op(engine, engine_mode, &expanded, size)
                         .with_context(|| format!("{} on {cipher}", engine.name()))?
                 } else {
                     // gcm: format v3's body sealed in memory as the pipeline seals it, in
                     // `paraes enc`'s pipeline chunks, CTR on the engine.
-                    measure_gcm(engine, &key, size, pipeline::WINDOW, timing)
+                    gcm_op(engine, &key, size, pipeline::WINDOW)
                         .map_err(|e| anyhow!("{} on {cipher}: {e}", engine.name()))?
                 };
+                ops.push(op);
+                shapes.push((label, implementation, engine.workers(), Some(engine)));
+            }
+            for (label, implementation, threads, op) in self.bound_ops(mode, size, e2e)? {
+                ops.push(op);
+                shapes.push((label, implementation, threads, None));
+            }
+            // A simulator also reports the modelled machine's time: its work in this group.
+            let before: Vec<_> = shapes
+                .iter()
+                .map(|(.., engine)| engine.and_then(|e| e.modelled()))
+                .collect();
+            let stats = time_interleaved(timing, ops).map_err(|(index, e)| {
+                let (label, implementation, threads, _) = &shapes[index];
+                anyhow!("{label} {implementation} x{threads} on {cipher}: {e}")
+            })?;
+            for ((shape, stats), before) in shapes.into_iter().zip(stats).zip(before) {
+                let (label, implementation, threads, engine) = shape;
                 let mut row = Row::new(
                     &label,
                     implementation,
                     mode,
                     bits,
                     size as u64,
-                    engine.workers(),
+                    threads,
                     stats,
                 );
-                // A simulator also reports the modelled machine's time for one buffer.
-                if let (Some(before), Some(after)) = (before, engine.modelled()) {
+                if let (Some(before), Some(after)) = (before, engine.and_then(|e| e.modelled())) {
                     let work = after.since(&before);
                     if work.bytes > 0 {
                         row.sim_seconds = Some(work.seconds * size as f64 / work.bytes as f64);
@@ -185,24 +207,23 @@ impl<'a> Work<'a> {
                     }
                 }
                 rows.push(row);
-                bar.inc(1);
             }
-            self.bound_rows(mode, bits, size, e2e, rows)?;
+            bar.inc(engines.len() as u64);
         }
         Ok(())
     }
 
-    /// The machine's bound for `size` in the same run, on each thread count the engines of
-    /// `mode` run on: a copy of the buffer in memory, or for a whole file (`e2e`) the file read
-    /// by that many readers at their own offsets ([`paraes_bench::bounds`]).
-    fn bound_rows(
+    /// The machine's bound for `size`, prepared, on each thread count the engines of `mode` run
+    /// on: a copy of the buffer in memory, or for a whole file (`e2e`) the file read by that
+    /// many readers at their own offsets ([`paraes_bench::bounds`]). Each with its row's label,
+    /// implementation and thread count.
+    #[allow(clippy::type_complexity)]
+    fn bound_ops(
         &self,
         mode: BenchMode,
-        bits: u32,
         size: usize,
         e2e: bool,
-        rows: &mut Vec<Row>,
-    ) -> Result<()> {
+    ) -> Result<Vec<(String, &'static str, usize, Op<'static>)>> {
         let mut threads: Vec<usize> = self
             .engines_for(mode)
             .iter()
@@ -210,31 +231,21 @@ impl<'a> Work<'a> {
             .collect();
         threads.sort_unstable();
         threads.dedup();
-        let timing = &self.choices.timing;
+        let mut ops = Vec::new();
         for threads in threads {
-            let (label, implementation, stats) = if e2e {
-                let stats = bounds::measure_parallel_read(size, threads, timing);
-                (
-                    format!("{}-e2e", bounds::BOUND_ENGINE),
-                    bounds::PARALLEL_READ,
-                    stats,
-                )
+            let (label, implementation, op) = if e2e {
+                let op = bounds::parallel_read_op(size, threads);
+                let label = format!("{}-e2e", bounds::BOUND_ENGINE);
+                (label, bounds::PARALLEL_READ, op)
             } else {
-                let stats = bounds::measure_memory_copy(size, threads, timing);
-                (bounds::BOUND_ENGINE.to_string(), bounds::MEMORY_COPY, stats)
+                let op = bounds::memory_copy_op(size, threads);
+                let label = bounds::BOUND_ENGINE.to_string();
+                (label, bounds::MEMORY_COPY, op)
             };
-            let stats = stats.map_err(|e| anyhow!("{label} {implementation}: {e}"))?;
-            rows.push(Row::new(
-                &label,
-                implementation,
-                mode,
-                bits,
-                size as u64,
-                threads,
-                stats,
-            ));
+            let op = op.map_err(|e| anyhow!("{label} {implementation}: {e}"))?;
+            ops.push((label, implementation, threads, op));
         }
-        Ok(())
+        Ok(ops)
     }
 
     /// openssl's rows of `mode` at `bits`: every size and process count.
