@@ -182,7 +182,10 @@ mod tests {
         turns.dedup();
         assert_eq!(String::from_iter(turns), "abababab");
         for s in stats {
-            assert!(s.min > 0.0 && s.min <= s.median && s.median <= s.max, "{s:?}");
+            assert!(
+                s.min > 0.0 && s.min <= s.median && s.median <= s.max,
+                "{s:?}"
+            );
         }
     }
 
@@ -206,7 +209,10 @@ mod tests {
             if calls_per_round == 2 {
                 assert_eq!((sampler.batch, during), (1, 2));
             } else {
-                assert!(sampler.batch > 1 && during as u64 == sampler.batch, "{during}");
+                assert!(
+                    sampler.batch > 1 && during as u64 == sampler.batch,
+                    "{during}"
+                );
             }
         }
     }

@@ -224,7 +224,7 @@ fn run_windows(
 ) -> Result<Ran, PipelineError> {
     let (windowed, base) = windowed(spec, workers.window, segment.first_index);
     let spec = &windowed;
-    let workers = workers.for_record(spec.input_record_len());
+    let workers = workers_for(spec, workers);
     // A segment that does not end the stream is whole records: its chunk count is known.
     let count = match (&source, segment.ends_stream) {
         (_, true) => None,
@@ -340,6 +340,14 @@ fn run_windows(
         read: run.read.into_inner(),
         written: run.written.into_inner(),
     })
+}
+
+/// The workers of a run of `spec` (its pipeline chunks a window each): fewer where a window is
+/// larger than [`WINDOW`] ([`Workers::for_record`]), judged by its chunks' bytes, not its tags:
+/// a decrypting window's input is the encrypting one's and its tags, a little over [`WINDOW`]
+/// (judged by that, decryption ran on half the workers).
+pub(super) fn workers_for(spec: &StreamSpec<'_>, workers: Workers) -> Workers {
+    workers.for_record(spec.chunk_size)
 }
 
 /// How many of `spec`'s chunks make a pipeline chunk of at least `window` bytes where the

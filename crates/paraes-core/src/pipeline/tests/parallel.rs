@@ -405,6 +405,24 @@ fn windows_larger_than_the_window_run_on_fewer_workers() {
     assert_eq!(Workers::new(1).for_record(64 << 20).threads, 1);
 }
 
+/// A format v3 body runs on as many workers to decrypt as to encrypt: a decrypting window's
+/// input is its plaintext's window and its tags, a little over [`WINDOW`], which is no reason
+/// for fewer workers (it halved them, and `dec` ran on one core where `enc` ran on two).
+#[test]
+fn decryption_runs_on_every_worker() {
+    let keys =
+        MessageKeys::derive(Variant::Cobblestone256, &[3; 32], &[4; SALT_LEN], b"s").unwrap();
+    let cipher = keys.chunks();
+    let engine = CpuEngine::new(Some(1)).unwrap();
+    for threads in [2, 16] {
+        for direction in [Direction::Encrypt, Direction::Decrypt] {
+            let spec = StreamSpec::message(&engine, direction, &cipher, crate::pipeline::WINDOW);
+            let workers = crate::pipeline::parallel::workers_for(&spec, Workers::new(threads));
+            assert_eq!(workers.threads, threads, "{direction:?}");
+        }
+    }
+}
+
 /// Runs the chunks `first..end` (`None`: to the stream's end) of `spec`'s stream `whole`
 /// in parallel from a file at offsets; returns the output and the result.
 fn segment_through(
