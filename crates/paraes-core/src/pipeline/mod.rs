@@ -29,6 +29,7 @@ use std::io;
 
 use crate::engine::EngineError;
 
+mod combined;
 mod gcm;
 mod parallel;
 mod placed;

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Mutex;
 
+use super::combined::Combined;
 use super::placed::{InOrder, Placed};
 use super::reader::ChunkReader;
 use super::turns::Turn;
@@ -187,7 +188,7 @@ impl Sink<'_> {
                 at,
                 take_turns,
             } => {
-                let _turn = take_turns.then(|| Turn::take(None, file));
+                let _turn = take_turns.then(|| Turn::take(file));
                 file.write_all_at(bytes, *at + skip)
             }
             Sink::Stream(output) => output.write_all(bytes),
@@ -274,7 +275,7 @@ fn run_windows(
             (Feed::Queue(Mutex::new(chunks_rx)), Some((input, chunks_tx)))
         }
     };
-    let turns = Mutex::new(());
+    let writes = Combined::new();
     let written_in_order = std::thread::scope(|scope| {
         if let Some((input, chunks_tx)) = reading {
             let (run, free_rx) = (&run, &free_rx);
@@ -289,7 +290,8 @@ fn run_windows(
                 Deliver::At {
                     file,
                     at,
-                    turns: take_turns.then_some(&turns),
+                    take_turns,
+                    writes: &writes,
                     free: free_tx,
                     placed: placed.as_ref().expect("a placed output is tracked"),
                 },
@@ -524,12 +526,14 @@ fn changed_size() -> io::Error {
 /// Where workers hand their sealed or opened chunks.
 #[derive(Clone)]
 enum Deliver<'a> {
-    /// Written at their offsets by the worker, the buffer then back to the free list.
+    /// Written at their offsets by one worker at a time, whichever is writing when the chunk
+    /// is ready ([`Combined`]), the buffer then back to the free list.
     At {
         file: &'a File,
         at: u64,
-        /// Where the writers take turns: this process's writers' turns.
-        turns: Option<&'a Mutex<()>>,
+        /// Whether the writers take turns with other processes' ([`Turn`]).
+        take_turns: bool,
+        writes: &'a Combined<Chunk>,
         free: SyncSender<Vec<u8>>,
         placed: &'a Placed,
     },
@@ -591,24 +595,28 @@ fn work(
             Deliver::At {
                 file,
                 at,
-                turns,
+                take_turns,
+                writes,
                 free,
                 placed,
-            } => {
-                let offset = at + chunk.index * spec.output_record_len() as u64;
-                let turn = turns.map(|turns| Turn::take(Some(turns), file));
-                let written = file.write_all_at(&chunk.data, offset);
-                drop(turn);
-                let written = written
-                    .map_err(PipelineError::Write)
-                    .and_then(|()| placed.record(chunk.index, chunk.last, chunk.data.len()));
-                if let Err(e) = written {
-                    run.fail(chunk.index, e);
-                    return false;
+            } => writes.leave(chunk, |chunk| {
+                // After a failure nothing more is written; every buffer still goes back, so
+                // no worker waits for one.
+                if !run.stopped() {
+                    let offset = at + chunk.index * spec.output_record_len() as u64;
+                    let turn = take_turns.then(|| Turn::take(file));
+                    let written = file.write_all_at(&chunk.data, offset);
+                    drop(turn);
+                    let written = written
+                        .map_err(PipelineError::Write)
+                        .and_then(|()| placed.record(chunk.index, chunk.last, chunk.data.len()));
+                    match written {
+                        Ok(()) => run.wrote(chunk.data.len()),
+                        Err(e) => run.fail(chunk.index, e),
+                    }
                 }
-                run.wrote(chunk.data.len());
                 let _ = free.send(chunk.data);
-            }
+            }),
             Deliver::Queue(done) => {
                 if done.send(Some(chunk)).is_err() {
                     // The writer stopped; it says why.

@@ -1,0 +1,131 @@
+//! Work that only one thread may do at a time, handed on instead of waited for ([`Combined`]):
+//! the workers' writes into one output file. Every Linux file system of note (tmpfs, ext4, XFS)
+//! holds a file's inode lock for each whole buffered write, so writes into one file run one at
+//! a time whatever the number of writers, and a writer that finds the lock held spins on its
+//! core (measured in docs/RESULTS.md, issue 40) or, behind a mutex, sleeps: either way its core
+//! does no AES meanwhile. Here a worker whose window is ready leaves it in a queue; whichever
+//! worker is writing already writes it too, and the others go back to sealing.
+
+use std::sync::{Mutex, TryLockError};
+
+/// Items that one thread at a time takes care of, whichever thread that is.
+pub(super) struct Combined<T> {
+    waiting: Mutex<Vec<T>>,
+    /// Held by the thread that takes care of the waiting items now.
+    busy: Mutex<()>,
+}
+
+impl<T> Combined<T> {
+    pub(super) fn new() -> Self {
+        Combined {
+            waiting: Mutex::new(Vec::new()),
+            busy: Mutex::new(()),
+        }
+    }
+
+    fn take_waiting(&self) -> Vec<T> {
+        std::mem::take(&mut *self.waiting.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn none_waiting(&self) -> bool {
+        self.waiting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+    }
+
+    /// Leaves `item`, then, unless another thread is taking care of the items now, takes care
+    /// of every item waiting with `each` (its own and others'), until none waits. Returns at
+    /// once when another thread is at it: that thread looks again for waiting items after it
+    /// lets go, so every item left is taken care of exactly once, and when every thread that
+    /// left one has returned, none waits.
+    pub(super) fn leave(&self, item: T, mut each: impl FnMut(T)) {
+        self.waiting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(item);
+        loop {
+            let busy = match self.busy.try_lock() {
+                Ok(busy) => busy,
+                // `each` panicked on another thread: the items are still to be taken care of.
+                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                Err(TryLockError::WouldBlock) => return,
+            };
+            loop {
+                let items = self.take_waiting();
+                if items.is_empty() {
+                    break;
+                }
+                items.into_iter().for_each(&mut each);
+            }
+            drop(busy);
+            // An item left between the last look and letting go found this thread busy and
+            // went: look again.
+            if self.none_waiting() {
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    /// Items left by many threads at once are each taken care of exactly once, one at a time,
+    /// and none waits when every thread has returned.
+    #[test]
+    fn every_item_once_one_at_a_time() {
+        const THREADS: usize = 4;
+        const ITEMS: usize = 5000;
+        let combined = Combined::new();
+        let seen: Vec<AtomicUsize> = (0..THREADS * ITEMS).map(|_| AtomicUsize::new(0)).collect();
+        let inside = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            for thread in 0..THREADS {
+                let (combined, seen, inside) = (&combined, &seen, &inside);
+                scope.spawn(move || {
+                    for i in 0..ITEMS {
+                        combined.leave(thread * ITEMS + i, |item| {
+                            assert!(!inside.swap(true, Ordering::SeqCst), "two at once");
+                            seen[item].fetch_add(1, Ordering::Relaxed);
+                            std::hint::spin_loop();
+                            inside.store(false, Ordering::SeqCst);
+                        });
+                    }
+                });
+            }
+        });
+        assert!(seen.iter().all(|n| n.load(Ordering::Relaxed) == 1));
+        assert!(combined.none_waiting());
+    }
+
+    /// A thread that finds another at work leaves its item to it and returns without waiting.
+    #[test]
+    fn a_busy_thread_takes_the_others_items() {
+        let combined = Combined::new();
+        let done = Mutex::new(Vec::new());
+        let (entered_tx, entered_rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        std::thread::scope(|scope| {
+            let (combined, done) = (&combined, &done);
+            let first = scope.spawn(move || {
+                combined.leave(1, |item| {
+                    if item == 1 {
+                        entered_tx.send(()).unwrap();
+                        go_rx.recv().unwrap();
+                    }
+                    done.lock().unwrap().push(item);
+                })
+            });
+            entered_rx.recv().unwrap();
+            // The first thread is at work: this returns at once, its item left.
+            combined.leave(2, |item| done.lock().unwrap().push(item + 100));
+            assert!(done.lock().unwrap().is_empty());
+            go_tx.send(()).unwrap();
+            first.join().unwrap();
+        });
+        assert_eq!(*done.lock().unwrap(), vec![1, 2]);
+    }
+}
