@@ -142,10 +142,12 @@ impl DeviceBuffer {
         (dlpack::KDL_CUDA, 0)
     }
 
-    /// A "dltensor" capsule of its bytes (one-dimensional uint8 on CUDA device 0) for
+    /// A DLPack capsule of its bytes (one-dimensional uint8 on CUDA device 0) for
     /// `torch.from_dlpack` and the like; the buffer stays alive until the consumer's deleter
     /// runs. `stream`: the consumer's stream (DLPack's rule: the bytes are made safe to use
-    /// there; -1: the consumer synchronizes). An unversioned capsule whatever `max_version`.
+    /// there; -1: the consumer synchronizes). `max_version` of major 1 or more: a DLPack 1.0
+    /// "dltensor_versioned" capsule (flags 0: writable, not a copy); None or major 0: an
+    /// unversioned "dltensor" capsule.
     #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
     fn __dlpack__<'py>(
         slf: &Bound<'py, Self>,
@@ -154,7 +156,6 @@ impl DeviceBuffer {
         dl_device: Option<(i32, i32)>,
         copy: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let _ = max_version;
         if dl_device.is_some_and(|d| d != (dlpack::KDL_CUDA, 0)) {
             return Err(PyBufferError::new_err(
                 "a paraes.cuda.DeviceBuffer lives on CUDA device 0 and cannot be exported to \
@@ -170,7 +171,7 @@ impl DeviceBuffer {
         let this = slf.borrow();
         this.make_ready(stream)?;
         let (address, len) = (this.memory.address(), this.memory.len());
-        dlpack::export(slf.as_any(), address, len)
+        dlpack::export(slf.as_any(), address, len, max_version)
     }
 }
 

@@ -21,18 +21,23 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
+/// What says an array is read-only, in the in-place refusal.
+const CAI_SAYS_READ_ONLY: &str = "its __cuda_array_interface__";
+const DLPACK_SAYS_READ_ONLY: &str = "its DLPack tensor's READ_ONLY flag";
+
 /// A caller's GPU array seen as bytes; a consumed DLPack tensor's deleter runs when it drops.
 struct ArrayBytes {
     address: u64,
     len: usize,
-    readonly: bool,
+    /// Why the array must not be written (what says so), if it must not.
+    read_only: Option<&'static str>,
     _dlpack: Option<dlpack::Consumed>,
 }
 
 /// Finds the bytes of `obj` through DLPack (preferred: the producer makes them ready on the
 /// consumer's stream, which a CUDA Array Interface v2 such as PyTorch's cannot say) or
-/// `__cuda_array_interface__`, made ready for work on `work`. A DLPack array that also has the
-/// interface is read-only if the interface says so.
+/// `__cuda_array_interface__`, made ready for work on `work`. A DLPack array is read-only if its
+/// versioned tensor's flags say so, or if it also has the interface and that says so.
 fn array_bytes(
     obj: &Bound<'_, PyAny>,
     engine: &GpuEngine,
@@ -69,18 +74,23 @@ fn array_bytes(
         Some(c) => c.get_item("data")?.filter(|d| !d.is_none()),
         None => None,
     };
-    let readonly = match data {
+    let cai_read_only = match data {
         Some(d) => d.get_item(1)?.is_truthy()?,
         None => false,
     };
     let kwargs = PyDict::new(obj.py());
     kwargs.set_item("stream", work.protocol_handle())?;
-    let capsule = obj.call_method("__dlpack__", (), Some(&kwargs))?;
+    let capsule = dlpack::capsule_of(obj, &kwargs)?;
     let consumed = dlpack::consume(&capsule)?;
+    let read_only = if consumed.read_only {
+        Some(DLPACK_SAYS_READ_ONLY)
+    } else {
+        cai_read_only.then_some(CAI_SAYS_READ_ONLY)
+    };
     Ok(ArrayBytes {
         address: consumed.address,
         len: consumed.len,
-        readonly,
+        read_only,
         _dlpack: Some(consumed),
     })
 }
@@ -115,7 +125,7 @@ fn cai_bytes(cai: &Bound<'_, PyDict>, engine: &GpuEngine) -> PyResult<ArrayBytes
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| PyValueError::new_err(format!("typestr {typestr:?} names no item size")))?;
     let data = get("data")?.filter(|d| !d.is_none());
-    let (address, readonly): (u64, bool) = match data {
+    let (address, read_only): (u64, bool) = match data {
         Some(d) => d.extract()?,
         None => (0, false),
     };
@@ -154,7 +164,7 @@ fn cai_bytes(cai: &Bound<'_, PyDict>, engine: &GpuEngine) -> PyResult<ArrayBytes
     Ok(ArrayBytes {
         address,
         len,
-        readonly,
+        read_only: read_only.then_some(CAI_SAYS_READ_ONLY),
         _dlpack: None,
     })
 }
@@ -254,11 +264,11 @@ fn cuda_records(
         let buffer = DeviceBuffer::new(output, own, ready_on);
         return Ok(Py::new(py, buffer)?.into_any());
     }
-    if array.readonly {
-        return Err(PyValueError::new_err(
-            "the array is read-only (its __cuda_array_interface__ says so): seal or open it out \
-             of place (inplace=False), or pass a writable array",
-        ));
+    if let Some(says_so) = array.read_only {
+        return Err(PyValueError::new_err(format!(
+            "the array is read-only ({says_so} says so): seal or open it out of place \
+             (inplace=False), or pass a writable array"
+        )));
     }
     let len = match (seal, length) {
         (_, Some(n)) => n,

@@ -57,6 +57,21 @@ DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor))
 DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
                             ("deleter", DELETER)]
 
+
+class DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):  # DLPack 1.x
+    pass
+
+
+DELETER_VERSIONED = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensorVersioned))
+DLManagedTensorVersioned._fields_ = [("version", DLPackVersion), ("manager_ctx", ctypes.c_void_p),
+                                     ("deleter", DELETER_VERSIONED), ("flags", ctypes.c_uint64),
+                                     ("dl_tensor", DLTensor)]
+READ_ONLY, IS_COPIED = 1 << 0, 1 << 1
+
 api = ctypes.pythonapi
 api.PyCapsule_New.restype = ctypes.py_object
 api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
@@ -69,21 +84,25 @@ api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 api.PyCapsule_SetName.restype = ctypes.c_int
 api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
 DLTENSOR = b"dltensor"
+LAYOUTS = {b"dltensor": DLManagedTensor, b"dltensor_versioned": DLManagedTensorVersioned}
 
 
 class Producer:
     """Bytes of `base` (a DeviceBuffer) from `offset`, as `dtype` items of `shape`, with
     `strides` in bytes (None: C-contiguous), over CAI `version` (None: no CAI) and DLPack
-    (`dlpack_device` its device tuple; None: no DLPack)."""
+    (`dlpack_device` its device tuple; None: no DLPack). `dlpack_version` (major, minor): a
+    DLPack 1.x producer, whose capsules are versioned when the consumer gives max_version,
+    with `flags`; `legacy`: a pre-1.0 `__dlpack__` that takes no max_version (TypeError)."""
 
     def __init__(self, base, offset=0, shape=None, dtype=np.uint8, strides=None, version=3,
                  readonly=False, dlpack_device=(2, 0), cai_stream=None, lanes=1,
-                 null_shape=False):
+                 null_shape=False, dlpack_version=None, flags=0, legacy=False):
         self.base, self.offset, self.dtype = base, offset, np.dtype(dtype)
         self.shape = shape if shape is not None else ((base.nbytes - offset) // self.dtype.itemsize,)
         self.strides, self.version, self.readonly = strides, version, readonly
         self.dlpack_device, self.cai_stream, self.lanes = dlpack_device, cai_stream, lanes
-        self.null_shape = null_shape
+        self.null_shape, self.dlpack_version, self.flags = null_shape, dlpack_version, flags
+        self.legacy, self.asked = legacy, []  # the keywords of each __dlpack__ call
         self.deleted, self.capsules, self.streams_asked, self._keep = 0, [], [], []
 
     def __getattr__(self, name):
@@ -102,14 +121,20 @@ class Producer:
     def _dlpack_device(self):
         return self.dlpack_device
 
-    def _dlpack(self, stream=None, **_):
+    def _dlpack(self, stream=None, **kw):
+        self.asked.append(kw)
+        if self.legacy and kw:
+            raise TypeError(f"__dlpack__() got an unexpected keyword argument {next(iter(kw))!r}")
         self.streams_asked.append(stream)
         ndim = len(self.shape)
         shape = (ctypes.c_int64 * ndim)(*self.shape)
         strides = None
         if self.strides is not None:
             strides = (ctypes.c_int64 * ndim)(*[s // self.dtype.itemsize for s in self.strides])
-        m = DLManagedTensor()
+        versioned = self.dlpack_version is not None and kw.get("max_version") is not None
+        m = DLManagedTensorVersioned() if versioned else DLManagedTensor()
+        if versioned:
+            m.version, m.flags = DLPackVersion(*self.dlpack_version), self.flags
         base_ptr = self.base.__cuda_array_interface__["data"][0]
         m.dl_tensor = DLTensor(base_ptr, DLDevice(*self.dlpack_device), ndim,
                                DLDataType({"u": 1, "i": 0, "f": 2}[self.dtype.kind],
@@ -118,9 +143,10 @@ class Producer:
 
         def deleter(_ptr):
             self.deleted += 1
-        m.deleter = DELETER(deleter)
+        m.deleter = (DELETER_VERSIONED if versioned else DELETER)(deleter)
         self._keep.append((m, shape, strides, m.deleter))
-        capsule = api.PyCapsule_New(ctypes.addressof(m), DLTENSOR, None)
+        name = b"dltensor_versioned" if versioned else DLTENSOR
+        capsule = api.PyCapsule_New(ctypes.addressof(m), name, None)
         self.capsules.append(capsule)
         return capsule
 
@@ -272,10 +298,12 @@ def test_refusals_say_what_to_do():
     assert bad.deleted == 1
 
 
-def test_malformed_dlpack_tensors_are_refused_not_read_as_other_bytes():
+@pytest.mark.parametrize("dlpack_version", [None, (1, 0)])
+def test_malformed_dlpack_tensors_are_refused_not_read_as_other_bytes(dlpack_version):
     """A negative dimension or 0-bit elements were read as an empty tensor, a shape whose
     product wraps 2^64 as a few bytes (or none), and a byte_offset that wraps the address as
-    memory before the array: each sealed something other than the array, silently."""
+    memory before the array: each sealed something other than the array, silently. The same
+    checks for versioned (DLPack 1.x) tensors."""
     key, salt = seeded(32, 20), seeded(24, 21)
     base = device_bytes(seeded(4096, 22))
     cases = [
@@ -287,11 +315,90 @@ def test_malformed_dlpack_tensors_are_refused_not_read_as_other_bytes():
         (dict(lanes=0), "0-bit"),
         (dict(null_shape=True), "no shape"),
     ]
+    cases.append((dict(shape=(32, 64), strides=(1, 32)), "not C-contiguous"))
+    used = b"used_dltensor_versioned" if dlpack_version else b"used_dltensor"
     for fields, text in cases:
-        src = Producer(base, version=None, **fields)
+        src = Producer(base, version=None, dlpack_version=dlpack_version, **fields)
         with pytest.raises(ValueError, match=text):
             paraes.cuda.seal(src, key=key, salt=salt)
         assert src.deleted == 1  # refused, and still released once
+        assert api.PyCapsule_GetName(src.capsules[0]) == used
+
+
+# --- DLPack 1.x (versioned) producers ---------------------------------------------------------
+
+def test_a_versioned_producer_is_asked_for_and_consumed():
+    """paraes asked only for unversioned tensors (no max_version) and refused
+    "dltensor_versioned" capsules: a DLPack 1.x tensor could not say it was read-only."""
+    key = seeded(32, 50)
+    n = 2 * CHUNK + 3
+    data = seeded(n, 51)
+    salt, records, _ = pyca_records(256, key, data)
+    for dlpack_version in ((1, 0), (1, 3)):  # a later minor version keeps the layout
+        src = Producer(device_bytes(data), version=None, dlpack_version=dlpack_version)
+        assert paraes.cuda.seal(src, key=key, salt=salt).to_bytes() == records
+        assert [kw.get("max_version") for kw in src.asked] == [(1, 0)]
+        assert src.deleted == 1 and len(src.capsules) == 1
+        assert api.PyCapsule_GetName(src.capsules[0]) == b"used_dltensor_versioned"
+    # In place, writable (flags without READ_ONLY).
+    room = paraes.cuda.sealed_len(n) - n
+    base = device_bytes(data, room)
+    src = Producer(base, version=None, dlpack_version=(1, 0), flags=IS_COPIED)
+    assert paraes.cuda.seal(src, key=key, salt=salt, inplace=True, length=n) == len(records)
+    assert base.to_bytes() == records and src.deleted == 1
+    assert api.PyCapsule_GetName(src.capsules[0]) == b"used_dltensor_versioned"
+    back = Producer(base, version=None, dlpack_version=(1, 0))
+    assert paraes.cuda.open(back, key=key, salt=salt, inplace=True) == n
+    assert base.to_bytes() == data + bytes(room) and back.deleted == 1
+
+
+def test_a_read_only_versioned_tensor_is_refused_in_place_and_read_out_of_place():
+    """Only __cuda_array_interface__ could say an array was read-only: an object offering
+    DLPack alone was written in place whatever its producer said."""
+    key = seeded(16, 52)
+    n = 100
+    data = seeded(n, 53)
+    salt, records, _ = pyca_records(128, key, data)
+    room = paraes.cuda.sealed_len(n) - n
+    base = device_bytes(data, room)
+    read_only = dict(version=None, dlpack_version=(1, 0), flags=READ_ONLY | IS_COPIED)
+    src = Producer(base, **read_only)
+    with pytest.raises(ValueError, match="read-only .*READ_ONLY flag says so.*inplace=False"):
+        paraes.cuda.seal(src, key=key, salt=salt, inplace=True, length=n)
+    assert src.deleted == 1
+    assert base.to_bytes() == data + bytes(room)
+    sealed = device_bytes(records)
+    src = Producer(sealed, **read_only)
+    with pytest.raises(ValueError, match="read-only .*READ_ONLY flag says so"):
+        paraes.cuda.open(src, key=key, salt=salt, inplace=True)
+    assert src.deleted == 1
+    assert sealed.to_bytes() == records
+    # Out of place only reads it.
+    assert paraes.cuda.seal(Producer(device_bytes(data), **read_only), key=key,
+                            salt=salt).to_bytes() == records
+    assert paraes.cuda.open(Producer(sealed, **read_only), key=key,
+                            salt=salt).to_bytes() == data
+
+
+def test_a_producer_older_than_dlpack_1_is_asked_again_without_max_version():
+    key = seeded(32, 54)
+    data = seeded(CHUNK + 9, 55)
+    salt, records, _ = pyca_records(256, key, data)
+    src = Producer(device_bytes(data), version=None, legacy=True)
+    assert paraes.cuda.seal(src, key=key, salt=salt).to_bytes() == records
+    assert [set(kw) for kw in src.asked] == [{"max_version"}, set()]  # then stream= alone
+    assert src.deleted == 1 and len(src.capsules) == 1
+    assert api.PyCapsule_GetName(src.capsules[0]) == b"used_dltensor"
+
+
+def test_a_versioned_tensor_of_another_major_version_is_refused_and_released():
+    key, salt = seeded(32, 56), seeded(24, 57)
+    base = device_bytes(seeded(4096, 58))
+    src = Producer(base, version=None, dlpack_version=(2, 0))
+    with pytest.raises(ValueError, match=r"DLPack 2\.0 tensor: paraes.cuda reads DLPack 1\.x"):
+        paraes.cuda.seal(src, key=key, salt=salt)
+    assert src.deleted == 1  # the spec: the consumer still calls its deleter
+    assert api.PyCapsule_GetName(src.capsules[0]) == b"used_dltensor_versioned"
 
 
 def test_cai_strides_must_match_the_shape():
@@ -401,20 +508,30 @@ def test_streams():
 
 # --- DeviceBuffer as a DLPack producer -------------------------------------------------------
 
-def consume(capsule):
-    """A ctypes DLPack consumer: the tensor's fields, then its deleter (renamed first)."""
-    assert api.PyCapsule_IsValid(capsule, DLTENSOR) == 1
-    ptr = api.PyCapsule_GetPointer(capsule, DLTENSOR)
-    assert api.PyCapsule_SetName(capsule, b"used_dltensor") == 0
-    m = DLManagedTensor.from_address(ptr)
+def consume(capsule, name=DLTENSOR):
+    """A ctypes DLPack consumer of a `name` capsule ("dltensor" or "dltensor_versioned"): the
+    tensor's fields (and a versioned one's version and flags), then its deleter (renamed
+    first)."""
+    assert api.PyCapsule_GetName(capsule) == name and api.PyCapsule_IsValid(capsule, name) == 1
+    ptr = api.PyCapsule_GetPointer(capsule, name)
+    assert api.PyCapsule_SetName(capsule, b"used_" + name) == 0
+    m = LAYOUTS[name].from_address(ptr)
     t = m.dl_tensor
     fields = dict(data=t.data or 0, device=(t.device.device_type, t.device.device_id),
                   ndim=t.ndim, dtype=(t.dtype.code, t.dtype.bits, t.dtype.lanes),
                   shape=t.shape[0], strides=bool(t.strides), byte_offset=t.byte_offset)
+    if name != DLTENSOR:
+        fields.update(version=(m.version.major, m.version.minor), flags=m.flags)
     return fields, (lambda: m.deleter(ctypes.pointer(m)))
 
 
-def test_device_buffer_exports_dlpack_and_stays_alive():
+@pytest.mark.parametrize("max_version, name", [
+    (None, DLTENSOR), ((0, 8), DLTENSOR),
+    ((1, 0), b"dltensor_versioned"), ((2, 1), b"dltensor_versioned")])
+def test_device_buffer_exports_the_capsule_max_version_asks_for_and_stays_alive(max_version,
+                                                                                 name):
+    """Versioned (DLPack 1.0) for a max_version of major 1 or more: it was unversioned whatever
+    max_version, so a DLPack 1.x consumer could not tell whether it may write the bytes."""
     import gc
     import sys
 
@@ -423,33 +540,44 @@ def test_device_buffer_exports_dlpack_and_stays_alive():
     assert buf.__dlpack_device__() == (2, 0)
     address = buf.__cuda_array_interface__["data"][0]
     refs = sys.getrefcount(buf)
-    capsule = buf.__dlpack__(stream=None, max_version=(1, 0))
+    capsule = buf.__dlpack__(stream=None, max_version=max_version)
     assert sys.getrefcount(buf) == refs + 1  # the capsule holds the buffer
-    fields, delete = consume(capsule)
-    assert fields == dict(data=address, device=(2, 0), ndim=1, dtype=(1, 8, 1),
-                          shape=len(data), strides=False, byte_offset=0)
+    fields, delete = consume(capsule, name)
+    expected = dict(data=address, device=(2, 0), ndim=1, dtype=(1, 8, 1), shape=len(data),
+                    strides=False, byte_offset=0)
+    if name != DLTENSOR:
+        expected.update(version=(1, 0), flags=0)  # writable, not a copy
+    assert fields == expected
     del capsule
     gc.collect()
     assert sys.getrefcount(buf) == refs + 1  # consumed: alive until the deleter runs
     delete()
     assert sys.getrefcount(buf) == refs
     # An unconsumed capsule releases the buffer when it goes.
-    capsule = buf.__dlpack__()
+    capsule = buf.__dlpack__(max_version=max_version)
+    assert api.PyCapsule_GetName(capsule) == name
     del capsule
     assert sys.getrefcount(buf) == refs
     # paraes consumes its own capsules too (DLPack path when no CAI is offered).
 
     class OnlyDlpack:
-        def __dlpack__(self, stream=None):
-            return buf.__dlpack__(stream=stream)
+        def __dlpack__(self, stream=None, max_version=None):
+            self.asked = max_version
+            return buf.__dlpack__(stream=stream, max_version=max_version)
 
         def __dlpack_device__(self):
             return buf.__dlpack_device__()
 
     key, salt = seeded(16, 1), seeded(24, 2)
-    sealed = paraes.cuda.seal(OnlyDlpack(), key=key, salt=salt)
+    src = OnlyDlpack()
+    sealed = paraes.cuda.seal(src, key=key, salt=salt)
+    assert src.asked == (1, 0)
     assert paraes.cuda.open(sealed, key=key, salt=salt).to_bytes() == data
     assert sys.getrefcount(buf) == refs
+
+
+def test_device_buffer_refuses_copies_and_other_devices():
+    buf = device_bytes(seeded(64, 11))
     with pytest.raises(BufferError, match="without a copy: copy it with the consuming library"):
         buf.__dlpack__(copy=True)
     with pytest.raises(BufferError, match="exported to another device"):

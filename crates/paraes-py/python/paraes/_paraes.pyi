@@ -127,7 +127,8 @@ class DeviceBuffer:
         dl_device: Optional[tuple[int, int]] = None,
         copy: Optional[bool] = None,
     ) -> Any:
-        """A "dltensor" capsule of its bytes (1-D uint8, CUDA device 0)."""
+        """A DLPack capsule of its bytes (1-D uint8, CUDA device 0): "dltensor_versioned"
+        (DLPack 1.0) when max_version's major is 1 or more, else "dltensor"."""
     def to_bytes(self) -> bytes:
         """A COPY of the bytes in host memory (tests, small data)."""
 

@@ -19,8 +19,11 @@ C-contiguous array in GPU memory (device 0) that offers ``__cuda_array_interface
 JAX), viewed as bytes (item size x element count, from ``data + byte_offset``); nothing is
 copied to the host. Where an object offers both, DLPack is used: its producer makes the bytes
 ready on the stream paraes works on, which a CUDA Array Interface v2 (PyTorch's) cannot say;
-the interface's read-only flag is still honoured. A DLPack capsule is consumed once (renamed
-``used_dltensor``) and its deleter is called when paraes is done with the memory. Through the
+the interface's read-only flag is still honoured. ``__dlpack__`` is called with
+``max_version=(1, 0)`` (again without it if the producer raises ``TypeError``): a DLPack 1.x
+(versioned) tensor can say it is read-only. A capsule of either kind is consumed once (renamed
+``used_dltensor`` or ``used_dltensor_versioned``) and its deleter is called when paraes is done
+with the memory; a versioned tensor of a major version other than 1 is refused. Through the
 CUDA Array Interface alone, a v2 producer's pending work is not waited for: synchronize it
 first, or pass its stream as ``stream=``.
 
@@ -50,8 +53,9 @@ were changed raise ``paraes.AuthenticationError`` and leave the array (in place)
 Refused with ``ValueError`` or ``TypeError``, saying what to do: arrays that are not
 C-contiguous, in host memory (a DLPack device other than CUDA, an interface without a device
 pointer), on a device other than 0, not starting on a 16-byte boundary (a view inside an
-allocation: copy it), read-only for ``inplace=True`` (by the CUDA Array Interface's flag;
-DLPack says nothing of it), and lengths that are not records of the span. ``device=`` of
+allocation: copy it), read-only for ``inplace=True`` (by the CUDA Array Interface's flag or
+a versioned DLPack tensor's ``READ_ONLY`` flag; an unversioned DLPack tensor cannot say so),
+and lengths that are not records of the span. ``device=`` of
 ``load`` is 0; any other value (negative too) is a ``ValueError``.
 
 Streams and when results may be read
