@@ -38,16 +38,32 @@ impl<T> Combined<T> {
     /// of every item waiting with `each` (its own and others'), until none waits. Returns at
     /// once when another thread is at it: that thread looks again for waiting items after it
     /// lets go, so every item left is taken care of exactly once, and when every thread that
-    /// left one has returned, none waits.
+    /// left one has returned, none waits. A panic in `each` is raised again only once every
+    /// other item this thread took on has been taken care of: the threads that left them went
+    /// back to their work trusting it with them (their buffers would never come back).
     pub(super) fn leave(&self, item: T, mut each: impl FnMut(T)) {
         self.waiting
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(item);
+        let mut panicked = None;
+        self.take_care(&mut |item| {
+            let once = std::panic::AssertUnwindSafe(|| each(item));
+            if let Err(panic) = std::panic::catch_unwind(once) {
+                panicked.get_or_insert(panic);
+            }
+        });
+        if let Some(panic) = panicked {
+            std::panic::resume_unwind(panic);
+        }
+    }
+
+    /// [`Combined::leave`]'s work once its item waits, with an `each` that does not panic.
+    fn take_care(&self, each: &mut dyn FnMut(T)) {
         loop {
             let busy = match self.busy.try_lock() {
                 Ok(busy) => busy,
-                // `each` panicked on another thread: the items are still to be taken care of.
+                // Nothing panics while holding it (`each` panics are caught); held anyway.
                 Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
                 Err(TryLockError::WouldBlock) => return,
             };
@@ -56,7 +72,7 @@ impl<T> Combined<T> {
                 if items.is_empty() {
                     break;
                 }
-                items.into_iter().for_each(&mut each);
+                items.into_iter().for_each(&mut *each);
             }
             drop(busy);
             // An item left between the last look and letting go found this thread busy and
@@ -127,5 +143,37 @@ mod tests {
             first.join().unwrap();
         });
         assert_eq!(*done.lock().unwrap(), vec![1, 2]);
+    }
+
+    /// A panic in `each` comes back to the thread whose `each` panicked, after it has taken
+    /// care of every other item it took on; the items still go round afterwards.
+    #[test]
+    fn a_panic_comes_back_after_the_others_items() {
+        let combined = Combined::new();
+        let done = Mutex::new(Vec::new());
+        let (entered_tx, entered_rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        std::thread::scope(|scope| {
+            let (combined, done) = (&combined, &done);
+            let first = scope.spawn(move || {
+                combined.leave(1, |item| {
+                    if item == 1 {
+                        entered_tx.send(()).unwrap();
+                        go_rx.recv().unwrap();
+                        panic!("item 1");
+                    }
+                    done.lock().unwrap().push(item);
+                })
+            });
+            entered_rx.recv().unwrap();
+            combined.leave(2, |item| done.lock().unwrap().push(item + 100));
+            combined.leave(3, |item| done.lock().unwrap().push(item + 100));
+            go_tx.send(()).unwrap();
+            let panic = first.join().expect_err("the panic came back");
+            assert_eq!(panic.downcast_ref::<&str>(), Some(&"item 1"));
+        });
+        assert_eq!(*done.lock().unwrap(), vec![2, 3]);
+        combined.leave(4, |item| done.lock().unwrap().push(item));
+        assert_eq!(*done.lock().unwrap(), vec![2, 3, 4]);
     }
 }

@@ -2,7 +2,9 @@
 //! stream's chunks at a time, seal or open it (out of place where the engine runs the records
 //! job) and deliver it, so reading, AES, the tags and writing all spread over the cores. Where
 //! the input is a regular file each worker reads its own windows at their offsets (`pread`);
-//! where the output is a file paraes created each worker writes its own (`pwrite`). A stream is
+//! where the output is a file paraes created the windows are written at their offsets
+//! (`pwrite`) by one worker at a time, whichever is writing when a window is ready
+//! ([`super::combined`]: the file system writes one at a time anyway). A stream is
 //! read in order by one reader thread, and written in order by one writer thread that puts the
 //! chunks back in order by index. Memory stays at [`Workers::buffers`] windows in flight, plus
 //! one spare output buffer per worker where the engine runs the records job.
@@ -44,8 +46,8 @@ pub enum Source<'a> {
 
 /// Where a parallel run's output goes.
 pub enum Sink<'a> {
-    /// A file paraes created (nobody else writes it): each worker writes its own windows at
-    /// their offsets from byte `at`.
+    /// A file paraes created (nobody else writes it): the windows are written at their offsets
+    /// from byte `at`, one at a time, by whichever worker is writing.
     At {
         /// The file.
         file: &'a File,

@@ -12,7 +12,8 @@ use std::fs::File;
 /// One writer's turn at a file among processes, held until dropped.
 pub(super) struct Turn<'a> {
     /// The file locked among processes; `None` where the file system takes no locks (the
-    /// writes then go unordered: the locks order writes, they never guard the bytes).
+    /// processes' writes then go side by side: the locks order writes, they never guard the
+    /// bytes).
     file: Option<&'a File>,
 }
 

@@ -340,6 +340,11 @@ fn within_20s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> std:
 /// A window that fails slowly while the others fill every buffer behind it (found by a hostile
 /// review: the writer held them for an index that never came, and the run hung).
 fn slow_first_case(how: &'static str, from_file: bool) {
+    slow_first_case_to(how, from_file, false)
+}
+
+/// [`slow_first_case`] to a stream (`to_file` false) or to a file written at offsets.
+fn slow_first_case_to(how: &'static str, from_file: bool, to_file: bool) {
     let cipher = message_cipher();
     let g = GCM_CHUNK_LEN;
     // A decryption of 16 windows of one record whose window 0 is tampered ("tamper") or whose
@@ -364,10 +369,7 @@ fn slow_first_case(how: &'static str, from_file: bool) {
             threads: 2,
             window: g,
         };
-        let ends = Ends {
-            from_file,
-            to_file: false,
-        };
+        let ends = Ends { from_file, to_file };
         through(&spec, &sealed, ends, workers).1
     });
     match how {
@@ -596,3 +598,5 @@ fn writers_that_take_turns_wait_for_another_process_s_turn_and_then_write_the_sa
     assert_eq!(written, expected.len() as u64);
     assert_eq!(std::fs::read(&path).unwrap(), expected);
 }
+
+mod failures;
