@@ -8,8 +8,11 @@
 //!
 //! Adding an engine to the workspace takes its own file plus one call:
 //!
-//! ```ignore
-//! paraes_core::testing::check_engine(&my_engine, 0x5eed, Budget::quick());
+//! ```
+//! use paraes_core::testing::{check_engine, Budget};
+//! # let my_engine = paraes_core::CpuEngine::new(Some(2)).unwrap();
+//! let checked = check_engine(&my_engine, 0x5eed, Budget::quick());
+//! assert!(checked.jobs > 0 && checked.bytes > 0);
 //! ```
 //!
 //! Beyond the kit, every engine runs the C2SP chunked-encryption vectors in raw mode:
