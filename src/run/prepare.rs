@@ -261,10 +261,14 @@ pub fn prepare(
             opened
         }
         Direction::Decrypt => {
-            input = input.dearmored()?;
-            if let (true, ArmoredInput::Refused(why)) = (input.is_armored(), armored) {
-                bail!("{}", why(&input.name()));
-            }
+            input = match armored {
+                ArmoredInput::Decoded => input.dearmored()?,
+                // Refused from its first line: the whole armor is not read first.
+                ArmoredInput::Refused(why) => match input.starts_armored()? {
+                    (input, true) => bail!("{}", why(&input.name())),
+                    (input, false) => input,
+                },
+            };
             let unverified = read_header(&mut input)?;
             let unlock = credentials.unlock()?;
             let _turn = unlock.has_passphrase().then(kdf_turn);

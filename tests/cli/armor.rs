@@ -279,6 +279,24 @@ fn armor_is_for_containers_and_whole_files_only() {
             "-k {key}: {message}"
         );
     }
+    // Refused from its begin line, the rest unread: an armor broken at its end gets the same
+    // line (before, the whole armor was read and checked first, and the run said the end line
+    // was missing).
+    let text = String::from_utf8(s.read("p.asc")).unwrap();
+    s.write("no-end.asc", text[..text.len() - END.len() - 1].as_bytes());
+    let before = s.names();
+    let out = s.run(&[
+        "dec",
+        "-k",
+        "k",
+        "no-end.asc",
+        "--range",
+        "0..2",
+        "-o",
+        "part",
+    ]);
+    let message = s.assert_refused(&out, &before, "dec --range of armor without its end line");
+    assert!(message.contains("drop --range"), "{message}");
 }
 
 /// MPI ranks read and write at their own offsets, which armor has not: `enc --armor` under MPI

@@ -63,6 +63,29 @@ impl Input {
     /// line, the armored input (its begin line checked now), else this input as it is. Looked
     /// at without moving a regular file's offset; a stream's first bytes are served again.
     pub fn dearmored(self) -> Result<Self, FileError> {
+        let (input, armored) = self.starts_armored()?;
+        if !armored {
+            return Ok(input);
+        }
+        let name = input.name();
+        let failed = |e| FileError::io(format!("reading {name} failed"), e);
+        if let (Input::File(file, _), Some(len)) = (&input, input.len()) {
+            // A file's whole armor is checked before any of it is used, so a run that writes
+            // to a stream gets nothing from a file whose armor is then refused (a binary file
+            // has its end checked before anything is written too).
+            let mut check = ArmorReader::new(paraes_core::positioned::ReadAt::new(file, 0, len))
+                .map_err(failed)?;
+            io::copy(&mut check, &mut io::sink()).map_err(failed)?;
+        }
+        let reader = ArmorReader::new(input).map_err(failed)?;
+        Ok(Input::Armored(Box::new(reader)))
+    }
+
+    /// This input, and whether its first bytes are a PEM-style begin line: looked at without
+    /// moving a regular file's offset (a stream's first bytes are served again), and without
+    /// reading the rest, so a run that cannot take armor refuses it at once (not after
+    /// [`Input::dearmored`]'s check of the whole armor).
+    pub fn starts_armored(self) -> Result<(Self, bool), FileError> {
         let mut start = [0u8; armor::ARMOR_PREFIX.len()];
         let failed = |name: String| move |e| FileError::io(format!("reading {name} failed"), e);
         let (input, seen) = match (&self, self.len()) {
@@ -77,20 +100,8 @@ impl Input {
                 (input.replaying(start[..seen].to_vec()), seen)
             }
         };
-        if !armor::looks_armored(&start[..seen]) {
-            return Ok(input);
-        }
-        let name = input.name();
-        if let (Input::File(file, _), Some(len)) = (&input, input.len()) {
-            // A file's whole armor is checked before any of it is used, so a run that writes
-            // to a stream gets nothing from a file whose armor is then refused (a binary file
-            // has its end checked before anything is written too).
-            let mut check = ArmorReader::new(paraes_core::positioned::ReadAt::new(file, 0, len))
-                .map_err(failed(name.clone()))?;
-            io::copy(&mut check, &mut io::sink()).map_err(failed(name.clone()))?;
-        }
-        let reader = ArmorReader::new(input).map_err(failed(name))?;
-        Ok(Input::Armored(Box::new(reader)))
+        let armored = armor::looks_armored(&start[..seen]);
+        Ok((input, armored))
     }
 
     /// Whether the input is armored text ([`Input::dearmored`]).
