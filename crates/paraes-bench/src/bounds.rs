@@ -133,13 +133,8 @@ pub fn parallel_read_op(bytes: usize, threads: usize) -> Result<Op<'static>, Ben
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
-    const TINY: Timing = Timing {
-        warmup: Duration::from_millis(1),
-        repeats: 3,
-        min_sample: Duration::from_micros(200),
-    };
+    const TINY: Timing = Timing::TINY;
 
     #[test]
     fn bounds_are_timed_on_any_thread_count() {

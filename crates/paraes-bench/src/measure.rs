@@ -337,13 +337,7 @@ mod tests {
     use super::*;
     use paraes_core::CpuEngine;
 
-    use std::time::Duration;
-
-    const TINY: Timing = Timing {
-        warmup: Duration::from_millis(1),
-        repeats: 3,
-        min_sample: Duration::from_micros(200),
-    };
+    const TINY: Timing = Timing::TINY;
 
     #[test]
     fn engine_times_are_positive_and_ordered() {

@@ -25,6 +25,13 @@ pub struct Timing {
 }
 
 impl Timing {
+    /// The tests' timing: a 1 ms warm-up, 3 samples of at least 200 us.
+    #[cfg(test)]
+    pub(crate) const TINY: Timing = Timing {
+        warmup: Duration::from_millis(1),
+        repeats: 3,
+        min_sample: Duration::from_micros(200),
+    };
     /// The default: 100 ms warm-up, 11 samples of at least 2 ms.
     pub const FULL: Timing = Timing {
         warmup: Duration::from_millis(100),
@@ -151,12 +158,6 @@ mod tests {
     use super::*;
     use std::cell::RefCell;
 
-    const TINY: Timing = Timing {
-        warmup: Duration::from_millis(1),
-        repeats: 3,
-        min_sample: Duration::from_micros(200),
-    };
-
     /// After the warm-ups, the samples go round the ops in turn (a, b, a, b, ...), not all of
     /// one op's first.
     #[test]
@@ -175,7 +176,7 @@ mod tests {
                 Ok(())
             }),
         ];
-        let stats = time_interleaved(&TINY, ops).unwrap();
+        let stats = time_interleaved(&Timing::TINY, ops).unwrap();
         assert_eq!(stats.len(), 2);
         // Each op's calls in a row as one letter: the warm-ups, then three rounds.
         let mut turns = log.into_inner();
@@ -195,7 +196,7 @@ mod tests {
         for (pause, calls_per_round) in [(Duration::from_micros(300), 2), (Duration::ZERO, 0)] {
             let calls = RefCell::new(0usize);
             let mut sampler = Sampler::warm(
-                &TINY,
+                &Timing::TINY,
                 Op::new(|| {
                     std::thread::sleep(pause);
                     *calls.borrow_mut() += 1;
@@ -232,7 +233,7 @@ mod tests {
                 }
             }),
         ];
-        let (index, error) = time_interleaved(&TINY, ops).unwrap_err();
+        let (index, error) = time_interleaved(&Timing::TINY, ops).unwrap_err();
         assert_eq!((index, error.to_string()), (1, "broke".to_string()));
     }
 }

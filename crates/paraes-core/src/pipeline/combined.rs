@@ -117,63 +117,71 @@ mod tests {
         assert!(combined.none_waiting());
     }
 
-    /// A thread that finds another at work leaves its item to it and returns without waiting.
-    #[test]
-    fn a_busy_thread_takes_the_others_items() {
+    /// A first thread leaves item 1 and, taking care of it, waits while this thread leaves
+    /// `others` (each `leave` must return at once, its item untouched: the first thread is at
+    /// work), then goes on, panicking if `panic`. Returns how the first thread's `leave` ended
+    /// and the items taken care of, in order.
+    fn others_left_while_busy(panic: bool, others: &[u32]) -> (std::thread::Result<()>, Vec<u32>) {
         let combined = Combined::new();
         let done = Mutex::new(Vec::new());
         let (entered_tx, entered_rx) = std::sync::mpsc::channel();
         let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
-        std::thread::scope(|scope| {
+        let ended = std::thread::scope(|scope| {
             let (combined, done) = (&combined, &done);
             let first = scope.spawn(move || {
                 combined.leave(1, |item| {
                     if item == 1 {
                         entered_tx.send(()).unwrap();
                         go_rx.recv().unwrap();
+                        if panic {
+                            panic!("item 1");
+                        }
                     }
                     done.lock().unwrap().push(item);
                 })
             });
             entered_rx.recv().unwrap();
-            // The first thread is at work: this returns at once, its item left.
-            combined.leave(2, |item| done.lock().unwrap().push(item + 100));
-            assert!(done.lock().unwrap().is_empty());
+            for &item in others {
+                // Taken care of here, it would show as 100 more.
+                combined.leave(item, |item| done.lock().unwrap().push(item + 100));
+            }
+            assert!(
+                done.lock().unwrap().is_empty(),
+                "an item was taken care of twice"
+            );
             go_tx.send(()).unwrap();
-            first.join().unwrap();
+            first.join()
         });
-        assert_eq!(*done.lock().unwrap(), vec![1, 2]);
+        assert!(combined.none_waiting());
+        (ended, done.into_inner().unwrap())
+    }
+
+    /// A thread that finds another at work leaves its item to it and returns without waiting.
+    #[test]
+    fn a_busy_thread_takes_the_others_items() {
+        let (ended, done) = others_left_while_busy(false, &[2]);
+        assert!(ended.is_ok());
+        assert_eq!(done, vec![1, 2]);
     }
 
     /// A panic in `each` comes back to the thread whose `each` panicked, after it has taken
     /// care of every other item it took on; the items still go round afterwards.
     #[test]
     fn a_panic_comes_back_after_the_others_items() {
+        let (ended, done) = others_left_while_busy(true, &[2, 3]);
+        let panic = ended.expect_err("the panic came back");
+        assert_eq!(panic.downcast_ref::<&str>(), Some(&"item 1"));
+        assert_eq!(done, vec![2, 3]);
         let combined = Combined::new();
-        let done = Mutex::new(Vec::new());
-        let (entered_tx, entered_rx) = std::sync::mpsc::channel();
-        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
-        std::thread::scope(|scope| {
-            let (combined, done) = (&combined, &done);
-            let first = scope.spawn(move || {
-                combined.leave(1, |item| {
-                    if item == 1 {
-                        entered_tx.send(()).unwrap();
-                        go_rx.recv().unwrap();
-                        panic!("item 1");
-                    }
-                    done.lock().unwrap().push(item);
-                })
-            });
-            entered_rx.recv().unwrap();
-            combined.leave(2, |item| done.lock().unwrap().push(item + 100));
-            combined.leave(3, |item| done.lock().unwrap().push(item + 100));
-            go_tx.send(()).unwrap();
-            let panic = first.join().expect_err("the panic came back");
-            assert_eq!(panic.downcast_ref::<&str>(), Some(&"item 1"));
-        });
-        assert_eq!(*done.lock().unwrap(), vec![2, 3]);
-        combined.leave(4, |item| done.lock().unwrap().push(item));
-        assert_eq!(*done.lock().unwrap(), vec![2, 3, 4]);
+        let taken = Mutex::new(Vec::new());
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            combined.leave(5, |_| panic!("item 5"))
+        }));
+        combined.leave(4, |item| taken.lock().unwrap().push(item));
+        assert_eq!(
+            *taken.lock().unwrap(),
+            vec![4],
+            "the queue went on after a panic"
+        );
     }
 }

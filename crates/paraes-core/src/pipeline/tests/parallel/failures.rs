@@ -4,6 +4,19 @@
 
 use super::*;
 
+/// A run's source: `file` (holding `stream`'s bytes) read at offsets, or `stream` read in order.
+fn source_of<'a>(from_file: bool, file: &'a File, stream: &'a mut &[u8]) -> Source<'a> {
+    if from_file {
+        Source::At {
+            file,
+            at: 0,
+            len: stream.len() as u64,
+        }
+    } else {
+        Source::Stream(stream)
+    }
+}
+
 /// A panic inside the writing worker's closure (here the progress callback, which `run.wrote`
 /// calls while the worker writes for all) while the other worker has left its windows in the
 /// queue and waits for a buffer comes back as a panic; it hung (found by a hostile review: the
@@ -17,15 +30,7 @@ fn panic_while_writing_for_all(from_file: bool) {
         let spec = StreamSpec::message(engine, Direction::Encrypt, cipher, g);
         let input_file = file_with(0, &plain);
         let mut stream_input = &plain[..];
-        let source = if from_file {
-            Source::At {
-                file: &input_file,
-                at: 0,
-                len: plain.len() as u64,
-            }
-        } else {
-            Source::Stream(&mut stream_input)
-        };
+        let source = source_of(from_file, &input_file, &mut stream_input);
         let output_file = file_with(0, &[]);
         let sink = Sink::At {
             file: &output_file,
@@ -74,15 +79,7 @@ fn a_failed_write_at_offsets_ends_the_run_with_its_error() {
                     let spec = StreamSpec::message(engine, Direction::Encrypt, cipher, g);
                     let input_file = file_with(0, plain);
                     let mut stream_input = plain;
-                    let source = if from_file {
-                        Source::At {
-                            file: &input_file,
-                            at: 0,
-                            len: plain.len() as u64,
-                        }
-                    } else {
-                        Source::Stream(&mut stream_input)
-                    };
+                    let source = source_of(from_file, &input_file, &mut stream_input);
                     let dir = tempfile::tempdir().unwrap();
                     let output = if device == "/dev/full" {
                         File::options().write(true).open("/dev/full").unwrap()
