@@ -22,10 +22,11 @@ ready on the stream paraes works on, which a CUDA Array Interface v2 (PyTorch's)
 the interface's read-only flag is still honoured. ``__dlpack__`` is called with
 ``max_version=(1, 0)``, and ``copy=False`` for ``inplace=True`` (again without them if the
 producer raises ``TypeError``): a DLPack 1.x (versioned) tensor can say it is read-only, or a
-copy the producer made (which in-place work refuses: it would leave the array as it was). A capsule of either kind is consumed once (renamed
-``used_dltensor`` or ``used_dltensor_versioned``) and its deleter is called when paraes is done
-with the memory; a versioned tensor of a major version other than 1 is refused. Through the
-CUDA Array Interface alone, a v2 producer's pending work is not waited for: synchronize it
+copy the producer made (which in-place work refuses: it would leave the array as it was). A
+capsule of either kind is consumed once (renamed ``used_dltensor`` or
+``used_dltensor_versioned``) and its deleter is called when paraes is done with the memory; a
+versioned tensor of a major version other than 1 is refused. Through the CUDA Array Interface
+alone, a v2 producer's pending work is not waited for: synchronize it
 first, or pass its stream as ``stream=``.
 
 The layout is Cobblestone (C2SP chunked encryption, format v3's body): the plaintext in
