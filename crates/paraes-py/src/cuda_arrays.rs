@@ -31,17 +31,21 @@ struct ArrayBytes {
     len: usize,
     /// Why the array must not be written (what says so), if it must not.
     read_only: Option<&'static str>,
+    /// The bytes are a copy the DLPack producer made (its IS_COPIED flag), not the array.
+    copied: bool,
     _dlpack: Option<dlpack::Consumed>,
 }
 
 /// Finds the bytes of `obj` through DLPack (preferred: the producer makes them ready on the
 /// consumer's stream, which a CUDA Array Interface v2 such as PyTorch's cannot say) or
 /// `__cuda_array_interface__`, made ready for work on `work`. A DLPack array is read-only if its
-/// versioned tensor's flags say so, or if it also has the interface and that says so.
+/// versioned tensor's flags say so, or if it also has the interface and that says so; `inplace`:
+/// its producer is asked for its own memory, not a copy (`copy=False`).
 fn array_bytes(
     obj: &Bound<'_, PyAny>,
     engine: &GpuEngine,
     work: &WorkStream,
+    inplace: bool,
 ) -> PyResult<ArrayBytes> {
     let cai = obj
         .getattr("__cuda_array_interface__")
@@ -80,7 +84,7 @@ fn array_bytes(
     };
     let kwargs = PyDict::new(obj.py());
     kwargs.set_item("stream", work.protocol_handle())?;
-    let capsule = dlpack::capsule_of(obj, &kwargs)?;
+    let capsule = dlpack::capsule_of(obj, &kwargs, inplace.then_some(false))?;
     let consumed = dlpack::consume(&capsule)?;
     let read_only = if consumed.read_only {
         Some(DLPACK_SAYS_READ_ONLY)
@@ -91,6 +95,7 @@ fn array_bytes(
         address: consumed.address,
         len: consumed.len,
         read_only,
+        copied: consumed.copied,
         _dlpack: Some(consumed),
     })
 }
@@ -165,6 +170,7 @@ fn cai_bytes(cai: &Bound<'_, PyDict>, engine: &GpuEngine) -> PyResult<ArrayBytes
         address,
         len,
         read_only: read_only.then_some(CAI_SAYS_READ_ONLY),
+        copied: false,
         _dlpack: None,
     })
 }
@@ -221,7 +227,7 @@ fn cuda_records(
     };
     let engine = gpu()?;
     let work = WorkStream::new(engine, stream)?;
-    let array = array_bytes(obj, engine, &work)?;
+    let array = array_bytes(obj, engine, &work, inplace)?;
     // SAFETY: the protocols' contract: the producer keeps these bytes allocated while the
     // consumer uses them (the DLPack tensor until its deleter, which runs after this call's
     // work is enqueued; the caller keeps `obj` alive until work on its stream= is done).
@@ -269,6 +275,13 @@ fn cuda_records(
             "the array is read-only ({says_so} says so): seal or open it out of place \
              (inplace=False), or pass a writable array"
         )));
+    }
+    if array.copied {
+        return Err(PyValueError::new_err(
+            "the array's producer exported a copy of it (its DLPack tensor's IS_COPIED flag), \
+             though asked for none (copy=False): work in place would seal or open the copy and \
+             leave the array as it was; seal or open it out of place (inplace=False)",
+        ));
     }
     let len = match (seal, length) {
         (_, Some(n)) => n,

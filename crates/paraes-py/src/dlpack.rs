@@ -1,8 +1,9 @@
 //! DLPack both ways for `paraes.cuda`, in its two layouts: unversioned (dmlc/dlpack v0.8
 //! `DLManagedTensor`, "dltensor" capsules) and versioned (DLPack 1.x `DLManagedTensorVersioned`,
-//! "dltensor_versioned" capsules, whose flags can say the tensor is read-only). A producer is
-//! asked for a versioned tensor (`__dlpack__(max_version=(1, 0))`, the call without it for
-//! producers that refuse the keyword), and either capsule is consumed: renamed "used_…", its
+//! "dltensor_versioned" capsules, whose flags can say the tensor is read-only or a copy). A
+//! producer is asked for a versioned tensor (`__dlpack__(max_version=(1, 0))`, with `copy=False`
+//! for work in place; the call without them for producers that refuse the keywords), and either
+//! capsule is consumed: renamed "used_…", its
 //! deleter called once when paraes is done with the memory (a versioned tensor of another major
 //! version is refused, and released at once). A `DeviceBuffer` is exported as a versioned
 //! capsule when its consumer gives `max_version` of major 1 or more, else an unversioned one;
@@ -26,6 +27,9 @@ const KDL_UINT: u8 = 1;
 const DLPACK_VERSION: DlPackVersion = DlPackVersion { major: 1, minor: 0 };
 /// `DLPACK_FLAG_BITMASK_READ_ONLY`: the producer's memory must not be written.
 const FLAG_READ_ONLY: u64 = 1 << 0;
+/// `DLPACK_FLAG_BITMASK_IS_COPIED`: the tensor is a copy the producer made, freed by its deleter
+/// (writing it leaves the producer's array as it was).
+const FLAG_IS_COPIED: u64 = 1 << 1;
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -106,8 +110,8 @@ trait ManagedTensor: Sized {
     fn dl_tensor(&self) -> &DlTensor;
     fn dl_tensor_mut(&mut self) -> &mut DlTensor;
     fn set_manager_ctx(&mut self, manager_ctx: *mut c_void);
-    /// Whether the producer says its memory must not be written.
-    fn read_only(&self) -> bool;
+    /// The `DLPACK_FLAG_BITMASK_…` flags the producer gives (0 where the layout has none).
+    fn flags(&self) -> u64;
 }
 
 impl ManagedTensor for DlManagedTensor {
@@ -143,8 +147,8 @@ impl ManagedTensor for DlManagedTensor {
         self.manager_ctx = manager_ctx;
     }
 
-    fn read_only(&self) -> bool {
-        false // DLPack 0.x has no way to say so.
+    fn flags(&self) -> u64 {
+        0 // DLPack 0.x has no flags: its tensors are writable, and not copies.
     }
 }
 
@@ -184,8 +188,8 @@ impl ManagedTensor for DlManagedTensorVersioned {
         self.manager_ctx = manager_ctx;
     }
 
-    fn read_only(&self) -> bool {
-        self.flags & FLAG_READ_ONLY != 0
+    fn flags(&self) -> u64 {
+        self.flags
     }
 }
 
@@ -200,6 +204,9 @@ pub struct Consumed {
     pub len: usize,
     /// The producer says the memory must not be written (a versioned tensor's flag).
     pub read_only: bool,
+    /// The producer says the memory is a copy it made, not its array (a versioned tensor's
+    /// flag): what is written there is lost when the deleter frees it.
+    pub copied: bool,
 }
 
 impl Drop for Consumed {
@@ -228,18 +235,25 @@ unsafe fn release<M: ManagedTensor>(managed: *mut c_void) {
 }
 
 /// The capsule of `obj.__dlpack__`, asked for a versioned tensor (`max_version=(1, 0)`) with
-/// `kwargs` (the consumer's stream); a producer that refuses `max_version` with TypeError (one
-/// older than DLPack 1.0) is asked again without it.
+/// `kwargs` (the consumer's stream) and, unless None, `copy` (False: the producer's own memory
+/// or an error, as for work in place); a producer that refuses those keywords with TypeError
+/// (one older than DLPack 1.0) is asked again with `kwargs` alone. If that fails too, the first
+/// TypeError is its error's cause.
 pub fn capsule_of<'py>(
     obj: &Bound<'py, PyAny>,
     kwargs: &Bound<'py, PyDict>,
+    copy: Option<bool>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let py = obj.py();
     let versioned = kwargs.copy()?;
     versioned.set_item("max_version", (DLPACK_VERSION.major, DLPACK_VERSION.minor))?;
+    if let Some(copy) = copy {
+        versioned.set_item("copy", copy)?;
+    }
     match obj.call_method("__dlpack__", (), Some(&versioned)) {
-        Err(e) if e.is_instance_of::<PyTypeError>(obj.py()) => {
-            obj.call_method("__dlpack__", (), Some(kwargs))
-        }
+        Err(first) if first.is_instance_of::<PyTypeError>(py) => obj
+            .call_method("__dlpack__", (), Some(kwargs))
+            .inspect_err(|e| e.set_cause(py, Some(first))),
         result => result,
     }
 }
@@ -282,6 +296,7 @@ fn consume_as<M: ManagedTensor>(capsule: &Bound<'_, PyAny>) -> PyResult<Consumed
         address: 0,
         len: 0,
         read_only: false,
+        copied: false,
     };
     // SAFETY: the producer keeps the tensor valid until its deleter; only the version is read
     // before it is known to be of a layout paraes reads.
@@ -297,7 +312,8 @@ fn consume_as<M: ManagedTensor>(capsule: &Bound<'_, PyAny>) -> PyResult<Consumed
     // SAFETY: the producer keeps the tensor, its shape and strides valid until its deleter, and
     // its layout is M's (checked above); paraes only reads it.
     let tensor = unsafe { &*managed };
-    consumed.read_only = tensor.read_only();
+    consumed.read_only = tensor.flags() & FLAG_READ_ONLY != 0;
+    consumed.copied = tensor.flags() & FLAG_IS_COPIED != 0;
     describe(tensor.dl_tensor()).map(|(address, len)| {
         consumed.address = address;
         consumed.len = len;
@@ -409,11 +425,16 @@ pub fn wrong_device(device: &str) -> PyErr {
 struct Export<M> {
     managed: M,
     shape: [i64; 1],
+    /// `[1]`: newer dlpack.h allows NULL strides (C-contiguous) only for 0 dimensions.
+    strides: [i64; 1],
     /// A strong reference to the exported object, released by the deleter.
     owner: *mut ffi::PyObject,
 }
 
-/// The exported tensor's deleter: releases the owner and frees the tensor.
+/// The exported tensor's deleter: releases the owner and frees the tensor. A consumer may run
+/// it after Python finalized (a C++ static released at exit): then the owner is leaked, as the
+/// DLPack Python spec's example deleter does, since attaching would panic (an abort in an
+/// extern "C" function) and there is no interpreter left to free it in.
 ///
 /// # Safety
 /// `managed` is the tensor of an `Export<M>` made by `export_as`, released here once.
@@ -422,9 +443,11 @@ unsafe extern "C" fn export_deleter<M: ManagedTensor>(managed: *mut M) {
     // and this deleter runs once (by the consumer, or by the capsule's destructor if
     // unconsumed).
     let export = unsafe { Box::from_raw(managed.cast::<Export<M>>()) };
-    Python::attach(|_| {
-        // SAFETY: `owner` is the strong reference `export_as` took; the GIL is held.
-        unsafe { ffi::Py_DecRef(export.owner) }
+    let owner = export.owner;
+    // None (Python is not initialized, or finalizing): the owner is leaked.
+    let _released = Python::try_attach(|_| {
+        // SAFETY: `owner` is the strong reference `export_as` took; the thread is attached.
+        unsafe { ffi::Py_DecRef(owner) }
     });
 }
 
@@ -485,12 +508,16 @@ fn export_as<'py, M: ManagedTensor>(
     let export = Box::new(Export {
         managed: M::new(dl_tensor, export_deleter::<M>),
         shape: [len as i64],
+        strides: [1],
         owner: owner.clone().into_ptr(),
     });
     let raw = Box::into_raw(export);
-    // SAFETY: `raw` is a live, uniquely owned Export; its shape field lives as long as it does.
+    // SAFETY: `raw` is a live, uniquely owned Export; its shape and strides fields live as long
+    // as it does.
     unsafe {
-        (*raw).managed.dl_tensor_mut().shape = (*raw).shape.as_mut_ptr();
+        let dl_tensor = (*raw).managed.dl_tensor_mut();
+        dl_tensor.shape = (*raw).shape.as_mut_ptr();
+        dl_tensor.strides = (*raw).strides.as_mut_ptr();
         (*raw).managed.set_manager_ctx(raw.cast());
     }
     // SAFETY: a static name; on failure the tensor is freed by its own deleter.

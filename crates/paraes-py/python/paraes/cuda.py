@@ -20,11 +20,13 @@ JAX), viewed as bytes (item size x element count, from ``data + byte_offset``); 
 copied to the host. Where an object offers both, DLPack is used: its producer makes the bytes
 ready on the stream paraes works on, which a CUDA Array Interface v2 (PyTorch's) cannot say;
 the interface's read-only flag is still honoured. ``__dlpack__`` is called with
-``max_version=(1, 0)`` (again without it if the producer raises ``TypeError``): a DLPack 1.x
-(versioned) tensor can say it is read-only. A capsule of either kind is consumed once (renamed
-``used_dltensor`` or ``used_dltensor_versioned``) and its deleter is called when paraes is done
-with the memory; a versioned tensor of a major version other than 1 is refused. Through the
-CUDA Array Interface alone, a v2 producer's pending work is not waited for: synchronize it
+``max_version=(1, 0)``, and ``copy=False`` for ``inplace=True`` (again without them if the
+producer raises ``TypeError``): a DLPack 1.x (versioned) tensor can say it is read-only, or a
+copy the producer made (which in-place work refuses: it would leave the array as it was). A
+capsule of either kind is consumed once (renamed ``used_dltensor`` or
+``used_dltensor_versioned``) and its deleter is called when paraes is done with the memory; a
+versioned tensor of a major version other than 1 is refused. Through the CUDA Array Interface
+alone, a v2 producer's pending work is not waited for: synchronize it
 first, or pass its stream as ``stream=``.
 
 The layout is Cobblestone (C2SP chunked encryption, format v3's body): the plaintext in
@@ -55,6 +57,7 @@ C-contiguous, in host memory (a DLPack device other than CUDA, an interface with
 pointer), on a device other than 0, not starting on a 16-byte boundary (a view inside an
 allocation: copy it), read-only for ``inplace=True`` (by the CUDA Array Interface's flag or
 a versioned DLPack tensor's ``READ_ONLY`` flag; an unversioned DLPack tensor cannot say so),
+a copy for ``inplace=True`` (a versioned DLPack tensor's ``IS_COPIED`` flag),
 and lengths that are not records of the span. ``device=`` of
 ``load`` is 0; any other value (negative too) is a ``ValueError``.
 
