@@ -57,19 +57,39 @@ pub fn measure_memory_copy(
     threads: usize,
     timing: &Timing,
 ) -> Result<Stats, BenchError> {
-    time_op(timing, memory_copy_op(bytes, threads)?)
+    let buffers = CopyBuffers::new(bytes);
+    let stats = time_op(timing, memory_copy_op(&buffers, threads)?);
+    stats
 }
 
-/// [`measure_memory_copy`]'s call, prepared.
-pub fn memory_copy_op(bytes: usize, threads: usize) -> Result<Op<'static>, BenchError> {
-    let mut from = vec![0u8; bytes];
-    fill(&mut from);
-    let to = Mutex::new(vec![0u8; bytes]);
+/// The two buffers of the memory-copy rows of one size, made once and shared by the rows of
+/// every thread count (their ops run one at a time).
+pub struct CopyBuffers {
+    from: Vec<u8>,
+    to: Mutex<Vec<u8>>,
+}
+
+impl CopyBuffers {
+    /// Two buffers of `bytes` bytes.
+    pub fn new(bytes: usize) -> Self {
+        let mut from = vec![0u8; bytes];
+        fill(&mut from);
+        CopyBuffers {
+            from,
+            to: Mutex::new(vec![0u8; bytes]),
+        }
+    }
+}
+
+/// [`measure_memory_copy`]'s call, prepared: `buffers` copied on `threads` threads.
+pub fn memory_copy_op(buffers: &CopyBuffers, threads: usize) -> Result<Op<'_>, BenchError> {
+    let bytes = buffers.from.len();
     let threads = threads.max(1);
     let part = bytes.div_ceil(threads).max(1);
     let pool = Threads::new(threads)?;
     Ok(Op::new(move || -> Result<(), BenchError> {
-        let mut to = to.lock().unwrap_or_else(|e| e.into_inner());
+        let from = &buffers.from;
+        let mut to = buffers.to.lock().unwrap_or_else(|e| e.into_inner());
         let parts: Vec<Mutex<&mut [u8]>> = to.chunks_mut(part).map(Mutex::new).collect();
         pool.each(|index| {
             if let Some(dst) = parts.get(index) {

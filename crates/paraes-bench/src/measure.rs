@@ -5,6 +5,7 @@
 //! engine's GCM chunks sealed whole, or its CTR and the pipeline's GCM tags), and [`measure_e2e`] the whole container pipeline
 //! on files.
 
+use std::cell::RefCell;
 use std::fs::File;
 use std::hint::black_box;
 use std::io::Write;
@@ -39,21 +40,35 @@ pub fn measure_engine(
     bytes: usize,
     timing: &Timing,
 ) -> Result<Stats, BenchError> {
-    time_op(timing, engine_op(engine, mode, key, bytes)?)
+    let buffer = EngineBuffer::new(bytes);
+    let stats = time_op(timing, engine_op(engine, mode, key, &buffer)?);
+    stats
 }
 
-/// [`measure_engine`]'s call, prepared: `engine` encrypting a `bytes`-long buffer in place.
+/// The buffer the engines' rows of one size encrypt in place, one engine's call at a time:
+/// made once and shared by their ops, so a size's rows take one buffer, not one per engine.
+pub struct EngineBuffer(RefCell<Vec<u8>>);
+
+impl EngineBuffer {
+    /// A buffer of `bytes` bytes of [`fill`]'s contents.
+    pub fn new(bytes: usize) -> Self {
+        let mut buf = vec![0u8; bytes];
+        fill(&mut buf);
+        EngineBuffer(RefCell::new(buf))
+    }
+}
+
+/// [`measure_engine`]'s call, prepared: `engine` encrypting `buffer` in place.
 pub fn engine_op<'a>(
     engine: &'a dyn Engine,
     mode: Mode,
     key: &'a ExpandedKey,
-    bytes: usize,
+    buffer: &'a EngineBuffer,
 ) -> Result<Op<'a>, EngineError> {
-    let mut buf = vec![0u8; bytes];
-    fill(&mut buf);
     let job = Job::new(mode, Direction::Encrypt, key, [0x5a; 16], 0);
-    job.check(bytes)?;
+    job.check(buffer.0.borrow().len())?;
     Ok(Op::new(move || {
+        let mut buf = buffer.0.borrow_mut();
         engine.process(&job, black_box(&mut buf))?;
         black_box(&buf);
         Ok(())
@@ -228,23 +243,41 @@ pub fn measure_gcm(
     batch: usize,
     timing: &Timing,
 ) -> Result<Stats, BenchError> {
-    time_op(timing, gcm_op(engine, key, bytes, batch)?)
+    let body = GcmBody::new(key, bytes, batch)?;
+    let stats = time_op(timing, gcm_op(engine, &body)?);
+    stats
 }
 
-/// [`measure_gcm`]'s call, prepared: one stretch of `bytes` sealed on `engine`.
-pub fn gcm_op<'a>(
-    engine: &'a dyn Engine,
-    key: &Key,
-    bytes: usize,
+/// The body the engines' gcm rows of one size seal, one engine's call at a time: a fresh
+/// container for a key and a stretch of its plaintext in pipeline chunks ([`gcm_stretch`]),
+/// made once and shared by their ops.
+pub struct GcmBody {
+    opened: Opened,
+    stretch: RefCell<GcmStretch>,
     batch: usize,
-) -> Result<Op<'a>, BenchError> {
-    let (opened, mut stretch) = gcm_stretch(key, bytes, batch)?;
-    let spec = opened.stream_spec(engine, Direction::Encrypt);
+}
+
+impl GcmBody {
+    /// `bytes` bytes of plaintext of a fresh container for `key` (128 or 256 bits), cut into
+    /// pipeline chunks of `batch` bytes.
+    pub fn new(key: &Key, bytes: usize, batch: usize) -> Result<Self, BenchError> {
+        let (opened, stretch) = gcm_stretch(key, bytes, batch)?;
+        Ok(GcmBody {
+            opened,
+            stretch: RefCell::new(stretch),
+            batch,
+        })
+    }
+}
+
+/// [`measure_gcm`]'s call, prepared: `body` sealed on `engine`.
+pub fn gcm_op<'a>(engine: &'a dyn Engine, body: &'a GcmBody) -> Result<Op<'a>, BenchError> {
+    let spec = body.opened.stream_spec(engine, Direction::Encrypt);
     spec.check()?;
-    if spec.chunk_size != gcm_batch(batch) {
+    if spec.chunk_size != gcm_batch(body.batch) {
         return Err(format!(
-            "the container took a batch of {} bytes for {batch}",
-            spec.chunk_size
+            "the container took a batch of {} bytes for {}",
+            spec.chunk_size, body.batch
         )
         .into());
     }
@@ -257,8 +290,7 @@ pub fn gcm_op<'a>(
         ),
     };
     Ok(Op::new(move || {
-        // The spec is a few references into the container the op owns: made per call.
-        let spec = opened.stream_spec(engine, Direction::Encrypt);
+        let mut stretch = body.stretch.borrow_mut();
         stretch.seal(&spec, workers.as_ref())?;
         black_box(&stretch.chunks);
         Ok(())

@@ -11,7 +11,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use paraes_bench::bounds;
 use paraes_bench::machine::{load_average, utc_now};
-use paraes_bench::measure::{e2e_op, engine_op, gcm_op};
+use paraes_bench::measure::{e2e_op, engine_op, gcm_op, EngineBuffer, GcmBody};
 use paraes_bench::mode::GCM_NOTE;
 use paraes_bench::openssl::{self, OpensslError};
 use paraes_bench::report::{self, format_size, Row};

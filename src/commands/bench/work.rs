@@ -147,6 +147,18 @@ impl<'a> Work<'a> {
         let e2e_runs = self.e2e_sizes(mode, bits).iter().map(|&size| (size, true));
         for (size, e2e) in runs.chain(e2e_runs) {
             let engines = self.engines_for(mode);
+            // What the rows of this size work on, made once and shared by their ops (which run
+            // one at a time): one buffer or body for every engine, one pair of copy buffers for
+            // every thread count.
+            let buffer = (!e2e && mode.engine_mode().is_some()).then(|| EngineBuffer::new(size));
+            let body = match (e2e, mode.engine_mode()) {
+                (false, None) => Some(
+                    GcmBody::new(&key, size, pipeline::WINDOW)
+                        .map_err(|e| anyhow!("gcm body of {cipher}: {e}"))?,
+                ),
+                _ => None,
+            };
+            let copy_buffers = (!e2e).then(|| bounds::CopyBuffers::new(size));
             let mut ops = Vec::new();
             let mut shapes = Vec::new();
             for &(label, implementation, engine) in &engines {
@@ -163,19 +175,22 @@ impl<'a> Work<'a> {
                 let op = if e2e {
                     e2e_op(engine, &key, size, DEFAULT_CHUNK_SIZE)
                         .map_err(|e| anyhow!("{label} on {cipher}: {e}"))?
-                } else if let Some(engine_mode) = mode.engine_mode() {
-                    engine_op(engine, engine_mode, &expanded, size)
+                } else if let (Some(engine_mode), Some(buffer)) = (mode.engine_mode(), &buffer) {
+                    engine_op(engine, engine_mode, &expanded, buffer)
                         .with_context(|| format!("{} on {cipher}", engine.name()))?
                 } else {
                     // gcm: format v3's body sealed in memory as the pipeline seals it, in
                     // `paraes enc`'s pipeline chunks, CTR on the engine.
-                    gcm_op(engine, &key, size, pipeline::WINDOW)
+                    let body = body.as_ref().expect("a gcm body for a gcm row");
+                    gcm_op(engine, body)
                         .map_err(|e| anyhow!("{} on {cipher}: {e}", engine.name()))?
                 };
                 ops.push(op);
                 shapes.push((label, implementation, engine.workers(), Some(engine)));
             }
-            for (label, implementation, threads, op) in self.bound_ops(mode, size, e2e)? {
+            for (label, implementation, threads, op) in
+                self.bound_ops(mode, size, copy_buffers.as_ref())?
+            {
                 ops.push(op);
                 shapes.push((label, implementation, threads, None));
             }
@@ -214,16 +229,16 @@ impl<'a> Work<'a> {
     }
 
     /// The machine's bound for `size`, prepared, on each thread count the engines of `mode` run
-    /// on: a copy of the buffer in memory, or for a whole file (`e2e`) the file read by that
-    /// many readers at their own offsets ([`paraes_bench::bounds`]). Each with its row's label,
-    /// implementation and thread count.
+    /// on: a copy of the buffer in memory (`copy_buffers`), or for a whole file (`None`) the
+    /// file read by that many readers at their own offsets ([`paraes_bench::bounds`]). Each
+    /// with its row's label, implementation and thread count.
     #[allow(clippy::type_complexity)]
-    fn bound_ops(
+    fn bound_ops<'b>(
         &self,
         mode: BenchMode,
         size: usize,
-        e2e: bool,
-    ) -> Result<Vec<(String, &'static str, usize, Op<'static>)>> {
+        copy_buffers: Option<&'b bounds::CopyBuffers>,
+    ) -> Result<Vec<(String, &'static str, usize, Op<'b>)>> {
         let mut threads: Vec<usize> = self
             .engines_for(mode)
             .iter()
@@ -233,14 +248,17 @@ impl<'a> Work<'a> {
         threads.dedup();
         let mut ops = Vec::new();
         for threads in threads {
-            let (label, implementation, op) = if e2e {
-                let op = bounds::parallel_read_op(size, threads);
-                let label = format!("{}-e2e", bounds::BOUND_ENGINE);
-                (label, bounds::PARALLEL_READ, op)
-            } else {
-                let op = bounds::memory_copy_op(size, threads);
-                let label = bounds::BOUND_ENGINE.to_string();
-                (label, bounds::MEMORY_COPY, op)
+            let (label, implementation, op) = match copy_buffers {
+                None => {
+                    let op = bounds::parallel_read_op(size, threads);
+                    let label = format!("{}-e2e", bounds::BOUND_ENGINE);
+                    (label, bounds::PARALLEL_READ, op)
+                }
+                Some(buffers) => {
+                    let op = bounds::memory_copy_op(buffers, threads);
+                    let label = bounds::BOUND_ENGINE.to_string();
+                    (label, bounds::MEMORY_COPY, op)
+                }
             };
             let op = op.map_err(|e| anyhow!("{label} {implementation}: {e}"))?;
             ops.push((label, implementation, threads, op));
