@@ -58,8 +58,8 @@ pub fn measure_memory_copy(
     timing: &Timing,
 ) -> Result<Stats, BenchError> {
     let buffers = CopyBuffers::new(bytes);
-    let stats = time_op(timing, memory_copy_op(&buffers, threads)?);
-    stats
+    let op = memory_copy_op(&buffers, threads)?;
+    time_op(timing, op)
 }
 
 /// The two buffers of the memory-copy rows of one size, made once and shared by the rows of

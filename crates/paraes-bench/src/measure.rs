@@ -41,8 +41,8 @@ pub fn measure_engine(
     timing: &Timing,
 ) -> Result<Stats, BenchError> {
     let buffer = EngineBuffer::new(bytes);
-    let stats = time_op(timing, engine_op(engine, mode, key, &buffer)?);
-    stats
+    let op = engine_op(engine, mode, key, &buffer)?;
+    time_op(timing, op)
 }
 
 /// The buffer the engines' rows of one size encrypt in place, one engine's call at a time:
@@ -244,8 +244,8 @@ pub fn measure_gcm(
     timing: &Timing,
 ) -> Result<Stats, BenchError> {
     let body = GcmBody::new(key, bytes, batch)?;
-    let stats = time_op(timing, gcm_op(engine, &body)?);
-    stats
+    let op = gcm_op(engine, &body)?;
+    time_op(timing, op)
 }
 
 /// The body the engines' gcm rows of one size seal, one engine's call at a time: a fresh

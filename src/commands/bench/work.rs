@@ -194,6 +194,11 @@ impl<'a> Work<'a> {
                 ops.push(op);
                 shapes.push((label, implementation, threads, None));
             }
+            bar.set_message(format!(
+                "{cipher} {}: {} rows, samples interleaved",
+                format_size(size as u64),
+                ops.len()
+            ));
             // A simulator also reports the modelled machine's time: its work in this group.
             let before: Vec<_> = shapes
                 .iter()
