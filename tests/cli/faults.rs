@@ -191,9 +191,9 @@ fn a_full_file_system_leaves_no_output_and_no_temporary() {
     assert_eq!(small.names(), ["tiny.paraes"].map(String::from).into());
 }
 
-/// An LD_PRELOAD library of faults. Reads (read, pread) of the file FAULT_PATH fail with EIO
-/// once FAULT_AFTER bytes have been read from it. Writes at offsets (pwrite) into files in the
-/// directory FAULT_WRITE_DIR (an unnamed temporary there too) fail with errno
+/// An LD_PRELOAD library of faults. Reads (read, pread, preadv) of the file FAULT_PATH fail
+/// with EIO once FAULT_AFTER bytes have been read from it. Writes at offsets (pwrite, pwritev)
+/// into files in the directory FAULT_WRITE_DIR (an unnamed temporary there too) fail with errno
 /// FAULT_WRITE_ERRNO from the FAULT_WRITE_NTH-th on (counting from 0). Other descriptors work
 /// normally.
 const READ_FAULT_SHIM: &str = r#"
@@ -203,6 +203,7 @@ const READ_FAULT_SHIM: &str = r#"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 static long long served;
@@ -258,9 +259,28 @@ ssize_t pread(int fd, void *buf, size_t count, off_t offset) {
     return pread64(fd, buf, count, offset);
 }
 
-ssize_t pwrite64(int fd, const void *buf, size_t count, off_t offset) {
-    static ssize_t (*real)(int, const void *, size_t, off_t);
-    if (!real) real = (ssize_t (*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite64");
+/* A vectored read of the target, buffer by buffer through pread64 above (so it counts the
+   same bytes and fails at the same one). */
+ssize_t preadv64(int fd, const struct iovec *iov, int iovcnt, off_t offset) {
+    static ssize_t (*real)(int, const struct iovec *, int, off_t);
+    if (!real) real = (ssize_t (*)(int, const struct iovec *, int, off_t))dlsym(RTLD_NEXT, "preadv64");
+    if (!is_target(fd)) return real(fd, iov, iovcnt, offset);
+    ssize_t total = 0;
+    for (int i = 0; i < iovcnt; i++) {
+        ssize_t got = pread64(fd, iov[i].iov_base, iov[i].iov_len, offset + total);
+        if (got < 0) return total > 0 ? total : -1;
+        total += got;
+        if ((size_t)got < iov[i].iov_len) break;
+    }
+    return total;
+}
+
+ssize_t preadv(int fd, const struct iovec *iov, int iovcnt, off_t offset) {
+    return preadv64(fd, iov, iovcnt, offset);
+}
+
+/* Whether this write at an offset into fd fails (errno set): the FAULT_WRITE_NTH-th on. */
+static int write_fails(int fd) {
     const char *dir = getenv("FAULT_WRITE_DIR");
     const char *nth = getenv("FAULT_WRITE_NTH");
     const char *err = getenv("FAULT_WRITE_ERRNO");
@@ -268,13 +288,31 @@ ssize_t pwrite64(int fd, const void *buf, size_t count, off_t offset) {
     if (dir && nth && err && fd > 2 && path_of(fd, path, sizeof path)
         && strncmp(path, dir, strlen(dir)) == 0 && path[strlen(dir)] == '/') {
         long long this = __atomic_fetch_add(&pwrites, 1, __ATOMIC_SEQ_CST);
-        if (this >= atoll(nth)) { errno = atoi(err); return -1; }
+        if (this >= atoll(nth)) { errno = atoi(err); return 1; }
     }
+    return 0;
+}
+
+ssize_t pwrite64(int fd, const void *buf, size_t count, off_t offset) {
+    static ssize_t (*real)(int, const void *, size_t, off_t);
+    if (!real) real = (ssize_t (*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite64");
+    if (write_fails(fd)) return -1;
     return real(fd, buf, count, offset);
 }
 
 ssize_t pwrite(int fd, const void *buf, size_t count, off_t offset) {
     return pwrite64(fd, buf, count, offset);
+}
+
+ssize_t pwritev64(int fd, const struct iovec *iov, int iovcnt, off_t offset) {
+    static ssize_t (*real)(int, const struct iovec *, int, off_t);
+    if (!real) real = (ssize_t (*)(int, const struct iovec *, int, off_t))dlsym(RTLD_NEXT, "pwritev64");
+    if (write_fails(fd)) return -1;
+    return real(fd, iov, iovcnt, offset);
+}
+
+ssize_t pwritev(int fd, const struct iovec *iov, int iovcnt, off_t offset) {
+    return pwritev64(fd, iov, iovcnt, offset);
 }
 "#;
 

@@ -218,7 +218,21 @@ impl Engine for CpuEngine {
         input: &[u8],
         output: &mut [u8],
     ) -> Result<(), RecordsError> {
-        self.records(job, input, output)
+        self.records(job, records::Sides::Apart { input, output })
+    }
+
+    /// Wherever the engine runs records jobs ([`Engine::runs_records`]): in place every record
+    /// is sealed or opened where it lies, the same work as out of place less the copy.
+    fn runs_records_in_place(&self, job: &RecordsJob<'_>) -> bool {
+        self.runs_records(job)
+    }
+
+    fn process_records_in_place(
+        &self,
+        job: &RecordsJob<'_>,
+        records: &mut [u8],
+    ) -> Result<(), RecordsError> {
+        self.records(job, records::Sides::InPlace(records))
     }
 }
 

@@ -80,6 +80,54 @@ pub trait Engine: Send + Sync {
         ))))
     }
 
+    /// Whether the engine runs the records job `job` in place itself
+    /// ([`Engine::process_records_in_place`]) without a copy between two buffers, so a caller
+    /// that can lay its bytes out as records (reading plaintext straight into the records' data
+    /// slots, writing plaintext from between their tags) should hand it that job. Like
+    /// [`Engine::runs_records`] it depends on the engine and the job, never on a buffer. The
+    /// default is `false`.
+    fn runs_records_in_place(&self, job: &RecordsJob<'_>) -> bool {
+        let _ = job;
+        false
+    }
+
+    /// The records job `job` in place on one buffer laid out as its records side
+    /// ([`RecordsJob`]): sealing reads each chunk's plaintext from its record's data slot
+    /// ([`RecordsJob::data_slots`]) and writes its ciphertext there and its tag after it;
+    /// opening checks each record's tag and leaves the chunk's plaintext in its data slot (the
+    /// tags' bytes are then unspecified). A length that is not records (checked by
+    /// [`RecordsJob::check_in_place`]) is refused before anything changes. When a tag does not
+    /// verify the answer is [`RecordsError::Tampered`] with the lowest failing index, and the
+    /// buffer holds nothing the caller may release.
+    ///
+    /// The default runs [`Engine::process_records`] with a copy of the buffer's other side, so
+    /// every engine that runs records jobs runs this too, with the same bytes.
+    fn process_records_in_place(
+        &self,
+        job: &RecordsJob<'_>,
+        records: &mut [u8],
+    ) -> Result<(), RecordsError> {
+        job.check_in_place(records.len())?;
+        let slots = || RecordsJob::data_slots(records.len());
+        match job.direction {
+            Direction::Encrypt => {
+                let plaintext: Vec<u8> = slots().flat_map(|slot| &records[slot]).copied().collect();
+                self.process_records(job, &plaintext, records)
+            }
+            Direction::Decrypt => {
+                let mut plaintext = vec![0u8; slots().map(|slot| slot.len()).sum()];
+                self.process_records(job, records, &mut plaintext)?;
+                let mut rest = &plaintext[..];
+                for slot in slots() {
+                    let (here, next) = rest.split_at(slot.len());
+                    records[slot].copy_from_slice(here);
+                    rest = next;
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// For engines that model another machine (the Sunway simulator): the modelled machine's
     /// time for every buffer processed so far. `None` (the default) for engines whose time is
     /// the host's own.

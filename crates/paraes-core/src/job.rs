@@ -318,6 +318,28 @@ impl<'a> RecordsJob<'a> {
         }
         Ok(records)
     }
+
+    /// [`RecordsJob::check`] for a job run in place on one records side of `records_len`
+    /// bytes ([`crate::Engine::process_records_in_place`]); returns the number of records.
+    pub fn check_in_place(&self, records_len: usize) -> Result<usize, EngineError> {
+        let plaintext_len = Self::plaintext_len(records_len).unwrap_or(usize::MAX);
+        match self.direction {
+            Direction::Encrypt => self.check(plaintext_len, records_len),
+            Direction::Decrypt => self.check(records_len, plaintext_len),
+        }
+    }
+
+    /// Where each record's data lies on a records side of `records_len` bytes (laid out as
+    /// above; a side whose last record has no room for its tag gives the data of its whole
+    /// records only): the ranges a reader fills before sealing in place, or a writer sends on
+    /// after opening in place, skipping the tags.
+    pub fn data_slots(records_len: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+        (0..records_len / GCM_RECORD_LEN + usize::from(records_len % GCM_RECORD_LEN >= GCM_TAG_LEN))
+            .map(move |k| {
+                let start = k * GCM_RECORD_LEN;
+                start..(start + GCM_RECORD_LEN).min(records_len) - GCM_TAG_LEN
+            })
+    }
 }
 
 /// Why an engine could not process a buffer.
@@ -412,5 +434,27 @@ mod tests {
         assert_eq!(open.check(r + t + 1, g + 1).unwrap(), 2);
         assert!(open.check(r + t - 1, g - 1).is_err());
         assert_eq!(job.advanced(1).nonce(0), open.nonce(u64::MAX));
+        assert_eq!(job.check_in_place(r + t + 1).unwrap(), 2);
+        assert_eq!(open.check_in_place(r + t + 1).unwrap(), 2);
+        assert!(job.check_in_place(r + t - 1).is_err());
+        assert!(open.check_in_place(t - 1).is_err());
+    }
+
+    /// The data slots of a records side are its records less their tags, and hold exactly the
+    /// plaintext side's bytes.
+    #[test]
+    fn data_slots_skip_the_tags() {
+        let (g, r, t) = (GCM_CHUNK_LEN, GCM_RECORD_LEN, GCM_TAG_LEN);
+        let slots = |len| RecordsJob::data_slots(len).collect::<Vec<_>>();
+        assert_eq!(slots(0), vec![]);
+        assert_eq!(slots(t), vec![0..0]);
+        assert_eq!(slots(t + 5), vec![0..5]);
+        assert_eq!(slots(r), vec![0..g]);
+        assert_eq!(slots(r + t), vec![0..g, r..r]);
+        assert_eq!(slots(2 * r + t + 1), vec![0..g, r..r + g, 2 * r..2 * r + 1]);
+        for len in [0, t, r, r + t + 9, 3 * r, 3 * r + t] {
+            let data: usize = slots(len).iter().map(|s| s.len()).sum();
+            assert_eq!(Some(data), RecordsJob::plaintext_len(len), "{len}");
+        }
     }
 }

@@ -48,6 +48,56 @@ fn units(direction: Direction) -> (usize, usize) {
     }
 }
 
+/// The bytes a records job works on: its input and output apart
+/// ([`crate::Engine::process_records`]), or one buffer of records worked in place
+/// ([`crate::Engine::process_records_in_place`]).
+pub(super) enum Sides<'b> {
+    /// The input side and the output side, laid out for the job's direction.
+    Apart {
+        input: &'b [u8],
+        output: &'b mut [u8],
+    },
+    /// The records side alone: plaintext in its data slots, tags after them.
+    InPlace(&'b mut [u8]),
+}
+
+impl<'b> Sides<'b> {
+    /// The longer side's length (the records side's).
+    fn records_len(&self) -> usize {
+        match self {
+            Sides::Apart { input, output } => input.len().max(output.len()),
+            Sides::InPlace(records) => records.len(),
+        }
+    }
+
+    /// The first `count` records of `direction`'s sides, and the rest.
+    fn split(self, count: usize, direction: Direction) -> (Sides<'b>, Sides<'b>) {
+        match self {
+            Sides::Apart { input, output } => {
+                let (in_unit, out_unit) = units(direction);
+                let (here_in, next_in) = input.split_at((count * in_unit).min(input.len()));
+                let cut = (count * out_unit).min(output.len());
+                let (here_out, next_out) = output.split_at_mut(cut);
+                (
+                    Sides::Apart {
+                        input: here_in,
+                        output: here_out,
+                    },
+                    Sides::Apart {
+                        input: next_in,
+                        output: next_out,
+                    },
+                )
+            }
+            Sides::InPlace(records) => {
+                let cut = (count * GCM_RECORD_LEN).min(records.len());
+                let (here, next) = records.split_at_mut(cut);
+                (Sides::InPlace(here), Sides::InPlace(next))
+            }
+        }
+    }
+}
+
 impl<'j, 'a> Records<'j, 'a> {
     fn new(job: &'j RecordsJob<'a>, imp: AesImpl) -> Self {
         let ghash = Ghash::new(job.hash_key);
@@ -61,10 +111,26 @@ impl<'j, 'a> Records<'j, 'a> {
     }
 
     /// Seals or opens `records` records on this thread, from record `first` of the job:
-    /// `input` and `output` hold exactly them. Every chunk's data is copied to where it goes
-    /// first, then each is sealed or opened there in place; opening stops at the first record
-    /// whose tag does not verify.
-    fn run(
+    /// `sides` hold exactly them. Apart, every chunk's data is copied to where it goes first;
+    /// then each is sealed or opened there in place; opening stops at the first record whose
+    /// tag does not verify.
+    fn run(&self, first: usize, records: usize, sides: Sides<'_>) -> Result<(), RecordsError> {
+        match sides {
+            Sides::Apart { input, output } => self.run_apart(first, records, input, output),
+            Sides::InPlace(buf) => {
+                for (k, record) in buf.chunks_mut(GCM_RECORD_LEN).enumerate() {
+                    let (data, tag) = record.split_at_mut(record.len() - GCM_TAG_LEN);
+                    let tag: &mut [u8; GCM_TAG_LEN] = tag.try_into().expect("a tag's length");
+                    self.crypt((first + k) as u64, data, tag)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// [`Records::run`] out of place: each record's data is copied to its place in `output`
+    /// and sealed or opened there.
+    fn run_apart(
         &self,
         first: usize,
         records: usize,
@@ -100,53 +166,69 @@ impl<'j, 'a> Records<'j, 'a> {
             }
             match self.job.direction {
                 Direction::Encrypt => {
-                    let record = &mut output[to.start..to.end + GCM_TAG_LEN];
-                    self.seal(at, record);
+                    let (data, tag) = output[to.start..to.end + GCM_TAG_LEN].split_at_mut(to.len());
+                    let tag: &mut [u8; GCM_TAG_LEN] = tag.try_into().expect("a tag's length");
+                    self.crypt(at, data, tag)?;
                 }
                 Direction::Decrypt => {
-                    let tag = &input[from.end..from.end + GCM_TAG_LEN];
-                    if !self.open(at, &input[from], tag, &mut output[to]) {
-                        return Err(RecordsError::Tampered(self.job.first_index + at));
-                    }
+                    let mut tag: [u8; GCM_TAG_LEN] = input[from.end..from.end + GCM_TAG_LEN]
+                        .try_into()
+                        .expect("a tag's length");
+                    self.crypt(at, &mut output[to], &mut tag)?;
                 }
             }
         }
         Ok(())
     }
 
-    /// Seals record `k` in place: `record` holds the chunk's plaintext and then room for its
-    /// tag, and comes out as its ciphertext and tag.
-    fn seal(&self, k: u64, record: &mut [u8]) {
-        let (data, tag) = record.split_at_mut(record.len() - GCM_TAG_LEN);
-        let sealed = match self.kernel() {
+    /// Seals or opens (by the job's direction) record `k` in place: `data` holds the chunk's
+    /// plaintext (sealing: its tag goes to `tag`) or its ciphertext (opening: checked against
+    /// `tag`; a record that fails leaves zeros in `data`).
+    fn crypt(
+        &self,
+        k: u64,
+        data: &mut [u8],
+        tag: &mut [u8; GCM_TAG_LEN],
+    ) -> Result<(), RecordsError> {
+        match self.job.direction {
+            Direction::Encrypt => {
+                *tag = self.seal(k, data);
+                Ok(())
+            }
+            Direction::Decrypt if self.open(k, tag, data) => Ok(()),
+            Direction::Decrypt => Err(RecordsError::Tampered(self.job.first_index + k)),
+        }
+    }
+
+    /// Seals record `k`'s data in place (plaintext in, ciphertext out); its tag.
+    fn seal(&self, k: u64, data: &mut [u8]) -> [u8; GCM_TAG_LEN] {
+        match self.kernel() {
             Some((kernel, powers)) => kernel.seal(self.job.key, powers, &self.job.nonce(k), data),
             None => {
                 self.ctr(k, data);
                 self.tag(k, data)
             }
-        };
-        tag.copy_from_slice(&sealed);
+        }
     }
 
-    /// Opens record `k` whose ciphertext is `ciphertext` (also copied into `plain`) and whose
-    /// tag is `tag`, decrypting `plain` in place; whether the tag verified. A record that fails
-    /// leaves zeros in `plain`.
-    fn open(&self, k: u64, ciphertext: &[u8], tag: &[u8], plain: &mut [u8]) -> bool {
+    /// Opens record `k` in place: `data` holds its ciphertext and comes out as its plaintext
+    /// where its tag is `tag`; whether it was. A record that fails leaves zeros in `data`.
+    fn open(&self, k: u64, tag: &[u8; GCM_TAG_LEN], data: &mut [u8]) -> bool {
         let authentic = match self.kernel() {
             Some((kernel, powers)) => {
-                let found = kernel.open(self.job.key, powers, &self.job.nonce(k), plain);
+                let found = kernel.open(self.job.key, powers, &self.job.nonce(k), data);
                 constant_time_eq(&found, tag)
             }
             None => {
-                let authentic = constant_time_eq(&self.tag(k, ciphertext), tag);
+                let authentic = constant_time_eq(&self.tag(k, data), tag);
                 if authentic {
-                    self.ctr(k, plain);
+                    self.ctr(k, data);
                 }
                 authentic
             }
         };
         if !authentic {
-            plain.fill(0);
+            data.fill(0);
         }
         authentic
     }
@@ -187,32 +269,31 @@ impl CpuEngine {
         StitchedGcm::detect(self.aes_impl()).is_some()
     }
 
-    /// [`crate::Engine::process_records`]: whole records shared out among the threads in
-    /// groups of at most a slice (at least one record each), or all on the calling thread for
-    /// a short job.
+    /// [`crate::Engine::process_records`] and [`crate::Engine::process_records_in_place`]:
+    /// whole records shared out among the threads in groups of at most a slice (at least one
+    /// record each), or all on the calling thread for a short job.
     pub(super) fn records(
         &self,
         job: &RecordsJob<'_>,
-        input: &[u8],
-        output: &mut [u8],
+        sides: Sides<'_>,
     ) -> Result<(), RecordsError> {
-        let records = job.check(input.len(), output.len())?;
+        let records = match &sides {
+            Sides::Apart { input, output } => job.check(input.len(), output.len())?,
+            Sides::InPlace(buf) => job.check_in_place(buf.len())?,
+        };
         let kernel = Records::new(job, self.aes_impl());
-        let records_len = input.len().max(output.len());
+        let records_len = sides.records_len();
         let Some(turn) = self.pool_for(records_len) else {
-            return kernel.run(0, records, input, output);
+            return kernel.run(0, records, sides);
         };
         let per_group = (self.slice_len(records_len) / GCM_RECORD_LEN).max(1);
-        let (in_unit, out_unit) = units(job.direction);
         let mut groups = Vec::with_capacity(records.div_ceil(per_group));
-        let (mut rest_in, mut rest_out) = (input, output);
+        let mut rest = sides;
         for first in (0..records).step_by(per_group) {
             let count = per_group.min(records - first);
-            let (here_in, next_in) = rest_in.split_at((count * in_unit).min(rest_in.len()));
-            let cut = (count * out_unit).min(rest_out.len());
-            let (here_out, next_out) = rest_out.split_at_mut(cut);
-            groups.push((first, count, here_in, here_out));
-            (rest_in, rest_out) = (next_in, next_out);
+            let (here, next) = rest.split(count, job.direction);
+            groups.push((first, count, here));
+            rest = next;
         }
         // Groups are taken in order, and none after a failure: every group before a failing
         // one has been taken by then and finishes, so the lowest failing index is found.
@@ -224,10 +305,10 @@ impl CpuEngine {
                 break;
             }
             let next = groups.lock().unwrap_or_else(|e| e.into_inner()).next();
-            let Some((first, count, input, output)) = next else {
+            let Some((first, count, sides)) = next else {
                 break;
             };
-            if let Err(e) = kernel.run(first, count, input, output) {
+            if let Err(e) = kernel.run(first, count, sides) {
                 let index = match e {
                     RecordsError::Tampered(index) => index,
                     // Lengths were checked above; a record fails in no other way.

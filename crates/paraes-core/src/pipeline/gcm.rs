@@ -32,6 +32,60 @@ impl StreamSpec<'_> {
         self.records_job(0)
             .is_some_and(|job| self.engine.runs_records(&job))
     }
+
+    /// Whether the stream is GCM chunks and its engine runs their records job in place
+    /// ([`crate::Engine::runs_records_in_place`]): then a window read from a file can be read
+    /// straight into its records' data slots ([`sealed_len`]) and sealed there, and an opened
+    /// window written from between its tags, by [`crypt_records_in_place`].
+    pub(super) fn runs_records_in_place(&self) -> bool {
+        self.records_job(0)
+            .is_some_and(|job| self.engine.runs_records_in_place(&job))
+    }
+}
+
+/// The length of the records a plaintext pipeline chunk of `plain_len` bytes seals to (the
+/// stream's last, when `last`: it ends in a short, possibly empty, GCM chunk; any other is whole
+/// GCM chunks), so that its plaintext can be read into their data slots; `None` for a chunk
+/// that is not.
+pub(super) fn sealed_len(plain_len: usize, last: bool) -> Option<usize> {
+    RecordsJob::records_len(plain_len, plain_len / GCM_CHUNK_LEN + usize::from(last))
+}
+
+/// Seals or opens (by `spec`'s direction) the GCM records of `chunk` in place with the engine's
+/// records job: `chunk.data` is the records side, sealing's plaintext in the data slots
+/// ([`sealed_len`] long) and opening's records as read; afterwards it holds the sealed records,
+/// or the opened plaintext in the data slots (the output is then those slots, back to back).
+/// Opening checks the chunk's shape as [`crypt_records`] does; on an error nothing of
+/// `chunk.data` may be released.
+pub(super) fn crypt_records_in_place(
+    spec: &StreamSpec<'_>,
+    chunk: &mut Chunk,
+) -> Result<(), PipelineError> {
+    let first = match spec.direction {
+        Direction::Encrypt => {
+            let records = RecordsJob::records(chunk.data.len()).unwrap_or(usize::MAX);
+            let first = chunk.index * spec.gcm_per_chunk() as u64;
+            if first.saturating_add(records as u64) > MAX_CHUNKS {
+                return Err(PipelineError::TooLong);
+            }
+            first
+        }
+        Direction::Decrypt => check_records(spec, chunk)?,
+    };
+    let job = spec
+        .records_job(chunk.index)
+        .ok_or_else(|| EngineError::Unsupported("GCM records of a stream without them".into()))?;
+    debug_assert_eq!(job.first_index, first);
+    spec.engine
+        .process_records_in_place(&job, &mut chunk.data)
+        .map_err(records_error)
+}
+
+fn records_error(e: RecordsError) -> PipelineError {
+    match e {
+        RecordsError::Tampered(index) => PipelineError::Tampered(index),
+        RecordsError::Engine(e) => PipelineError::Engine(e),
+    }
 }
 
 thread_local! {
@@ -84,10 +138,7 @@ pub(super) fn crypt_records(
     spare.resize(output_len, 0);
     spec.engine
         .process_records(&job, &chunk.data, spare)
-        .map_err(|e| match e {
-            RecordsError::Tampered(index) => PipelineError::Tampered(index),
-            RecordsError::Engine(e) => PipelineError::Engine(e),
-        })?;
+        .map_err(records_error)?;
     std::mem::swap(&mut chunk.data, spare);
     Ok(())
 }

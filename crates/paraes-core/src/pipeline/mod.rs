@@ -34,6 +34,7 @@ mod gcm;
 mod parallel;
 mod placed;
 mod reader;
+mod slots;
 mod spec;
 mod stages;
 mod steps;

@@ -10,19 +10,24 @@
 //! one spare output buffer per worker where the engine runs the records job.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{Read, Write};
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::sync_channel;
 use std::sync::Mutex;
 
 use super::combined::Combined;
-use super::placed::{InOrder, Placed};
-use super::reader::ChunkReader;
+use super::placed::Placed;
 use super::turns::Turn;
-use super::{Chunk, PipelineError, Segment, StreamSpec, Tags};
+use super::{gcm, Chunk, PipelineError, Segment, StreamSpec, Tags};
 use crate::engine::Direction;
 use crate::engine::EngineError;
+
+mod deliver;
+mod feed;
+
+use deliver::{write_in_order, Deliver, Shape};
+use feed::{read_in_order, Feed};
 
 /// The least a worker reads or writes at once: a window of whole pipeline chunks of at least
 /// this many bytes (a v2 stream's chunks keep their format's size, each with its tag).
@@ -238,6 +243,14 @@ fn run_windows(
             )))
         }
     };
+    // Where the engine runs the records job in place, a window read from a file is read into
+    // its records' data slots and sealed there, and every opened window is written from
+    // between its tags: no pass copies a window from one buffer to another.
+    let in_place = spec.runs_records_in_place();
+    let shape = match spec.direction {
+        Direction::Decrypt if in_place => Shape::BetweenTags,
+        _ => Shape::Whole,
+    };
     let buffers = workers.buffers();
     let (free_tx, free_rx) = sync_channel::<Vec<u8>>(buffers);
     for _ in 0..buffers {
@@ -269,6 +282,7 @@ fn run_windows(
                 ends_stream: segment.ends_stream,
                 next: AtomicU64::new(0),
                 free: &free_rx,
+                into_slots: in_place && spec.direction == Direction::Encrypt,
             };
             (feed, None)
         }
@@ -296,6 +310,7 @@ fn run_windows(
                     writes: &writes,
                     free: free_tx,
                     placed: placed.as_ref().expect("a placed output is tracked"),
+                    shape,
                 },
                 None,
             ),
@@ -304,8 +319,8 @@ fn run_windows(
                 // no send ever waits.
                 let (done_tx, done_rx) = sync_channel::<Option<Chunk>>(buffers + workers.threads);
                 let run = &run;
-                let writer =
-                    scope.spawn(move || write_in_order(output, done_rx, free_tx, run, count));
+                let writer = scope
+                    .spawn(move || write_in_order(output, done_rx, free_tx, run, (count, shape)));
                 (Deliver::Queue(done_tx), Some(writer))
             }
         };
@@ -321,7 +336,7 @@ fn run_windows(
                     deliver: &deliver,
                     finished: false,
                 };
-                stopper.finished = work(spec, base, feed, &deliver, run);
+                stopper.finished = work(spec, (base, in_place), feed, &deliver, run);
             });
         }
         drop(deliver);
@@ -419,130 +434,6 @@ impl Run<'_> {
     }
 }
 
-/// Where workers take their chunks from.
-enum Feed<'a> {
-    /// Each worker takes the next index and reads its chunk at its offset.
-    At {
-        file: &'a File,
-        at: u64,
-        len: u64,
-        chunks: u64,
-        ends_stream: bool,
-        next: AtomicU64,
-        free: &'a Mutex<Receiver<Vec<u8>>>,
-    },
-    /// The reader thread's chunks, in order.
-    Queue(Mutex<Receiver<io::Result<Chunk>>>),
-}
-
-impl Feed<'_> {
-    /// The next chunk to work on, `None` when there is none (or no buffer will come back:
-    /// the run is ending). An error carries the index it happened at.
-    fn next(
-        &self,
-        spec: &StreamSpec<'_>,
-        run: &Run<'_>,
-    ) -> Option<Result<Chunk, (u64, PipelineError)>> {
-        match self {
-            Feed::At {
-                file,
-                at,
-                len,
-                chunks,
-                ends_stream,
-                next,
-                free,
-            } => {
-                // The buffer first, then the index: every index taken has a buffer, so the
-                // writer's next chunk always comes.
-                let mut data = free.lock().unwrap_or_else(|e| e.into_inner()).recv().ok()?;
-                let index = next.fetch_add(1, Ordering::SeqCst);
-                if index >= *chunks {
-                    return None;
-                }
-                let record = spec.input_record_len() as u64;
-                let start = index * record;
-                let chunk_len = (len - start).min(record) as usize;
-                data.resize(chunk_len, 0);
-                let last = *ends_stream && index + 1 == *chunks;
-                let read = read_exactly_at(file, &mut data, at + start).and_then(|()| {
-                    if last {
-                        same_size(file, at + len)
-                    } else {
-                        Ok(())
-                    }
-                });
-                match read {
-                    Ok(()) => {
-                        run.read.fetch_add(chunk_len as u64, Ordering::Relaxed);
-                        Some(Ok(Chunk { index, last, data }))
-                    }
-                    Err(e) => Some(Err((index, PipelineError::Read(e)))),
-                }
-            }
-            Feed::Queue(chunks) => {
-                match chunks
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .recv()
-                    .ok()?
-                {
-                    Ok(chunk) => Some(Ok(chunk)),
-                    // A read error comes after every chunk read before it.
-                    Err(e) => Some(Err((u64::MAX, PipelineError::Read(e)))),
-                }
-            }
-        }
-    }
-}
-
-/// Reads exactly `buf.len()` bytes of `file` at `offset`; a file that ends first shrank while
-/// it was read.
-fn read_exactly_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
-    file.read_exact_at(buf, offset).map_err(|e| {
-        if e.kind() == io::ErrorKind::UnexpectedEof {
-            changed_size()
-        } else {
-            e
-        }
-    })
-}
-
-/// Checks, once the last chunk is read and before it goes out, that the file still ends where
-/// it ended when the run began: one that grew is refused, not cut short.
-fn same_size(file: &File, end: u64) -> io::Result<()> {
-    if file.metadata()?.len() == end {
-        Ok(())
-    } else {
-        Err(changed_size())
-    }
-}
-
-fn changed_size() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        "the input changed size while it was being read",
-    )
-}
-
-/// Where workers hand their sealed or opened chunks.
-#[derive(Clone)]
-enum Deliver<'a> {
-    /// Written at their offsets by one worker at a time, whichever is writing when the chunk
-    /// is ready ([`Combined`]), the buffer then back to the free list.
-    At {
-        file: &'a File,
-        at: u64,
-        /// Whether the writers take turns with other processes' ([`Turn`]).
-        take_turns: bool,
-        writes: &'a Combined<Chunk>,
-        free: SyncSender<Vec<u8>>,
-        placed: &'a Placed,
-    },
-    /// To the writer thread (`None`: the run stopped).
-    Queue(SyncSender<Option<Chunk>>),
-}
-
 /// Stops the run when its worker ends other than at the end of the input (a failure, or a
 /// panic unwinding through it), telling the writer of a stream.
 struct Stopper<'r, 'a, 'p> {
@@ -566,14 +457,22 @@ impl Drop for Stopper<'_, '_, '_> {
 /// A worker: takes chunks, seals or opens them, delivers them, until the input ends (returns
 /// true) or the run fails or stops (false).
 /// Chunk indices from `feed` count from the run's first chunk; the stream's index of each is
-/// `base` more.
+/// `base` more. Where the engine runs the records job `in_place`, an opening window, and a
+/// sealing one read into its records' data slots, are crypted in place.
 fn work(
     spec: &StreamSpec<'_>,
-    base: u64,
+    (base, in_place): (u64, bool),
     feed: &Feed<'_>,
     deliver: &Deliver<'_>,
     run: &Run<'_>,
 ) -> bool {
+    let into_slots = matches!(
+        feed,
+        Feed::At {
+            into_slots: true,
+            ..
+        }
+    );
     while !run.stopped() {
         let mut chunk = match feed.next(spec, run) {
             None => return !run.stopped(),
@@ -585,6 +484,8 @@ fn work(
         };
         chunk.index += base;
         let crypted = match spec.direction {
+            Direction::Decrypt if in_place => gcm::crypt_records_in_place(spec, &mut chunk),
+            Direction::Encrypt if into_slots => gcm::crypt_records_in_place(spec, &mut chunk),
             Direction::Encrypt => super::seal(spec, &mut chunk),
             Direction::Decrypt => super::open(spec, &mut chunk),
         };
@@ -593,101 +494,10 @@ fn work(
             run.fail(chunk.index, e);
             return false;
         }
-        match deliver {
-            Deliver::At {
-                file,
-                at,
-                take_turns,
-                writes,
-                free,
-                placed,
-            } => writes.leave(chunk, |chunk| {
-                // After a failure nothing more is written; every buffer still goes back, so
-                // no worker waits for one.
-                if !run.stopped() {
-                    let offset = at + chunk.index * spec.output_record_len() as u64;
-                    let turn = take_turns.then(|| Turn::take(file));
-                    let written = file.write_all_at(&chunk.data, offset);
-                    drop(turn);
-                    let written = written
-                        .map_err(PipelineError::Write)
-                        .and_then(|()| placed.record(chunk.index, chunk.last, chunk.data.len()));
-                    match written {
-                        Ok(()) => run.wrote(chunk.data.len()),
-                        Err(e) => run.fail(chunk.index, e),
-                    }
-                }
-                let _ = free.send(chunk.data);
-            }),
-            Deliver::Queue(done) => {
-                if done.send(Some(chunk)).is_err() {
-                    // The writer stopped; it says why.
-                    return false;
-                }
-            }
+        if !deliver.hand_on(spec, chunk, run) {
+            // The writer stopped; it says why.
+            return false;
         }
     }
     false
-}
-
-/// The reader thread of a stream input: cuts it into chunks, in order, into buffers from the
-/// free list, until it ends, fails, or no buffer comes back (the run is ending).
-fn read_in_order(
-    spec: &StreamSpec<'_>,
-    input: &mut (dyn Read + Send),
-    free: &Mutex<Receiver<Vec<u8>>>,
-    chunks: &SyncSender<io::Result<Chunk>>,
-    run: &Run<'_>,
-) {
-    let mut reader = ChunkReader::new(spec, input);
-    while !run.stopped() {
-        let Ok(buf) = free.lock().unwrap_or_else(|e| e.into_inner()).recv() else {
-            return;
-        };
-        match reader.next_chunk(buf) {
-            Ok(Some(chunk)) => {
-                run.read
-                    .fetch_add(chunk.data.len() as u64, Ordering::Relaxed);
-                if chunks.send(Ok(chunk)).is_err() {
-                    return;
-                }
-            }
-            Ok(None) => return,
-            Err(e) => {
-                let _ = chunks.send(Err(e));
-                return;
-            }
-        }
-    }
-}
-
-/// The writer thread of a stream output: writes the workers' chunks in order of index, each
-/// buffer then back to the free list. It stops at once, writing nothing more, when the run
-/// stops (a worker failed: the chunks it holds wait for one that will never come) or a write
-/// fails.
-fn write_in_order(
-    output: &mut (dyn Write + Send),
-    done: Receiver<Option<Chunk>>,
-    free: SyncSender<Vec<u8>>,
-    run: &Run<'_>,
-    count: Option<u64>,
-) -> InOrder {
-    let mut order = InOrder::counted(count);
-    for chunk in done {
-        let Some(chunk) = chunk else {
-            return order;
-        };
-        for chunk in order.arrived(chunk) {
-            if let Err(e) = output.write_all(&chunk.data) {
-                run.fail(chunk.index, PipelineError::Write(e));
-                return order;
-            }
-            run.wrote(chunk.data.len());
-            let _ = free.send(chunk.data);
-        }
-    }
-    if let Err(e) = output.flush() {
-        run.fail(u64::MAX, PipelineError::Write(e));
-    }
-    order
 }

@@ -1,7 +1,7 @@
 //! The conformance kit's records jobs ([`RecordsJob`]): an engine that says it runs one
 //! ([`Engine::runs_records`]) must seal and open whole GCM chunk records as RustCrypto's
-//! `aes-gcm` seals and opens each chunk, at chunk edges, from any first index, name the lowest
-//! record whose tag fails, and refuse buffers not laid out as records. [`crate::testing::check_engine`]
+//! `aes-gcm` seals and opens each chunk, at chunk edges, from any first index, out of place and
+//! in place, name the lowest record whose tag fails, and refuse buffers not laid out as records. [`crate::testing::check_engine`]
 //! runs it for every engine; an engine that runs no records job passes it untouched.
 
 use aes::cipher::{BlockCipher, BlockEncrypt, KeyInit};
@@ -76,6 +76,9 @@ pub fn check_engine_records(engine: &dyn Engine, seed: u64, budget: Budget) -> C
                 );
                 checked.jobs += 2;
                 checked.bytes += 2 * len as u64;
+                check_in_place(engine, (&seal, &open), (&plain, &sealed), &what);
+                checked.jobs += 2;
+                checked.bytes += 2 * len as u64;
                 if chunks >= 2 {
                     // A changed byte in the last record, and in the first and the last: the
                     // lowest is named.
@@ -93,7 +96,13 @@ pub fn check_engine_records(engine: &dyn Engine, seed: u64, budget: Budget) -> C
                             "{} of records {bad:?} changed: {answer:?}, not chunk {lowest}",
                             what("open")
                         );
-                        checked.jobs += 1;
+                        let answer = engine.process_records_in_place(&open, &mut tampered);
+                        assert!(
+                            matches!(answer, Err(RecordsError::Tampered(i)) if i == lowest),
+                            "{} of records {bad:?} changed: {answer:?}, not chunk {lowest}",
+                            what("open in place")
+                        );
+                        checked.jobs += 2;
                     }
                 }
             }
@@ -115,9 +124,62 @@ pub fn check_engine_records(engine: &dyn Engine, seed: u64, budget: Budget) -> C
                     engine.name()
                 );
             }
+            // In place, a buffer whose last record has no room for its tag is refused, and left
+            // as it was.
+            for records_len in [GCM_TAG_LEN - 1, r + GCM_TAG_LEN - 1] {
+                for job in [&seal, &open] {
+                    let before = rng.bytes(records_len);
+                    let mut buf = before.clone();
+                    let answer = engine.process_records_in_place(job, &mut buf);
+                    assert!(
+                        matches!(answer, Err(RecordsError::Engine(_))) && buf == before,
+                        "{}: {:?} in place of {records_len} bytes was not refused: {answer:?}",
+                        engine.name(),
+                        job.direction
+                    );
+                }
+            }
         }
     }
     checked
+}
+
+/// The same jobs in place ([`Engine::process_records_in_place`], on every engine that runs
+/// records: its own or the seam's default): `plain` put in the data slots of a buffer of
+/// `sealed`'s length seals to `sealed`, and `sealed` opens to `plain` in its data slots.
+fn check_in_place(
+    engine: &dyn Engine,
+    (seal, open): (&RecordsJob<'_>, &RecordsJob<'_>),
+    (plain, sealed): (&[u8], &[u8]),
+    what: &dyn Fn(&str) -> String,
+) {
+    let mut buf = vec![0xa5u8; sealed.len()];
+    let mut rest = plain;
+    for slot in RecordsJob::data_slots(buf.len()) {
+        let (here, next) = rest.split_at(slot.len());
+        buf[slot].copy_from_slice(here);
+        rest = next;
+    }
+    if let Err(e) = engine.process_records_in_place(seal, &mut buf) {
+        panic!("{} failed: {e}", what("seal in place"));
+    }
+    assert!(
+        buf == sealed,
+        "{} differs from AES-GCM",
+        what("seal in place")
+    );
+    if let Err(e) = engine.process_records_in_place(open, &mut buf) {
+        panic!("{} failed: {e}", what("open in place"));
+    }
+    let opened: Vec<u8> = RecordsJob::data_slots(buf.len())
+        .flat_map(|slot| &buf[slot])
+        .copied()
+        .collect();
+    assert!(
+        opened == plain,
+        "{} differs from the plaintext",
+        what("open in place")
+    );
 }
 
 /// The records of `chunks` chunks whose plaintext is `plain`, each sealed by RustCrypto's

@@ -113,6 +113,25 @@ fn records_are_the_chunk_ciphers_seals_and_opens() {
                             .process_records(&open, &sealed, &mut opened)
                             .expect(&what);
                         assert!(opened == plain, "{what}");
+                        // In place: the plaintext in the records' data slots seals to the
+                        // same records, which open back to it there.
+                        let mut records = vec![0xa5; expected.len()];
+                        for (slot, piece) in
+                            RecordsJob::data_slots(records.len()).zip(plain.chunks(G))
+                        {
+                            records[slot].copy_from_slice(piece);
+                        }
+                        engine
+                            .process_records_in_place(&seal, &mut records)
+                            .expect(&what);
+                        assert!(records == expected, "{what} in place");
+                        engine
+                            .process_records_in_place(&open, &mut records)
+                            .expect(&what);
+                        let opened: Vec<u8> = RecordsJob::data_slots(records.len())
+                            .flat_map(|slot| records[slot].to_vec())
+                            .collect();
+                        assert!(opened == plain, "{what} in place");
                     }
                 }
             }
@@ -150,6 +169,17 @@ fn failures_name_the_lowest_record() {
                 assert!(
                     released.iter().all(|&b| b == 0),
                     "{} {bad:?}",
+                    engine.name()
+                );
+                let answer = engine.process_records_in_place(&open, &mut tampered);
+                match answer {
+                    Err(RecordsError::Tampered(index)) => assert_eq!(index, 9 + bad[0] as u64),
+                    other => panic!("{bad:?} in place: {other:?}"),
+                }
+                let slot = RecordsJob::data_slots(tampered.len()).nth(k).unwrap();
+                assert!(
+                    tampered[slot].iter().all(|&b| b == 0),
+                    "{} {bad:?} in place",
                     engine.name()
                 );
             }
