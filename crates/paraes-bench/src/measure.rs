@@ -79,6 +79,10 @@ pub fn engine_op<'a>(
 /// pipeline cuts a stream: each chunk's plaintext length and the chunk (with room for its tags).
 struct GcmStretch {
     chunks: Vec<(usize, Chunk)>,
+    /// Whether each chunk lies in the data slots of its records, sealed in place
+    /// ([`pipeline::seal_in_place`]), as `paraes enc` reads a window from a file for an engine
+    /// that runs the records job in place; otherwise back to back, sealed by [`pipeline::seal`].
+    in_slots: bool,
 }
 
 /// The pipeline's batch for `batch` bytes: whole 16 KiB GCM chunks, at least one (as
@@ -89,40 +93,55 @@ fn gcm_batch(batch: usize) -> usize {
 
 /// A fresh format v3 container for `key` (as `paraes enc -k` makes one per file: a random file
 /// key, wrapped for `key`; a Cobblestone-128 or -256 body after `key`'s size) with pipeline
-/// chunks of `batch` bytes (see [`gcm_batch`]), and `bytes` bytes of plaintext cut into its
-/// pipeline chunks: chunk `i` holds bytes `i * batch ..`, the last one what is left.
-///
-/// When `bytes` is a multiple of 16 KiB the stretch is from the middle of a stream: no chunk
-/// is the stream's last, so there are `bytes / 16 KiB` GCM chunks, each with its tag. Otherwise
-/// it is a stream's end, as a file of `bytes` bytes ends: its last pipeline chunk is marked
-/// last and ends in a short GCM chunk of `bytes % 16 KiB` bytes. Either way the sealed output
-/// is `bytes` plus 16 bytes per GCM chunk.
-fn gcm_stretch(
-    key: &Key,
-    bytes: usize,
-    batch: usize,
-) -> Result<(Opened, GcmStretch), container::ContainerError> {
+/// chunks of `batch` bytes (see [`gcm_batch`]).
+fn gcm_container(key: &Key, batch: usize) -> Result<Opened, container::ContainerError> {
     let (_header, mut opened) = container::seal(key.size(), &[Recipient::Key(key.clone())])?;
     opened.set_batch(batch);
-    let batch = gcm_batch(batch);
-    let count = bytes.div_ceil(batch).max(1);
-    let ends_stream = !bytes.is_multiple_of(CHUNK_LEN);
-    let mut chunks = Vec::with_capacity(count);
-    for index in 0..count {
-        let len = (bytes - index * batch).min(batch);
-        // Every buffer as large as a whole batch sealed, as the pipeline's pool makes them (a
-        // records job swaps buffers with its spare, so each must hold any chunk's output).
-        let mut data = Vec::with_capacity(batch + (batch / CHUNK_LEN + 1) * TAG_LEN);
-        data.resize(len, 0);
-        fill(&mut data);
-        let chunk = Chunk {
-            index: index as u64,
-            last: ends_stream && index + 1 == count,
-            data,
-        };
-        chunks.push((len, chunk));
+    Ok(opened)
+}
+
+impl GcmStretch {
+    /// `bytes` bytes of plaintext cut into pipeline chunks of `batch` bytes (see
+    /// [`gcm_batch`]): chunk `i` holds bytes `i * batch ..`, the last one what is left; each
+    /// back to back, or in its records' data slots (`in_slots`).
+    ///
+    /// When `bytes` is a multiple of 16 KiB the stretch is from the middle of a stream: no
+    /// chunk is the stream's last, so there are `bytes / 16 KiB` GCM chunks, each with its
+    /// tag. Otherwise it is a stream's end, as a file of `bytes` bytes ends: its last pipeline
+    /// chunk is marked last and ends in a short GCM chunk of `bytes % 16 KiB` bytes. Either way
+    /// the sealed output is `bytes` plus 16 bytes per GCM chunk.
+    fn new(bytes: usize, batch: usize, in_slots: bool) -> Self {
+        let batch = gcm_batch(batch);
+        let count = bytes.div_ceil(batch).max(1);
+        let ends_stream = !bytes.is_multiple_of(CHUNK_LEN);
+        let mut chunks = Vec::with_capacity(count);
+        for index in 0..count {
+            let len = (bytes - index * batch).min(batch);
+            let last = ends_stream && index + 1 == count;
+            // Every buffer as large as a whole batch sealed, as the pipeline's pool makes them
+            // (a records job swaps buffers with its spare, so each must hold any chunk's output).
+            let mut data = Vec::with_capacity(batch + (batch / CHUNK_LEN + 1) * TAG_LEN);
+            data.resize(len, 0);
+            fill(&mut data);
+            if in_slots {
+                let plain = std::mem::take(&mut data);
+                let sealed = pipeline::sealed_len(len, last).expect("whole GCM chunks or the last");
+                data = Vec::with_capacity(sealed);
+                data.resize(sealed, 0);
+                let slots = paraes_core::RecordsJob::data_slots(sealed);
+                for (slot, piece) in slots.zip(plain.chunks(CHUNK_LEN)) {
+                    data[slot].copy_from_slice(piece);
+                }
+            }
+            let chunk = Chunk {
+                index: index as u64,
+                last,
+                data,
+            };
+            chunks.push((len, chunk));
+        }
+        GcmStretch { chunks, in_slots }
     }
-    Ok((opened, GcmStretch { chunks }))
 }
 
 /// How many chunks one thread seals at once: one, unless a worker's wait for the engine
@@ -169,11 +188,12 @@ mod sealing {
 }
 
 impl GcmStretch {
-    /// Seals every chunk as the pipeline does ([`pipeline::seal`]: every GCM chunk sealed whole
-    /// by the engine's records job, out of place, where the engine runs it, else the engine's
-    /// CTR with GCM chunk counters and each GCM chunk's GHASH tag and E(J0)), each
-    /// first cut back to its plaintext length (each call seals the previous call's output
-    /// again: the bytes do not change the time). With `workers`, chunks are sealed side by
+    /// Seals every chunk as the pipeline does: in its records' data slots, in place
+    /// ([`pipeline::seal_in_place`]), or else by [`pipeline::seal`] (every GCM chunk sealed
+    /// whole by the engine's records job, out of place, where the engine runs it, else the
+    /// engine's CTR with GCM chunk counters and each GCM chunk's GHASH tag and E(J0)), each
+    /// first cut back to its plaintext length. Each call seals the previous call's output
+    /// again: the bytes do not change the time. With `workers`, chunks are sealed side by
     /// side on its threads, as `paraes enc`'s workers seal many chunks in flight
     /// ([`pipeline::run_parallel`]); the threads live across calls, as the workers live for
     /// a run, so each keeps its records job's spare buffer.
@@ -182,9 +202,13 @@ impl GcmStretch {
         spec: &StreamSpec<'_>,
         workers: Option<&rayon::ThreadPool>,
     ) -> Result<(), PipelineError> {
+        let in_slots = self.in_slots;
         let seal_one = |(len, chunk): &mut (usize, Chunk)| {
-            chunk.data.truncate(*len);
             let _sealing = sealing::Guard::enter();
+            if in_slots {
+                return pipeline::seal_in_place(spec, chunk);
+            }
+            chunk.data.truncate(*len);
             pipeline::seal(spec, chunk)
         };
         match workers {
@@ -225,8 +249,10 @@ impl GcmStretch {
 /// container for `key` (128 or 256 bits: a v3 body has no 192-bit key), cut into pipeline
 /// chunks of `batch` bytes as the pipeline cuts a stream (`paraes enc`'s workers take
 /// [`pipeline::WINDOW`]), sealed side by side by as many workers as the engine has threads
-/// (as `paraes enc` has), each by [`pipeline::seal`], the step the pipeline runs on every
-/// chunk it encrypts: C2SP Cobblestone's 16 KiB AES-GCM chunks, each sealed whole
+/// (as `paraes enc` has), each as the pipeline seals a window it read from a file: in its
+/// records' data slots, in place ([`pipeline::seal_in_place`]), where the engine runs the
+/// records job in place, otherwise by [`pipeline::seal`]: C2SP Cobblestone's 16 KiB AES-GCM
+/// chunks, each sealed whole
 /// (CTR and GHASH in one pass) by an engine that runs the records job
 /// ([`Engine::runs_records`], [`Engine::process_records`]: the CPU engine over its threads, each
 /// record by the stitched kernel or by CTR and GHASH, or on one thread with the kernel),
@@ -234,7 +260,7 @@ impl GcmStretch {
 /// in one engine call (counters `nonce_i || be32(2 + j)`), then each one's tag (GHASH and
 /// E(J0)) on the calling thread. Reading and writing are not timed, nor is
 /// the container's header (key wrapping and derivation, once per file). A size that is not
-/// whole 16 KiB chunks is a stream's end, whose last GCM chunk is short (see [`gcm_stretch`]).
+/// whole 16 KiB chunks is a stream's end, whose last GCM chunk is short (see [`GcmStretch::new`]).
 /// Returns seconds per `bytes`.
 pub fn measure_gcm(
     engine: &dyn Engine,
@@ -249,23 +275,27 @@ pub fn measure_gcm(
 }
 
 /// The body the engines' gcm rows of one size seal, one engine's call at a time: a fresh
-/// container for a key and a stretch of its plaintext in pipeline chunks ([`gcm_stretch`]),
-/// made once and shared by their ops.
+/// container for a key and a stretch of its plaintext in pipeline chunks ([`GcmStretch::new`]),
+/// made once and shared by their ops: one laid out back to back for the engines that seal
+/// through [`pipeline::seal`], one in its records' data slots for those that seal in place
+/// ([`StreamSpec::runs_records_in_place`]), each made when a row first needs it.
 pub struct GcmBody {
     opened: Opened,
-    stretch: RefCell<GcmStretch>,
+    bytes: usize,
     batch: usize,
+    /// Back to back, and in the data slots.
+    stretches: [RefCell<Option<GcmStretch>>; 2],
 }
 
 impl GcmBody {
     /// `bytes` bytes of plaintext of a fresh container for `key` (128 or 256 bits), cut into
     /// pipeline chunks of `batch` bytes.
     pub fn new(key: &Key, bytes: usize, batch: usize) -> Result<Self, BenchError> {
-        let (opened, stretch) = gcm_stretch(key, bytes, batch)?;
         Ok(GcmBody {
-            opened,
-            stretch: RefCell::new(stretch),
+            opened: gcm_container(key, batch)?,
+            bytes,
             batch,
+            stretches: Default::default(),
         })
     }
 }
@@ -289,8 +319,14 @@ pub fn gcm_op<'a>(engine: &'a dyn Engine, body: &'a GcmBody) -> Result<Op<'a>, B
                 .build()?,
         ),
     };
+    let in_slots = spec.runs_records_in_place();
+    let stretch = &body.stretches[usize::from(in_slots)];
+    stretch
+        .borrow_mut()
+        .get_or_insert_with(|| GcmStretch::new(body.bytes, body.batch, in_slots));
     Ok(Op::new(move || {
-        let mut stretch = body.stretch.borrow_mut();
+        let mut stretch = stretch.borrow_mut();
+        let stretch = stretch.as_mut().expect("made when the op was");
         stretch.seal(&spec, workers.as_ref())?;
         black_box(&stretch.chunks);
         Ok(())
@@ -371,6 +407,27 @@ mod tests {
 
     const TINY: Timing = Timing::TINY;
 
+    /// [`gcm_container`] and [`GcmStretch::new`] of it.
+    fn gcm_stretch(key: &Key, bytes: usize, batch: usize, in_slots: bool) -> (Opened, GcmStretch) {
+        let opened = gcm_container(key, batch).unwrap();
+        (opened, GcmStretch::new(bytes, batch, in_slots))
+    }
+
+    /// The bytes of a stretch's chunks: their data slots where they lie in them.
+    fn stretch_bytes(stretch: &GcmStretch, plain: bool) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (_, chunk) in &stretch.chunks {
+            if plain && stretch.in_slots {
+                for slot in paraes_core::RecordsJob::data_slots(chunk.data.len()) {
+                    out.extend_from_slice(&chunk.data[slot]);
+                }
+            } else {
+                out.extend_from_slice(&chunk.data);
+            }
+        }
+        out
+    }
+
     #[test]
     fn engine_times_are_positive_and_ordered() {
         let engine = CpuEngine::new(Some(1)).unwrap();
@@ -409,16 +466,16 @@ mod tests {
             });
             let key = Key::new(&[9u8; 32][..bits]).unwrap();
             for batch in [g, 2 * g + 100, 1 << 20] {
-                for bytes in [1, 1000, g - 1, g, 3 * g, 3 * g + 5, 5 * g + 1] {
-                    let (opened, mut stretch) = gcm_stretch(&key, bytes, batch).unwrap();
-                    let what = format!("{bits} B key, batch {batch}, {bytes} B");
+                for (bytes, in_slots) in [1, 1000, g - 1, g, 3 * g, 3 * g + 5, 5 * g + 1]
+                    .into_iter()
+                    .flat_map(|bytes| [(bytes, false), (bytes, true)])
+                {
+                    let (opened, mut stretch) = gcm_stretch(&key, bytes, batch, in_slots);
+                    let what =
+                        format!("{bits} B key, batch {batch}, {bytes} B, in slots {in_slots}");
                     let full = gcm_batch(batch);
                     assert_eq!(stretch.chunks.len(), bytes.div_ceil(full), "{what}");
-                    let plain: Vec<u8> = stretch
-                        .chunks
-                        .iter()
-                        .flat_map(|(_, c)| c.data.clone())
-                        .collect();
+                    let plain = stretch_bytes(&stretch, true);
                     assert_eq!(plain.len(), bytes);
                     let mut buffers = buffer_addresses(&stretch);
                     let spec = opened.stream_spec(&engine, Direction::Encrypt);
@@ -426,11 +483,7 @@ mod tests {
                     let mut whole = Vec::new();
                     pipeline::run(&spec, &mut &plain[..], &mut whole, &|_| {}).unwrap();
                     stretch.seal(&spec, workers.as_ref()).unwrap();
-                    let sealed: Vec<u8> = stretch
-                        .chunks
-                        .iter()
-                        .flat_map(|(_, c)| c.data.clone())
-                        .collect();
+                    let sealed = stretch_bytes(&stretch, false);
                     assert_eq!(sealed.len(), bytes + bytes.div_ceil(g) * TAG_LEN, "{what}");
                     if bytes % g == 0 {
                         assert!(stretch.chunks.iter().all(|(_, c)| !c.last), "{what}");
@@ -473,7 +526,7 @@ mod tests {
             .build()
             .unwrap();
         let key = Key::new(&[5u8; 32]).unwrap();
-        let (opened, mut stretch) = gcm_stretch(&key, 64 << 20, 1 << 20).unwrap();
+        let (opened, mut stretch) = gcm_stretch(&key, 64 << 20, 1 << 20, false);
         let spec = opened.stream_spec(&engine, Direction::Encrypt);
         sealing::reset_most();
         for _ in 0..5 {

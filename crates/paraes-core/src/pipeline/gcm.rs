@@ -35,9 +35,9 @@ impl StreamSpec<'_> {
 
     /// Whether the stream is GCM chunks and its engine runs their records job in place
     /// ([`crate::Engine::runs_records_in_place`]): then a window read from a file can be read
-    /// straight into its records' data slots ([`sealed_len`]) and sealed there, and an opened
-    /// window written from between its tags, by [`crypt_records_in_place`].
-    pub(super) fn runs_records_in_place(&self) -> bool {
+    /// straight into its records' data slots ([`super::sealed_len`]) and sealed there
+    /// ([`super::seal_in_place`]), and an opened window written from between its tags.
+    pub fn runs_records_in_place(&self) -> bool {
         self.records_job(0)
             .is_some_and(|job| self.engine.runs_records_in_place(&job))
     }

@@ -155,6 +155,28 @@ pub fn seal(spec: &StreamSpec<'_>, chunk: &mut Chunk) -> Result<(), PipelineErro
     steps::seal(spec, chunk)
 }
 
+/// The length of the records a GCM chunk stream's pipeline chunk of `plain_len` plaintext
+/// bytes seals to (the stream's last when `last`), or `None` for a chunk that is not whole GCM
+/// chunks and not the last: the buffer [`seal_in_place`] takes, its plaintext in the data slots
+/// ([`crate::RecordsJob::data_slots`]).
+pub fn sealed_len(plain_len: usize, last: bool) -> Option<usize> {
+    gcm::sealed_len(plain_len, last)
+}
+
+/// [`seal`] of a GCM chunk stream's chunk whose plaintext already lies in the data slots of its
+/// records (`chunk.data` is [`sealed_len`] bytes), sealed where it lies by the engine's records
+/// job in place ([`StreamSpec::runs_records_in_place`]; an engine that does not run it in
+/// place runs it through a copy): what `paraes enc`'s workers do with a window they read from a
+/// file ([`run_parallel`]).
+pub fn seal_in_place(spec: &StreamSpec<'_>, chunk: &mut Chunk) -> Result<(), PipelineError> {
+    if spec.direction != crate::Direction::Encrypt {
+        return Err(PipelineError::Engine(EngineError::Unsupported(
+            "sealing in place is for encryption".into(),
+        )));
+    }
+    gcm::crypt_records_in_place(spec, chunk)
+}
+
 /// Everything one chunk needs on the way in: tag check, decryption and padding removal for
 /// [`Direction::Decrypt`](crate::Direction::Decrypt) (see [`seal`], also for the buffer
 /// `chunk.data` comes back in).
