@@ -126,8 +126,7 @@ impl GcmStretch {
             if in_slots {
                 let plain = std::mem::take(&mut data);
                 let sealed = pipeline::sealed_len(len, last).expect("whole GCM chunks or the last");
-                data = Vec::with_capacity(sealed);
-                data.resize(sealed, 0);
+                data = vec![0; sealed];
                 let slots = paraes_core::RecordsJob::data_slots(sealed);
                 for (slot, piece) in slots.zip(plain.chunks(CHUNK_LEN)) {
                     data[slot].copy_from_slice(piece);
