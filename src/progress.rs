@@ -210,8 +210,14 @@ impl Summary {
             if let Some(io) = self.io {
                 let (read, write) = io.ends();
                 eprintln!(
-                    "paraes: {}: {} workers; input read as {read}, output written as {write}",
-                    self.command, io.workers
+                    "paraes: {}: {} workers; input read as {read}, output written as {write}{}",
+                    self.command,
+                    io.workers,
+                    if io.records_in_place {
+                        "; records sealed or opened in place"
+                    } else {
+                        ""
+                    }
                 );
             }
             if let Some(split) = &self.split {
@@ -255,7 +261,12 @@ impl Summary {
                 })),
                 "io": self.io.map(|io| {
                     let (read, write) = io.ends();
-                    serde_json::json!({ "read": read, "write": write, "workers": io.workers })
+                    serde_json::json!({
+                        "read": read,
+                        "write": write,
+                        "workers": io.workers,
+                        "records_in_place": io.records_in_place,
+                    })
                 }),
             });
             eprintln!("{json}");

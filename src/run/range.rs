@@ -53,7 +53,7 @@ pub fn run(plan: &CryptPlan, file: &FileTask, range: ByteRange) -> Result<Summar
     }
     let output_name = output.name();
     let mut output_end = OutputEnd::new(output, 0, Some(end - range.start))?;
-    let io = output_end.io_mode(true, workers);
+    let io = output_end.io_mode(true, workers, reader.runs_records_in_place());
     let copied = reader
         .copy_range_parallel(
             range.start,

@@ -151,6 +151,43 @@ fn the_default_format_round_trips_every_way_and_on_every_thread_count() {
     }
 }
 
+/// `--stats` says whether the records were sealed or opened in place (read into their data
+/// slots, written from between the tags): a v3 body on a CPU engine of two threads always is, in
+/// both directions and whichever way the ends are reached; a raw stream has no records.
+#[test]
+fn stats_say_whether_records_ran_in_place() {
+    let s = Scratch::new();
+    s.key_file("key", 256, 43, true);
+    s.write("in", &seeded_bytes(43, 300_000));
+    for (script, in_place) in [
+        (
+            "$PARAES enc -k key --threads 2 --stats json in -o sealed",
+            true,
+        ),
+        (
+            "$PARAES dec -k key --threads 2 --stats json sealed -o back",
+            true,
+        ),
+        (
+            "cat sealed | $PARAES dec -k key --threads 2 --stats json > back2",
+            true,
+        ),
+        (
+            "$PARAES enc -k key --threads 2 --raw ctr --stats json in -o raw",
+            false,
+        ),
+    ] {
+        let out = s.bash(script);
+        assert_success(&out, script);
+        // The JSON is the last line (a raw stream's IV line comes before it).
+        let err = stderr(&out);
+        let line = err.trim().lines().last().unwrap_or_default();
+        let json: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        assert_eq!(json["io"]["records_in_place"], in_place, "{script}: {json}");
+    }
+    assert!(s.read("back") == s.read("in") && s.read("back2") == s.read("in"));
+}
+
 #[test]
 fn stats_say_how_each_end_was_reached() {
     let s = Scratch::new();

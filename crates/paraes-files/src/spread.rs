@@ -42,6 +42,10 @@ pub struct IoMode {
     pub write_at_offsets: bool,
     /// The workers.
     pub workers: usize,
+    /// Whether the GCM chunk records were sealed or opened in place: a file's plaintext read
+    /// into their data slots, opened plaintext written from between the tags
+    /// ([`StreamSpec::runs_records_in_place`]); false for raw and v2 streams.
+    pub records_in_place: bool,
 }
 
 impl IoMode {
@@ -129,7 +133,11 @@ pub fn run_stream(
         None => (Source::Stream(input), None),
     };
     let mut end = OutputEnd::new(output, header_len, out_len)?;
-    let io = end.io_mode(source_at_offsets(&source), workers);
+    let io = end.io_mode(
+        source_at_offsets(&source),
+        workers,
+        spec.runs_records_in_place(),
+    );
     let ran = pipeline::run_parallel(spec, source, end.sink(), Workers::new(workers), progress)?;
     Ok(Moved { ran, io: Some(io) })
 }
@@ -169,13 +177,14 @@ impl<'o> OutputEnd<'o> {
         Ok(OutputEnd { output, file, at })
     }
 
-    /// How a run with `workers` workers that reads at offsets or not (`read_at_offsets`)
-    /// reaches its two ends.
-    pub fn io_mode(&self, read_at_offsets: bool, workers: usize) -> IoMode {
+    /// How a run with `workers` workers that reads at offsets or not (`read_at_offsets`), and
+    /// seals or opens its records in place or not, reaches its two ends.
+    pub fn io_mode(&self, read_at_offsets: bool, workers: usize, records_in_place: bool) -> IoMode {
         IoMode {
             read_at_offsets,
             write_at_offsets: self.file.is_some(),
             workers,
+            records_in_place,
         }
     }
 
@@ -252,6 +261,7 @@ mod tests {
             read_at_offsets: true,
             write_at_offsets: true,
             workers: 2,
+            records_in_place: false,
         };
         assert_eq!(runs[0].0, Some(io));
         assert_eq!(io.ends(), ("offsets", "offsets"));

@@ -64,7 +64,8 @@ fn run_body(
 /// What a call read and wrote, and how, as a dict with the keys of the CLI's `--stats json`:
 /// `bytes_in` (bytes of the body read), `bytes_out` (bytes written, a container's header
 /// included) and `io` (`None` where the file ran in turn on the calling thread, else
-/// `{"read": "offsets" | "stream", "write": "offsets" | "stream", "workers": N}`).
+/// `{"read": "offsets" | "stream", "write": "offsets" | "stream", "workers": N,
+/// "records_in_place": bool}`).
 fn ran<'py>(py: Python<'py>, (moved, header_len): (Moved, u64)) -> PyResult<Bound<'py, PyDict>> {
     let stats = PyDict::new(py);
     stats.set_item("bytes_in", moved.ran.read)?;
@@ -76,6 +77,7 @@ fn ran<'py>(py: Python<'py>, (moved, header_len): (Moved, u64)) -> PyResult<Boun
             io_dict.set_item("read", read)?;
             io_dict.set_item("write", write)?;
             io_dict.set_item("workers", io.workers)?;
+            io_dict.set_item("records_in_place", io.records_in_place)?;
             Some(io_dict)
         }
         None => None,

@@ -21,6 +21,9 @@ class IoMode(TypedDict):
     read: Literal["offsets", "stream"]
     write: Literal["offsets", "stream"]
     workers: int
+    # The GCM records were sealed or opened in place: read into their data slots, written from
+    # between the tags (no copy of a window between two buffers).
+    records_in_place: bool
 
 class FileStats(TypedDict):
     """What encrypt_file / decrypt_file read and wrote, and how (the CLI's `--stats json` keys):

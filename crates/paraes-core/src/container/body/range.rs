@@ -10,6 +10,13 @@ use super::{RangeError, SeekableReader, TAG_LEN};
 use crate::pipeline::{self, PipelineError, Ran, Segment, Sink, Source, Workers};
 
 impl SeekableReader<'_, &File> {
+    /// Whether [`SeekableReader::copy_range_parallel`] opens the whole chunks in place, their
+    /// plaintext written from between the tags
+    /// ([`crate::pipeline::StreamSpec::runs_records_in_place`]).
+    pub fn runs_records_in_place(&self) -> bool {
+        self.spec.runs_records_in_place()
+    }
+
     /// [`SeekableReader::copy_range`] to `sink` with many chunks in flight on `workers`:
     /// plaintext bytes `start..end` go to the sink's start (a [`Sink::At`] is written at
     /// offsets, a stream in order). Every chunk is authenticated before any of its bytes go
