@@ -159,6 +159,20 @@ impl<W: Write> Write for Hashing<W> {
         Ok(n)
     }
 
+    /// One vectored write of the inner writer (opened windows come as the data between their
+    /// tags: the default would write one 16 KiB slot a call), hashing what it took.
+    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+        let n = self.inner.write_vectored(bufs)?;
+        let mut left = n;
+        for buf in bufs {
+            let taken = left.min(buf.len());
+            self.hasher.update(&buf[..taken]);
+            left -= taken;
+        }
+        self.len += n as u64;
+        Ok(n)
+    }
+
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
     }

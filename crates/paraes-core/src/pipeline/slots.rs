@@ -14,6 +14,22 @@ use crate::engine::{RecordsJob, GCM_RECORD_LEN, GCM_TAG_LEN};
 /// in several calls.
 const MOST_SLICES: usize = 1024;
 
+/// `offset` as the kernel's file offset type: an offset it cannot hold is refused, never
+/// wrapped round to another place in the file.
+fn file_offset(offset: u64) -> io::Result<libc::off_t> {
+    libc::off_t::try_from(offset).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("byte offset {offset} is past what this system's file offsets hold"),
+        )
+    })
+}
+
+/// The file offset `done` bytes after `offset`.
+fn file_offset_after(offset: libc::off_t, done: isize) -> io::Result<libc::off_t> {
+    file_offset(offset as u64 + done as u64)
+}
+
 /// The data slots of the records side `records` (no empty one: a call with nothing left to
 /// move would read as the file's end).
 fn slots(records: &[u8]) -> Vec<IoSlice<'_>> {
@@ -25,7 +41,8 @@ fn slots(records: &[u8]) -> Vec<IoSlice<'_>> {
 
 /// Reads the file's bytes from `offset` into the data slots of the records side `records`, in
 /// order, until every slot is full. A file that ends first is an `UnexpectedEof` error.
-pub(super) fn read_slots_at(file: &File, records: &mut [u8], mut offset: u64) -> io::Result<()> {
+pub(super) fn read_slots_at(file: &File, records: &mut [u8], offset: u64) -> io::Result<()> {
+    let mut offset = file_offset(offset)?;
     let mut slices: Vec<IoSliceMut<'_>> = records
         .chunks_mut(GCM_RECORD_LEN)
         .map(|record| {
@@ -45,13 +62,13 @@ pub(super) fn read_slots_at(file: &File, records: &mut [u8], mut offset: u64) ->
                 file.as_raw_fd(),
                 left.as_ptr().cast::<libc::iovec>(),
                 count as libc::c_int,
-                offset as libc::off_t,
+                offset,
             )
         };
         match done {
             0 => return Err(io::ErrorKind::UnexpectedEof.into()),
             n if n > 0 => {
-                offset += n as u64;
+                offset = file_offset_after(offset, n)?;
                 IoSliceMut::advance_slices(&mut left, n as usize);
             }
             _ => {
@@ -67,7 +84,8 @@ pub(super) fn read_slots_at(file: &File, records: &mut [u8], mut offset: u64) ->
 
 /// Writes the data slots of the records side `records` to the file from `offset`, back to
 /// back (the tags between them are not written).
-pub(super) fn write_slots_at(file: &File, records: &[u8], mut offset: u64) -> io::Result<()> {
+pub(super) fn write_slots_at(file: &File, records: &[u8], offset: u64) -> io::Result<()> {
+    let mut offset = file_offset(offset)?;
     let mut slices = slots(records);
     let mut left = &mut slices[..];
     while !left.is_empty() {
@@ -80,13 +98,13 @@ pub(super) fn write_slots_at(file: &File, records: &[u8], mut offset: u64) -> io
                 file.as_raw_fd(),
                 left.as_ptr().cast::<libc::iovec>(),
                 count as libc::c_int,
-                offset as libc::off_t,
+                offset,
             )
         };
         match done {
             0 => return Err(io::ErrorKind::WriteZero.into()),
             n if n > 0 => {
-                offset += n as u64;
+                offset = file_offset_after(offset, n)?;
                 IoSlice::advance_slices(&mut left, n as usize);
             }
             _ => {
@@ -196,6 +214,19 @@ mod tests {
             let mut stream = Vec::new();
             write_slots(&mut stream, &records).unwrap();
             assert!(stream == expected, "{len}");
+        }
+    }
+
+    /// An offset past what the kernel's offsets hold is refused, never wrapped round.
+    #[test]
+    fn offsets_past_off_t_are_refused() {
+        let file = tempfile::tempfile().unwrap();
+        let mut records = vec![0u8; R];
+        for offset in [u64::MAX, 1 << 63] {
+            let err = read_slots_at(&file, &mut records, offset).unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{offset}");
+            let err = write_slots_at(&file, &records, offset).unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{offset}");
         }
     }
 

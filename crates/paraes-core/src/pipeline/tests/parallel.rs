@@ -324,6 +324,19 @@ impl Engine for SlowFirst {
         }
         self.inner.process_records(job, input, output)
     }
+    fn runs_records_in_place(&self, job: &RecordsJob<'_>) -> bool {
+        self.inner.runs_records_in_place(job)
+    }
+    fn process_records_in_place(
+        &self,
+        job: &RecordsJob<'_>,
+        records: &mut [u8],
+    ) -> Result<(), RecordsError> {
+        if job.first_index == 0 {
+            self.first().map_err(RecordsError::Engine)?;
+        }
+        self.inner.process_records_in_place(job, records)
+    }
 }
 
 /// Runs `f` on a thread; panics with "DEADLOCK" if it has not returned within 20 s (a hang
@@ -600,3 +613,4 @@ fn writers_that_take_turns_wait_for_another_process_s_turn_and_then_write_the_sa
 }
 
 mod failures;
+mod in_place;

@@ -1,0 +1,176 @@
+//! The records job in place in the parallel pipeline: an engine on the seam's default
+//! in-place job, sealing segments in place, windows of more records than one `preadv` takes,
+//! and a stream sink that takes a little at a time (from a hostile review of the change).
+use super::*;
+
+/// A CPU engine that says it runs the records job in place but runs it through the seam's
+/// default (a copy and the job apart).
+struct DefaultInPlace(CpuEngine);
+impl Engine for DefaultInPlace {
+    fn name(&self) -> String {
+        "default-in-place".into()
+    }
+    fn workers(&self) -> usize {
+        1
+    }
+    fn process(&self, job: &Job<'_>, buf: &mut [u8]) -> Result<(), EngineError> {
+        self.0.process(job, buf)
+    }
+    fn runs_records(&self, _: &RecordsJob<'_>) -> bool {
+        true
+    }
+    fn process_records(
+        &self,
+        job: &RecordsJob<'_>,
+        input: &[u8],
+        output: &mut [u8],
+    ) -> Result<(), RecordsError> {
+        self.0.process_records(job, input, output)
+    }
+    fn runs_records_in_place(&self, _: &RecordsJob<'_>) -> bool {
+        true
+    }
+}
+
+/// The seam's default in-place job gives the bytes of a run in order, at every edge.
+#[test]
+fn the_default_in_place_job_gives_the_same_bytes() {
+    let cipher = message_cipher();
+    let g = GCM_CHUNK_LEN;
+    let engine = leak(DefaultInPlace(CpuEngine::new(Some(1)).unwrap()));
+    let spec = |direction| StreamSpec::message(engine, direction, cipher, g);
+    same_as_in_order("gcm default in place", spec, 3 * g, &edges(g, 3 * g));
+}
+
+/// Segments of a sealing run, on and off window boundaries, to the stream's end or not, into a
+/// file and a stream, are the stream's records: the base index reaches the in-place job.
+#[test]
+fn segments_seal_in_place_to_the_stream_s_records() {
+    let cipher = message_cipher();
+    let engine = leak(CpuEngine::new(Some(2)).unwrap());
+    let g = GCM_CHUNK_LEN;
+    let enc = StreamSpec::message(engine, Direction::Encrypt, cipher, g);
+    let plain = data(13 * g + 5);
+    let sealed = run_spec(&enc, &plain).unwrap();
+    for span in [
+        (0, Some(13)),
+        (1, Some(2)),
+        (1, Some(12)),
+        (3, Some(11)),
+        (5, None),
+        (7, None),
+        (13, None),
+        (6, Some(6)),
+    ] {
+        for threads in 1..=3 {
+            let workers = Workers {
+                threads,
+                window: 4 * g,
+            };
+            for to_file in [true, false] {
+                let (out, ran) = segment_through(&enc, &plain, span, to_file, workers);
+                ran.unwrap_or_else(|e| panic!("{span:?} {threads} {to_file}: {e}"));
+                let from = span.0 as usize * GCM_RECORD_LEN;
+                let to = span.1.map_or(sealed.len(), |e| e as usize * GCM_RECORD_LEN);
+                assert!(out == sealed[from..to], "{span:?} {threads} {to_file}");
+            }
+        }
+    }
+}
+
+/// Windows of more records than one `preadv` or `pwritev` takes (1024) go in several calls.
+#[test]
+fn windows_of_more_than_1024_records() {
+    let cipher = message_cipher();
+    let engine = leak(CpuEngine::new(Some(2)).unwrap());
+    let g = GCM_CHUNK_LEN;
+    let window = 1100 * g;
+    let spec = |direction| StreamSpec::message(engine, direction, cipher, g);
+    let plain = data(2 * window + 77);
+    let sealed = run_spec(&spec(Direction::Encrypt), &plain).unwrap();
+    let workers = Workers { threads: 2, window };
+    for ends in [ENDS[0], ENDS[1]] {
+        let (out, ran) = through(&spec(Direction::Encrypt), &plain, ends, workers);
+        ran.unwrap();
+        assert!(out == sealed, "{ends:?} enc");
+        let (out, ran) = through(&spec(Direction::Decrypt), &sealed, ends, workers);
+        ran.unwrap();
+        assert!(out == plain, "{ends:?} dec");
+    }
+}
+
+/// A tampered window's plaintext (opened in place) is never written, at any end.
+#[test]
+fn a_tampered_window_opened_in_place_is_never_written() {
+    let cipher = message_cipher();
+    let engine = leak(CpuEngine::new(Some(2)).unwrap());
+    let g = GCM_CHUNK_LEN;
+    let spec = |direction| StreamSpec::message(engine, direction, cipher, g);
+    let plain = data(10 * g + 3);
+    let mut sealed = run_spec(&spec(Direction::Encrypt), &plain).unwrap();
+    sealed[5 * GCM_RECORD_LEN + 9] ^= 1;
+    for threads in 1..=4 {
+        for ends in ENDS {
+            let workers = Workers {
+                threads,
+                window: 2 * g,
+            };
+            let (out, ran) = through(&spec(Direction::Decrypt), &sealed, ends, workers);
+            assert!(matches!(ran, Err(PipelineError::Tampered(5))), "{ran:?}");
+            if let Some(w) = out.get(4 * g..(6 * g).min(out.len())) {
+                assert!(
+                    w.iter().all(|&b| b == 0),
+                    "{threads} {ends:?}: tampered window's plaintext written"
+                );
+            }
+        }
+    }
+}
+
+/// A stream that takes at most 1000 bytes a call (no vectored write of its own).
+struct Dribble(Vec<u8>);
+impl std::io::Write for Dribble {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(1000);
+        self.0.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Opened windows reach a stream that takes a little at a time whole and in order.
+#[test]
+fn a_dribbling_stream_gets_every_opened_byte() {
+    let cipher = message_cipher();
+    let engine = leak(CpuEngine::new(Some(2)).unwrap());
+    let g = GCM_CHUNK_LEN;
+    let dec = StreamSpec::message(engine, Direction::Decrypt, cipher, g);
+    let plain = data(7 * g + 3);
+    let sealed = run_spec(
+        &StreamSpec::message(engine, Direction::Encrypt, cipher, g),
+        &plain,
+    )
+    .unwrap();
+    let file = file_with(0, &sealed);
+    let mut out = Dribble(Vec::new());
+    let source = Source::At {
+        file: &file,
+        at: 0,
+        len: sealed.len() as u64,
+    };
+    let ran = run_parallel(
+        &dec,
+        source,
+        Sink::Stream(&mut out),
+        Workers {
+            threads: 3,
+            window: 2 * g,
+        },
+        &|_| {},
+    )
+    .unwrap();
+    assert_eq!(ran.written, plain.len() as u64);
+    assert!(out.0 == plain);
+}
