@@ -243,10 +243,11 @@ fn run_windows(
             )))
         }
     };
-    // Where the engine runs the records job in place, a window read from a file is read into
-    // its records' data slots and sealed there, and every opened window is written from
-    // between its tags: no pass copies a window from one buffer to another.
+    // Where the engine runs the records job in place, a window to seal is read (from a file
+    // or a stream) into its records' data slots and sealed there, and every opened window is
+    // written from between its tags: no pass copies a window from one buffer to another.
     let in_place = spec.runs_records_in_place();
+    let into_slots = in_place && spec.direction == Direction::Encrypt;
     let shape = match spec.direction {
         Direction::Decrypt if in_place => Shape::BetweenTags,
         _ => Shape::Whole,
@@ -282,7 +283,7 @@ fn run_windows(
                 ends_stream: segment.ends_stream,
                 next: AtomicU64::new(0),
                 free: &free_rx,
-                into_slots: in_place && spec.direction == Direction::Encrypt,
+                into_slots,
             };
             (feed, None)
         }
@@ -295,7 +296,7 @@ fn run_windows(
     let written_in_order = std::thread::scope(|scope| {
         if let Some((input, chunks_tx)) = reading {
             let (run, free_rx) = (&run, &free_rx);
-            scope.spawn(move || read_in_order(spec, input, free_rx, &chunks_tx, run));
+            scope.spawn(move || read_in_order(spec, (input, into_slots), free_rx, &chunks_tx, run));
         }
         let (deliver, writer) = match sink {
             Sink::At {
@@ -457,8 +458,8 @@ impl Drop for Stopper<'_, '_, '_> {
 /// A worker: takes chunks, seals or opens them, delivers them, until the input ends (returns
 /// true) or the run fails or stops (false).
 /// Chunk indices from `feed` count from the run's first chunk; the stream's index of each is
-/// `base` more. Where the engine runs the records job `in_place`, an opening window, and a
-/// sealing one read into its records' data slots, are crypted in place.
+/// `base` more. Where the engine runs the records job `in_place`, every window is sealed
+/// (read into its records' data slots) or opened in place.
 fn work(
     spec: &StreamSpec<'_>,
     (base, in_place): (u64, bool),
@@ -466,13 +467,6 @@ fn work(
     deliver: &Deliver<'_>,
     run: &Run<'_>,
 ) -> bool {
-    let into_slots = matches!(
-        feed,
-        Feed::At {
-            into_slots: true,
-            ..
-        }
-    );
     while !run.stopped() {
         let mut chunk = match feed.next(spec, run) {
             None => return !run.stopped(),
@@ -484,8 +478,7 @@ fn work(
         };
         chunk.index += base;
         let crypted = match spec.direction {
-            Direction::Decrypt if in_place => gcm::crypt_records_in_place(spec, &mut chunk),
-            Direction::Encrypt if into_slots => gcm::crypt_records_in_place(spec, &mut chunk),
+            _ if in_place => gcm::crypt_records_in_place(spec, &mut chunk),
             Direction::Encrypt => super::seal(spec, &mut chunk),
             Direction::Decrypt => super::open(spec, &mut chunk),
         };

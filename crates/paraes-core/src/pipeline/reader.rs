@@ -1,9 +1,12 @@
 //! Cutting an input into the records of a stream ([`ChunkReader`]), each chunk knowing whether
-//! it is the last, into buffers that grow only as far as the input goes.
+//! it is the last, into buffers that grow only as far as the input goes: back to back, or (for
+//! sealing a GCM chunk stream in place) into the data slots of the records each chunk seals to.
 
-use std::io::{self, Read};
+use std::io::{self, IoSliceMut, Read};
 
+use super::gcm::sealed_len;
 use super::{Chunk, Segment, StreamSpec};
+use crate::engine::{GCM_CHUNK_LEN, GCM_RECORD_LEN};
 
 /// Cuts an input into the records of a stream. A full record is held back until the next read
 /// shows whether more input follows, so every chunk comes out knowing whether it is the last;
@@ -19,6 +22,9 @@ pub struct ChunkReader<'a, R: ?Sized> {
     held: Option<Vec<u8>>,
     final_record: Option<Vec<u8>>,
     finished: bool,
+    /// Whether each chunk is read into the data slots of the GCM chunk records it seals to
+    /// ([`ChunkReader::into_slots`]).
+    slots: bool,
 }
 
 impl<'a, R: Read + ?Sized> ChunkReader<'a, R> {
@@ -38,6 +44,19 @@ impl<'a, R: Read + ?Sized> ChunkReader<'a, R> {
             held: None,
             final_record: None,
             finished: false,
+            slots: false,
+        }
+    }
+
+    /// This reader, reading each chunk of a GCM chunk stream being sealed into the data slots of
+    /// the records it seals to ([`super::sealed_len`] bytes: each 16 KiB of plaintext followed
+    /// by room for its tag), for [`super::seal_in_place`]; the chunks' lengths are then their
+    /// records'. Its records must be whole GCM chunks (a GCM chunk stream's are).
+    pub(super) fn into_slots(self) -> Self {
+        debug_assert!(self.record_len.is_multiple_of(GCM_CHUNK_LEN));
+        ChunkReader {
+            slots: true,
+            ..self
         }
     }
 
@@ -51,8 +70,8 @@ impl<'a, R: Read + ?Sized> ChunkReader<'a, R> {
             return Ok(None);
         }
         loop {
-            fill(self.input, &mut buf, self.record_len)?;
-            if buf.len() == self.record_len {
+            let filled = fill(self.input, &mut buf, self.record_len, self.slots)?;
+            if filled == self.record_len {
                 match self.held.replace(buf) {
                     Some(previous) => return Ok(Some(self.emit(previous, false))),
                     None => {
@@ -64,7 +83,7 @@ impl<'a, R: Read + ?Sized> ChunkReader<'a, R> {
             // End of input: `buf` is the short (possibly empty) final record.
             self.finished = true;
             if !self.ends_stream {
-                if !buf.is_empty() {
+                if filled > 0 {
                     return Err(io::Error::new(
                         io::ErrorKind::UnexpectedEof,
                         "the input ended inside a chunk",
@@ -74,7 +93,7 @@ impl<'a, R: Read + ?Sized> ChunkReader<'a, R> {
                 return Ok(held.map(|previous| self.emit(previous, false)));
             }
             let chunk = match self.held.take() {
-                Some(previous) if self.last_short || !buf.is_empty() => {
+                Some(previous) if self.last_short || filled > 0 => {
                     self.final_record = Some(buf);
                     self.emit(previous, false)
                 }
@@ -95,28 +114,76 @@ impl<'a, R: Read + ?Sized> ChunkReader<'a, R> {
 /// The first size a fresh buffer grows to when it is filled.
 const FIRST_FILL: usize = 64 << 10;
 
-/// Reads until `buf` holds `len` bytes or the input ends. The buffer keeps its length between
-/// uses, so a recycled buffer is not zeroed again: only its first use touches fresh memory. A
-/// fresh buffer grows by doubling, from [`FIRST_FILL`], only while the input goes on: a 4 KiB
-/// file takes 64 KiB, not a chunk (up to 64 MiB, as a hostile header may declare).
-fn fill<R: Read + ?Sized>(input: &mut R, buf: &mut Vec<u8>, len: usize) -> io::Result<()> {
+/// Reads until `buf` holds `len` bytes of input or the input ends; returns how many it holds.
+/// Back to back, `buf` is then that long; in `slots` (see [`ChunkReader::into_slots`]), it is
+/// the records' length, the input's byte `p` at `p + 16 * (p / 16 KiB)`. The buffer keeps its
+/// length between uses, so a recycled buffer is not zeroed again: only its first use touches
+/// fresh memory. A fresh buffer grows by doubling, from [`FIRST_FILL`], only while the input
+/// goes on: a 4 KiB file takes 64 KiB, not a chunk (up to 64 MiB, as a hostile header may
+/// declare).
+fn fill<R: Read + ?Sized>(
+    input: &mut R,
+    buf: &mut Vec<u8>,
+    len: usize,
+    slots: bool,
+) -> io::Result<usize> {
+    // What the buffer holds, and the buffer that holds `room` bytes of input (in slots, whole
+    // records: every room is whole GCM chunks).
+    let room_of = |buf_len: usize| match slots {
+        false => buf_len,
+        true => buf_len / GCM_RECORD_LEN * GCM_CHUNK_LEN,
+    };
+    let buf_len_of = |room: usize| match slots {
+        false => room,
+        true => room / GCM_CHUNK_LEN * GCM_RECORD_LEN,
+    };
+    let mut room = room_of(buf.len());
     let mut filled = 0;
     while filled < len {
-        if filled == buf.len() {
-            let grown = (buf.len() * 2).clamp(FIRST_FILL.min(len), len);
-            buf.resize(grown, 0);
+        if filled == room {
+            room = (room * 2).clamp(FIRST_FILL.min(len), len);
+            buf.resize(buf_len_of(room), 0);
         }
-        let end = buf.len().min(len);
-        match input.read(&mut buf[filled..end]) {
+        let end = room.min(len);
+        let read = if slots {
+            let mut slices = slot_slices(buf, filled, end);
+            input.read_vectored(&mut slices)
+        } else {
+            input.read(&mut buf[filled..end])
+        };
+        match read {
             Ok(0) => break,
             Ok(n) => filled += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                buf.truncate(filled);
+                buf.truncate(if slots { 0 } else { filled });
                 return Err(e);
             }
         }
     }
-    buf.truncate(filled);
-    Ok(())
+    let sealed = match slots {
+        false => filled,
+        true => sealed_len(filled, filled < len).expect("whole GCM chunks, or the last"),
+    };
+    buf.resize(sealed, 0);
+    Ok(filled)
+}
+
+/// The most data slots one vectored read fills.
+const MOST_SLOTS: usize = 1024;
+
+/// The parts of the data slots of the records in `buf` that hold input bytes `from..to`.
+fn slot_slices(buf: &mut [u8], from: usize, to: usize) -> Vec<IoSliceMut<'_>> {
+    let first = from / GCM_CHUNK_LEN;
+    buf.chunks_mut(GCM_RECORD_LEN)
+        .enumerate()
+        .skip(first)
+        .take_while(|(k, _)| k * GCM_CHUNK_LEN < to)
+        .take(MOST_SLOTS)
+        .map(|(k, record)| {
+            let start = k * GCM_CHUNK_LEN;
+            let data = from.max(start) - start..to.min(start + GCM_CHUNK_LEN) - start;
+            IoSliceMut::new(&mut record[data])
+        })
+        .collect()
 }

@@ -1,7 +1,7 @@
 //! Where a parallel run's workers take their windows from ([`Feed`]): a file each worker reads
 //! at its window's offset (`pread`, or `preadv` straight into the data slots of the records it
 //! seals in place), or the reader thread of a stream, which cuts it in order
-//! ([`read_in_order`]).
+//! ([`read_in_order`], into the data slots too where they are sealed in place).
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -15,7 +15,7 @@ use super::super::reader::ChunkReader;
 use super::super::slots::read_slots_at;
 use super::super::{Chunk, PipelineError, StreamSpec};
 use super::Run;
-use crate::engine::EngineError;
+use crate::engine::{EngineError, RecordsJob};
 
 /// Where workers take their chunks from.
 pub(super) enum Feed<'a> {
@@ -146,20 +146,28 @@ fn changed_size() -> io::Error {
 /// free list, until it ends, fails, or no buffer comes back (the run is ending).
 pub(super) fn read_in_order(
     spec: &StreamSpec<'_>,
-    input: &mut (dyn Read + Send),
+    (input, into_slots): (&mut (dyn Read + Send), bool),
     free: &Mutex<Receiver<Vec<u8>>>,
     chunks: &SyncSender<io::Result<Chunk>>,
     run: &Run<'_>,
 ) {
-    let mut reader = ChunkReader::new(spec, input);
+    let reader = ChunkReader::new(spec, input);
+    let mut reader = if into_slots {
+        reader.into_slots()
+    } else {
+        reader
+    };
     while !run.stopped() {
         let Ok(buf) = free.lock().unwrap_or_else(|e| e.into_inner()).recv() else {
             return;
         };
         match reader.next_chunk(buf) {
             Ok(Some(chunk)) => {
-                run.read
-                    .fetch_add(chunk.data.len() as u64, Ordering::Relaxed);
+                let read = match into_slots {
+                    true => RecordsJob::plaintext_len(chunk.data.len()).expect("records"),
+                    false => chunk.data.len(),
+                };
+                run.read.fetch_add(read as u64, Ordering::Relaxed);
                 if chunks.send(Ok(chunk)).is_err() {
                     return;
                 }
