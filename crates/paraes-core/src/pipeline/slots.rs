@@ -42,7 +42,6 @@ fn slots(records: &[u8]) -> Vec<IoSlice<'_>> {
 /// Reads the file's bytes from `offset` into the data slots of the records side `records`, in
 /// order, until every slot is full. A file that ends first is an `UnexpectedEof` error.
 pub(super) fn read_slots_at(file: &File, records: &mut [u8], offset: u64) -> io::Result<()> {
-    let mut offset = file_offset(offset)?;
     let mut slices: Vec<IoSliceMut<'_>> = records
         .chunks_mut(GCM_RECORD_LEN)
         .map(|record| {
@@ -51,71 +50,73 @@ pub(super) fn read_slots_at(file: &File, records: &mut [u8], offset: u64) -> io:
         })
         .filter(|slice| !slice.is_empty())
         .collect();
-    let mut left = &mut slices[..];
-    while !left.is_empty() {
-        let count = left.len().min(MOST_SLICES);
+    let moves = Moves {
+        advance: IoSliceMut::advance_slices,
+        at_zero: io::ErrorKind::UnexpectedEof,
+    };
+    moves.all_at(&mut slices, offset, |left, count, offset| {
         // SAFETY: `IoSliceMut` is ABI-compatible with `iovec` on Unix (its documentation says
-        // so); the first `count` of them describe writable memory that `left` borrows mutably
-        // for the whole call, and the descriptor is the open `file`'s.
-        let done = unsafe {
-            libc::preadv(
-                file.as_raw_fd(),
-                left.as_ptr().cast::<libc::iovec>(),
-                count as libc::c_int,
-                offset,
-            )
-        };
-        match done {
-            0 => return Err(io::ErrorKind::UnexpectedEof.into()),
-            n if n > 0 => {
-                offset = file_offset_after(offset, n)?;
-                IoSliceMut::advance_slices(&mut left, n as usize);
-            }
-            _ => {
-                let e = io::Error::last_os_error();
-                if e.kind() != io::ErrorKind::Interrupted {
-                    return Err(e);
-                }
-            }
-        }
-    }
-    Ok(())
+        // so); the first `count` of them (`count` <= `left.len()`) describe writable memory
+        // that `left` borrows mutably for the whole call, and the descriptor is the open
+        // `file`'s.
+        unsafe { libc::preadv(file.as_raw_fd(), left.as_mut_ptr().cast(), count, offset) }
+    })
 }
 
 /// Writes the data slots of the records side `records` to the file from `offset`, back to
 /// back (the tags between them are not written).
 pub(super) fn write_slots_at(file: &File, records: &[u8], offset: u64) -> io::Result<()> {
-    let mut offset = file_offset(offset)?;
     let mut slices = slots(records);
-    let mut left = &mut slices[..];
-    while !left.is_empty() {
-        let count = left.len().min(MOST_SLICES);
+    let moves = Moves {
+        advance: IoSlice::advance_slices,
+        at_zero: io::ErrorKind::WriteZero,
+    };
+    moves.all_at(&mut slices, offset, |left, count, offset| {
         // SAFETY: `IoSlice` is ABI-compatible with `iovec` on Unix; the first `count` of them
-        // describe memory that `left` borrows for the whole call, which the kernel only reads,
-        // and the descriptor is the open `file`'s.
-        let done = unsafe {
-            libc::pwritev(
-                file.as_raw_fd(),
-                left.as_ptr().cast::<libc::iovec>(),
-                count as libc::c_int,
-                offset,
-            )
-        };
-        match done {
-            0 => return Err(io::ErrorKind::WriteZero.into()),
-            n if n > 0 => {
-                offset = file_offset_after(offset, n)?;
-                IoSlice::advance_slices(&mut left, n as usize);
-            }
-            _ => {
-                let e = io::Error::last_os_error();
-                if e.kind() != io::ErrorKind::Interrupted {
-                    return Err(e);
+        // (`count` <= `left.len()`) describe memory that `left` borrows for the whole call,
+        // which the kernel only reads, and the descriptor is the open `file`'s.
+        unsafe { libc::pwritev(file.as_raw_fd(), left.as_ptr().cast(), count, offset) }
+    })
+}
+
+/// How a positioned vectored call moves on over its buffers ([`IoSlice`] or [`IoSliceMut`]).
+struct Moves<T> {
+    /// Drops the buffers a call finished and moves into a part-done one.
+    advance: for<'a, 'b> fn(&'b mut &'a mut [T], usize),
+    /// The error of a call that moved nothing.
+    at_zero: io::ErrorKind,
+}
+
+impl<T> Moves<T> {
+    /// Calls `call(buffers, count, offset)` (`preadv` or `pwritev` of the first `count`, at
+    /// most [`MOST_SLICES`]) from `offset` on, each time from where the last stopped, until
+    /// every buffer is done; a call interrupted by a signal is made again.
+    fn all_at(
+        &self,
+        slices: &mut [T],
+        offset: u64,
+        call: impl Fn(&mut [T], libc::c_int, libc::off_t) -> isize,
+    ) -> io::Result<()> {
+        let mut offset = file_offset(offset)?;
+        let mut left = slices;
+        while !left.is_empty() {
+            let count = left.len().min(MOST_SLICES) as libc::c_int;
+            match call(&mut *left, count, offset) {
+                0 => return Err(self.at_zero.into()),
+                n if n > 0 => {
+                    offset = file_offset_after(offset, n)?;
+                    (self.advance)(&mut left, n as usize);
+                }
+                _ => {
+                    let e = io::Error::last_os_error();
+                    if e.kind() != io::ErrorKind::Interrupted {
+                        return Err(e);
+                    }
                 }
             }
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Writes the data slots of the records side `records` to `output`, back to back, in as few

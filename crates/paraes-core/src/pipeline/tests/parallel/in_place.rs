@@ -1,6 +1,6 @@
 //! The records job in place in the parallel pipeline: an engine on the seam's default
 //! in-place job, sealing segments in place, windows of more records than one `preadv` takes,
-//! and a stream sink that takes a little at a time (from a hostile review of the change).
+//! streams that give or take a little at a time, and the reader into the data slots.
 use super::*;
 use crate::pipeline::ChunkReader;
 
@@ -97,34 +97,6 @@ fn windows_of_more_than_1024_records() {
         let (out, ran) = through(&spec(Direction::Decrypt), &sealed, ends, workers);
         ran.unwrap();
         assert!(out == plain, "{ends:?} dec");
-    }
-}
-
-/// A tampered window's plaintext (opened in place) is never written, at any end.
-#[test]
-fn a_tampered_window_opened_in_place_is_never_written() {
-    let cipher = message_cipher();
-    let engine = leak(CpuEngine::new(Some(2)).unwrap());
-    let g = GCM_CHUNK_LEN;
-    let spec = |direction| StreamSpec::message(engine, direction, cipher, g);
-    let plain = data(10 * g + 3);
-    let mut sealed = run_spec(&spec(Direction::Encrypt), &plain).unwrap();
-    sealed[5 * GCM_RECORD_LEN + 9] ^= 1;
-    for threads in 1..=4 {
-        for ends in ENDS {
-            let workers = Workers {
-                threads,
-                window: 2 * g,
-            };
-            let (out, ran) = through(&spec(Direction::Decrypt), &sealed, ends, workers);
-            assert!(matches!(ran, Err(PipelineError::Tampered(5))), "{ran:?}");
-            if let Some(w) = out.get(4 * g..(6 * g).min(out.len())) {
-                assert!(
-                    w.iter().all(|&b| b == 0),
-                    "{threads} {ends:?}: tampered window's plaintext written"
-                );
-            }
-        }
     }
 }
 
