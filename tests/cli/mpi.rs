@@ -35,7 +35,10 @@ fn without_the_feature_mpi_says_how_to_build_it() {
 
 #[cfg(feature = "mpi")]
 pub(crate) mod with_mpi {
+    use std::ffi::OsString;
+    use std::path::PathBuf;
     use std::process::{Command, Output, Stdio};
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     use paraes_core::cobblestone::{self, Variant};
 
@@ -202,15 +205,21 @@ pub(crate) mod with_mpi {
         /// signalling the job and killing it, even when every rank has already exited: a
         /// failed two-rank job took 2.2 s, and with 0 0.17 s. With 0 a rank still running is
         /// killed at once, which only makes "no output is left" harder to pass.
-        /// MPICH needs nothing.
-        pub(crate) fn environment(self) -> &'static [(&'static str, &'static str)] {
+        /// Each launch gets a session directory base of its own (`orte_tmpdir_base`): jobs
+        /// that share the default one (`/tmp/ompi.HOST.UID`) race, one job's `mpirun` removing
+        /// the shared top directory as it ends while another creates its own below it, and the
+        /// second fails with `ORTE_ERROR_LOG: Error in file ../../../orte/util/session_dir.c
+        /// at line 107` (seen in a CI rehearsal: 3 of 18 tests, with the tests side by side;
+        /// open-mpi/ompi#7049). MPICH needs nothing.
+        pub(crate) fn environment(self) -> Vec<(&'static str, OsString)> {
             match self {
-                Library::Mpich => &[],
-                Library::OpenMpi => &[
-                    ("OMPI_ALLOW_RUN_AS_ROOT", "1"),
-                    ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
-                    ("OMPI_MCA_pml", "ob1"),
-                    ("OMPI_MCA_odls_base_sigkill_timeout", "0"),
+                Library::Mpich => Vec::new(),
+                Library::OpenMpi => vec![
+                    ("OMPI_ALLOW_RUN_AS_ROOT", "1".into()),
+                    ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1".into()),
+                    ("OMPI_MCA_pml", "ob1".into()),
+                    ("OMPI_MCA_odls_base_sigkill_timeout", "0".into()),
+                    ("OMPI_MCA_orte_tmpdir_base", session_base().into_os_string()),
                 ],
             }
         }
@@ -224,15 +233,25 @@ pub(crate) mod with_mpi {
         }
     }
 
+    /// A new, empty directory for one Open MPI launch's session directories: one per launch,
+    /// in one directory of this test process in the temporary directory.
+    pub(crate) fn session_base() -> PathBuf {
+        static LAUNCHES: AtomicUsize = AtomicUsize::new(0);
+        let launch = LAUNCHES.fetch_add(1, Ordering::Relaxed);
+        let base = std::env::temp_dir()
+            .join(format!("paraes-ompi-{}", std::process::id()))
+            .join(launch.to_string());
+        std::fs::create_dir_all(&base).expect("a session directory base for Open MPI");
+        base
+    }
+
     /// The launcher of the binary under test as a command (its options and environment set),
     /// to which `-n N PROGRAM ARGS` are added; run it through [`crate::bounded`].
     pub(crate) fn mpiexec() -> Command {
         let library = Library::under_test();
         let (program, options) = library.launcher().split_first().expect("a launcher");
         let mut command = Command::new(program);
-        command
-            .args(options)
-            .envs(library.environment().iter().copied());
+        command.args(options).envs(library.environment());
         command
     }
 
@@ -299,7 +318,7 @@ pub(crate) mod with_mpi {
             .args(["-c", script])
             .env("PARAES", bin())
             .env("MPIEXEC", library.launcher().join(" "))
-            .envs(library.environment().iter().copied())
+            .envs(library.environment())
             .current_dir(scratch.path(""));
         crate::bounded::output(&mut command, script)
     }
@@ -309,7 +328,7 @@ pub(crate) mod with_mpi {
     /// standard input, bounded as [`run_mpi`] is.
     pub(crate) fn run_singleton(scratch: &Scratch, args: &[&str], stdin: &[u8]) -> Output {
         let mut command = scratch.command(args);
-        command.envs(Library::under_test().environment().iter().copied());
+        command.envs(Library::under_test().environment());
         let what = format!("paraes {args:?} (one rank, no launcher)");
         crate::bounded::output_with_stdin(command, stdin, &what)
     }

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::common::{assert_success, bin, seeded_bytes, Scratch, CHUNK, CHUNK_ARG};
-use crate::mpi::with_mpi::{assert_v3_container, STRATEGIES};
+use crate::mpi::with_mpi::{assert_v3_container, session_base, STRATEGIES};
 
 /// How long one `srun` may take, queueing included.
 const DEADLINE: Duration = Duration::from_secs(120);
@@ -109,6 +109,10 @@ fn srun(scratch: &Scratch, srun_args: &[&str], args: &[&str]) -> Ran {
         .arg(bin())
         .args(args)
         .current_dir(scratch.path(""))
+        // Open MPI's ranks keep their session directories under this job's own base, not
+        // the one the other tests' jobs share and race on (see `Library::environment`);
+        // MPICH reads none of it.
+        .env("OMPI_MCA_orte_tmpdir_base", session_base())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
