@@ -234,12 +234,26 @@ pub(crate) mod with_mpi {
     }
 
     /// A new, empty directory for one Open MPI launch's session directories: one per launch,
-    /// in one directory of this test process in the temporary directory.
+    /// in one directory of this test process in the temporary directory (a short path: Open
+    /// MPI puts sockets there). The first call removes those of test processes that have
+    /// ended, so runs leave at most their own behind.
     pub(crate) fn session_base() -> PathBuf {
         static LAUNCHES: AtomicUsize = AtomicUsize::new(0);
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        const PREFIX: &str = "paraes-ompi-";
+        let temp = std::env::temp_dir();
+        SWEPT.call_once(|| {
+            for entry in std::fs::read_dir(&temp).into_iter().flatten().flatten() {
+                let name = entry.file_name();
+                let pid = name.to_str().and_then(|name| name.strip_prefix(PREFIX));
+                if pid.is_some_and(|pid| !std::path::Path::new("/proc").join(pid).exists()) {
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
+            }
+        });
         let launch = LAUNCHES.fetch_add(1, Ordering::Relaxed);
-        let base = std::env::temp_dir()
-            .join(format!("paraes-ompi-{}", std::process::id()))
+        let base = temp
+            .join(format!("{PREFIX}{}", std::process::id()))
             .join(launch.to_string());
         std::fs::create_dir_all(&base).expect("a session directory base for Open MPI");
         base
