@@ -63,7 +63,16 @@ pub(super) fn crypt_records_in_place(
 ) -> Result<(), PipelineError> {
     let first = match spec.direction {
         Direction::Encrypt => {
-            let records = RecordsJob::records(chunk.data.len()).unwrap_or(usize::MAX);
+            // The stream's last chunk ends in a short (possibly empty) GCM chunk, any other is
+            // whole ones: a layout that says otherwise would seal a truncation as whole.
+            let len = chunk.data.len();
+            if chunk.last == len.is_multiple_of(GCM_RECORD_LEN) {
+                return Err(PipelineError::Engine(EngineError::Unsupported(format!(
+                    "{len} bytes of records laid out for the {} chunk of a stream",
+                    if chunk.last { "last" } else { "inner" }
+                ))));
+            }
+            let records = RecordsJob::records(len).unwrap_or(usize::MAX);
             let first = chunk.index * spec.gcm_per_chunk() as u64;
             if first.saturating_add(records as u64) > MAX_CHUNKS {
                 return Err(PipelineError::TooLong);

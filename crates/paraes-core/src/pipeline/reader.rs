@@ -51,9 +51,15 @@ impl<'a, R: Read + ?Sized> ChunkReader<'a, R> {
     /// This reader, reading each chunk of a GCM chunk stream being sealed into the data slots of
     /// the records it seals to ([`super::sealed_len`] bytes: each 16 KiB of plaintext followed
     /// by room for its tag), for [`super::seal_in_place`]; the chunks' lengths are then their
-    /// records'. Its records must be whole GCM chunks (a GCM chunk stream's are).
+    /// records'. Its records must be whole GCM chunks (a GCM chunk stream's are, as
+    /// [`StreamSpec::check`] requires): any other size panics here, in every build, rather
+    /// than cut a stream short where a buffer could not grow.
     pub(super) fn into_slots(self) -> Self {
-        debug_assert!(self.record_len.is_multiple_of(GCM_CHUNK_LEN));
+        assert!(
+            self.record_len.is_multiple_of(GCM_CHUNK_LEN),
+            "records of {} bytes are not whole GCM chunks",
+            self.record_len
+        );
         ChunkReader {
             slots: true,
             ..self

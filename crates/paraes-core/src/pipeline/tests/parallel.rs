@@ -616,5 +616,6 @@ fn writers_that_take_turns_wait_for_another_process_s_turn_and_then_write_the_sa
     assert_eq!(std::fs::read(&path).unwrap(), expected);
 }
 
+mod bad_streams;
 mod failures;
 mod in_place;
