@@ -127,10 +127,7 @@ impl GcmStretch {
                 let plain = std::mem::take(&mut data);
                 let sealed = pipeline::sealed_len(len, last).expect("whole GCM chunks or the last");
                 data = vec![0; sealed];
-                let slots = paraes_core::RecordsJob::data_slots(sealed);
-                for (slot, piece) in slots.zip(plain.chunks(CHUNK_LEN)) {
-                    data[slot].copy_from_slice(piece);
-                }
+                paraes_core::RecordsJob::scatter_data(&plain, &mut data);
             }
             let chunk = Chunk {
                 index: index as u64,
@@ -417,9 +414,7 @@ mod tests {
         let mut out = Vec::new();
         for (_, chunk) in &stretch.chunks {
             if plain && stretch.in_slots {
-                for slot in paraes_core::RecordsJob::data_slots(chunk.data.len()) {
-                    out.extend_from_slice(&chunk.data[slot]);
-                }
+                out.extend(paraes_core::RecordsJob::gather_data(&chunk.data));
             } else {
                 out.extend_from_slice(&chunk.data);
             }

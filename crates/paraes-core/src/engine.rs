@@ -108,21 +108,16 @@ pub trait Engine: Send + Sync {
         records: &mut [u8],
     ) -> Result<(), RecordsError> {
         job.check_in_place(records.len())?;
-        let slots = || RecordsJob::data_slots(records.len());
         match job.direction {
             Direction::Encrypt => {
-                let plaintext: Vec<u8> = slots().flat_map(|slot| &records[slot]).copied().collect();
+                let plaintext = RecordsJob::gather_data(records);
                 self.process_records(job, &plaintext, records)
             }
             Direction::Decrypt => {
-                let mut plaintext = vec![0u8; slots().map(|slot| slot.len()).sum()];
+                let plain_len = RecordsJob::plaintext_len(records.len()).expect("checked");
+                let mut plaintext = vec![0u8; plain_len];
                 self.process_records(job, records, &mut plaintext)?;
-                let mut rest = &plaintext[..];
-                for slot in slots() {
-                    let (here, next) = rest.split_at(slot.len());
-                    records[slot].copy_from_slice(here);
-                    rest = next;
-                }
+                RecordsJob::scatter_data(&plaintext, records);
                 Ok(())
             }
         }

@@ -48,7 +48,27 @@ impl StreamSpec<'_> {
 /// GCM chunks), so that its plaintext can be read into their data slots; `None` for a chunk
 /// that is not.
 pub(super) fn sealed_len(plain_len: usize, last: bool) -> Option<usize> {
-    RecordsJob::records_len(plain_len, plain_len / GCM_CHUNK_LEN + usize::from(last))
+    RecordsJob::records_len(plain_len, pieces(plain_len, last))
+}
+
+/// How many GCM chunks a plaintext pipeline chunk of `len` bytes holds: 16 KiB pieces, and the
+/// stream's last chunk (`last`) ends in a short, possibly empty, one.
+fn pieces(len: usize, last: bool) -> usize {
+    len / GCM_CHUNK_LEN + usize::from(last)
+}
+
+/// The index of the first GCM chunk of pipeline chunk `index`, where `count` GCM chunks from
+/// it stay under C2SP's limit.
+fn first_under_limit(
+    spec: &StreamSpec<'_>,
+    index: u64,
+    count: usize,
+) -> Result<u64, PipelineError> {
+    let first = index * spec.gcm_per_chunk() as u64;
+    if first.saturating_add(count as u64) > MAX_CHUNKS {
+        return Err(PipelineError::TooLong);
+    }
+    Ok(first)
 }
 
 /// Seals or opens (by `spec`'s direction) the GCM records of `chunk` in place with the engine's
@@ -73,11 +93,7 @@ pub(super) fn crypt_records_in_place(
                 ))));
             }
             let records = RecordsJob::records(len).unwrap_or(usize::MAX);
-            let first = chunk.index * spec.gcm_per_chunk() as u64;
-            if first.saturating_add(records as u64) > MAX_CHUNKS {
-                return Err(PipelineError::TooLong);
-            }
-            first
+            first_under_limit(spec, chunk.index, records)?
         }
         Direction::Decrypt => check_records(spec, chunk)?,
     };
@@ -155,17 +171,8 @@ pub(super) fn crypt_records(
 /// The index of the first GCM chunk of a plaintext pipeline chunk and how many GCM chunks it
 /// holds: 16 KiB pieces, and the stream's last chunk ends in a short, possibly empty, one.
 fn gcm_pieces(spec: &StreamSpec<'_>, chunk: &Chunk) -> Result<(u64, usize), PipelineError> {
-    let len = chunk.data.len();
-    let pieces = if chunk.last {
-        len / GCM_CHUNK_LEN + 1
-    } else {
-        len / GCM_CHUNK_LEN
-    };
-    let first = chunk.index * spec.gcm_per_chunk() as u64;
-    if first + pieces as u64 > MAX_CHUNKS {
-        return Err(PipelineError::TooLong);
-    }
-    Ok((first, pieces))
+    let pieces = pieces(chunk.data.len(), chunk.last);
+    Ok((first_under_limit(spec, chunk.index, pieces)?, pieces))
 }
 
 /// Adds the tags of a pipeline chunk encrypted by the engine's CTR job: its 16 KiB pieces move

@@ -154,12 +154,7 @@ fn check_in_place(
     what: &dyn Fn(&str) -> String,
 ) {
     let mut buf = vec![0xa5u8; sealed.len()];
-    let mut rest = plain;
-    for slot in RecordsJob::data_slots(buf.len()) {
-        let (here, next) = rest.split_at(slot.len());
-        buf[slot].copy_from_slice(here);
-        rest = next;
-    }
+    RecordsJob::scatter_data(plain, &mut buf);
     if let Err(e) = engine.process_records_in_place(seal, &mut buf) {
         panic!("{} failed: {e}", what("seal in place"));
     }
@@ -171,12 +166,8 @@ fn check_in_place(
     if let Err(e) = engine.process_records_in_place(open, &mut buf) {
         panic!("{} failed: {e}", what("open in place"));
     }
-    let opened: Vec<u8> = RecordsJob::data_slots(buf.len())
-        .flat_map(|slot| &buf[slot])
-        .copied()
-        .collect();
     assert!(
-        opened == plain,
+        RecordsJob::gather_data(&buf) == plain,
         "{} differs from the plaintext",
         what("open in place")
     );

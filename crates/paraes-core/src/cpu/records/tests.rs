@@ -116,11 +116,7 @@ fn records_are_the_chunk_ciphers_seals_and_opens() {
                         // In place: the plaintext in the records' data slots seals to the
                         // same records, which open back to it there.
                         let mut records = vec![0xa5; expected.len()];
-                        for (slot, piece) in
-                            RecordsJob::data_slots(records.len()).zip(plain.chunks(G))
-                        {
-                            records[slot].copy_from_slice(piece);
-                        }
+                        RecordsJob::scatter_data(&plain, &mut records);
                         engine
                             .process_records_in_place(&seal, &mut records)
                             .expect(&what);
@@ -128,9 +124,7 @@ fn records_are_the_chunk_ciphers_seals_and_opens() {
                         engine
                             .process_records_in_place(&open, &mut records)
                             .expect(&what);
-                        let opened: Vec<u8> = RecordsJob::data_slots(records.len())
-                            .flat_map(|slot| records[slot].to_vec())
-                            .collect();
+                        let opened = RecordsJob::gather_data(&records);
                         assert!(opened == plain, "{what} in place");
                     }
                 }

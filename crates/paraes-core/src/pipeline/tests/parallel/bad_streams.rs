@@ -194,10 +194,7 @@ proptest! {
             let full = want.data.len() == batch_k * g && !want.last;
             let sealed = crate::pipeline::sealed_len(want.data.len(), !full).unwrap();
             prop_assert_eq!(chunk.data.len(), sealed);
-            let gathered: Vec<u8> = RecordsJob::data_slots(sealed)
-                .flat_map(|slot| chunk.data[slot].to_vec())
-                .collect();
-            prop_assert!(gathered == want.data);
+            prop_assert!(RecordsJob::gather_data(&chunk.data) == want.data);
         }
         prop_assert!(reader.next_chunk(vec![1; 7]).unwrap().is_none());
     }

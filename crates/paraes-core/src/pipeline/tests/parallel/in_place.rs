@@ -2,7 +2,7 @@
 //! in-place job, sealing segments in place, windows of more records than one `preadv` takes,
 //! streams that give or take a little at a time, and the reader into the data slots.
 use super::*;
-use crate::pipeline::ChunkReader;
+use crate::pipeline::{Chunk, ChunkReader};
 
 /// A CPU engine that says it runs the records job in place but runs it through the seam's
 /// default (a copy and the job apart).
@@ -205,9 +205,7 @@ fn the_slots_reader_cuts_as_the_back_to_back_reader() {
                 let full = want.data.len() == 4 * g;
                 let sealed = crate::pipeline::sealed_len(want.data.len(), !full).unwrap();
                 assert_eq!(chunk.data.len(), sealed, "{len}: chunk {}", chunk.index);
-                let gathered: Vec<u8> = RecordsJob::data_slots(sealed)
-                    .flat_map(|slot| chunk.data[slot].to_vec())
-                    .collect();
+                let gathered = RecordsJob::gather_data(&chunk.data);
                 assert!(gathered == want.data, "{len}: chunk {}", chunk.index);
                 // Buffers go round, as the pipeline's do.
                 spare = chunk.data;
@@ -245,5 +243,48 @@ fn a_trickling_stream_seals_in_place_to_the_same_bytes() {
         .unwrap();
         assert_eq!(ran.read, len as u64);
         assert!(out == expected, "{len}");
+    }
+}
+
+/// Sealing in place checks the buffer's layout against the chunk's last flag: an inner chunk
+/// is whole records, the last ends in a short one (possibly a tag alone). A layout that says
+/// otherwise is refused, not sealed (it would seal a cut stream as whole, or an inner chunk as
+/// its end).
+#[test]
+fn sealing_in_place_refuses_a_layout_that_contradicts_the_last_flag() {
+    let cipher = message_cipher();
+    let engine = leak(CpuEngine::new(Some(2)).unwrap());
+    let g = GCM_CHUNK_LEN;
+    let spec = StreamSpec::message(engine, Direction::Encrypt, cipher, 2 * g);
+    for (len, last) in [
+        (2 * GCM_RECORD_LEN, true),
+        (GCM_RECORD_LEN, true),
+        (GCM_RECORD_LEN + 16, false),
+        (16, false),
+    ] {
+        let mut chunk = Chunk {
+            index: 0,
+            last,
+            data: vec![7; len],
+        };
+        let err = crate::pipeline::seal_in_place(&spec, &mut chunk).unwrap_err();
+        assert!(
+            matches!(err, PipelineError::Engine(_)),
+            "{len} {last}: {err}"
+        );
+        assert_eq!(chunk.data, vec![7; len], "{len} {last}: changed");
+    }
+    // The layouts that agree seal.
+    for (len, last) in [
+        (2 * GCM_RECORD_LEN, false),
+        (GCM_RECORD_LEN + 16, true),
+        (16, true),
+    ] {
+        let mut chunk = Chunk {
+            index: 0,
+            last,
+            data: vec![7; len],
+        };
+        crate::pipeline::seal_in_place(&spec, &mut chunk).unwrap();
     }
 }
