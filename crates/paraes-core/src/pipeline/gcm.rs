@@ -81,29 +81,81 @@ pub(super) fn crypt_records_in_place(
     spec: &StreamSpec<'_>,
     chunk: &mut Chunk,
 ) -> Result<(), PipelineError> {
-    let first = match spec.direction {
-        Direction::Encrypt => {
-            // The stream's last chunk ends in a short (possibly empty) GCM chunk, any other is
-            // whole ones: a layout that says otherwise would seal a truncation as whole.
-            let len = chunk.data.len();
-            if chunk.last == len.is_multiple_of(GCM_RECORD_LEN) {
-                return Err(PipelineError::Engine(EngineError::Unsupported(format!(
-                    "{len} bytes of records laid out for the {} chunk of a stream",
-                    if chunk.last { "last" } else { "inner" }
-                ))));
-            }
-            let records = RecordsJob::records(len).unwrap_or(usize::MAX);
-            first_under_limit(spec, chunk.index, records)?
+    let job = match spec.direction {
+        Direction::Encrypt => sealing_in_place(spec, chunk)?,
+        Direction::Decrypt => {
+            check_records(spec, chunk)?;
+            job_of(spec, chunk.index)?
         }
-        Direction::Decrypt => check_records(spec, chunk)?,
     };
-    let job = spec
-        .records_job(chunk.index)
-        .ok_or_else(|| EngineError::Unsupported("GCM records of a stream without them".into()))?;
-    debug_assert_eq!(job.first_index, first);
     spec.engine
         .process_records_in_place(&job, &mut chunk.data)
         .map_err(records_error)
+}
+
+/// The job that seals `chunk`'s records side in place, once its layout is checked: the
+/// stream's last chunk ends in a short (possibly empty) GCM chunk, any other is whole ones (a
+/// layout that says otherwise would seal a truncation as whole), and no index passes the limit.
+fn sealing_in_place<'s>(
+    spec: &'s StreamSpec<'_>,
+    chunk: &Chunk,
+) -> Result<RecordsJob<'s>, PipelineError> {
+    let len = chunk.data.len();
+    if chunk.last == len.is_multiple_of(GCM_RECORD_LEN) {
+        return Err(PipelineError::Engine(EngineError::Unsupported(format!(
+            "{len} bytes of records laid out for the {} chunk of a stream",
+            if chunk.last { "last" } else { "inner" }
+        ))));
+    }
+    let records = RecordsJob::records(len).unwrap_or(usize::MAX);
+    first_under_limit(spec, chunk.index, records)?;
+    job_of(spec, chunk.index)
+}
+
+/// The records job of pipeline chunk `index` of `spec`'s GCM chunk stream.
+fn job_of<'s>(spec: &'s StreamSpec<'_>, index: u64) -> Result<RecordsJob<'s>, PipelineError> {
+    let job = spec
+        .records_job(index)
+        .ok_or_else(|| EngineError::Unsupported("GCM records of a stream without them".into()))?;
+    Ok(job)
+}
+
+/// Records sealed or opened at a time by [`crypt_read_in_place`]: 256 KiB of data and their
+/// tags, which stay in a core's L2 cache from the read that brings them to the kernel that
+/// seals or opens them (and under the CPU engine's [`crate::CpuEngine`] threshold for sharing a
+/// buffer among its threads: each worker runs its own pieces). Measured on Zen 4 against 8
+/// and 32 (RESULTS, "Read and sealed a piece at a time").
+const RECORDS_AT_A_TIME: usize = 16;
+
+/// Seals or opens (by `spec`'s direction) the GCM records of `chunk` in place as
+/// [`crypt_records_in_place`] does, reading them first, a few records at a time:
+/// `read(records, offset)` brings in the input of the records side `records` from the chunk's
+/// input byte `offset` on (sealing: plaintext into their data slots; opening: the records
+/// whole), and those records are sealed or opened at once, while the bytes just read are still
+/// in the core's cache. `chunk.data` is the records side: [`sealed_len`] long when sealing, the
+/// records' length when opening. A read error is [`PipelineError::Read`]; on any error nothing
+/// of `chunk.data` may be released.
+pub(super) fn crypt_read_in_place(
+    spec: &StreamSpec<'_>,
+    chunk: &mut Chunk,
+    mut read: impl FnMut(&mut [u8], u64) -> std::io::Result<()>,
+) -> Result<(), PipelineError> {
+    let (job, input_unit) = match spec.direction {
+        Direction::Encrypt => (sealing_in_place(spec, chunk)?, GCM_CHUNK_LEN),
+        Direction::Decrypt => {
+            check_records(spec, chunk)?;
+            (job_of(spec, chunk.index)?, GCM_RECORD_LEN)
+        }
+    };
+    let piece_len = RECORDS_AT_A_TIME * GCM_RECORD_LEN;
+    for (k, records) in chunk.data.chunks_mut(piece_len).enumerate() {
+        let first = k * RECORDS_AT_A_TIME;
+        read(records, (first * input_unit) as u64).map_err(PipelineError::Read)?;
+        spec.engine
+            .process_records_in_place(&job.advanced(first as u64), records)
+            .map_err(records_error)?;
+    }
+    Ok(())
 }
 
 fn records_error(e: RecordsError) -> PipelineError {
@@ -150,9 +202,7 @@ pub(super) fn crypt_records(
             (first, plain)
         }
     };
-    let job = spec
-        .records_job(chunk.index)
-        .ok_or_else(|| EngineError::Unsupported("GCM records of a stream without them".into()))?;
+    let job = job_of(spec, chunk.index)?;
     debug_assert_eq!(job.first_index, first);
     if spare.capacity() < output_len {
         // A fresh allocation of the size needed, not a copy of the old bytes into a doubled one

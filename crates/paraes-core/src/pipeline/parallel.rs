@@ -245,7 +245,9 @@ fn run_windows(
     };
     // Where the engine runs the records job in place, a window to seal is read (from a file
     // or a stream) into its records' data slots and sealed there, and every opened window is
-    // written from between its tags: no pass copies a window from one buffer to another.
+    // written from between its tags: no pass copies a window from one buffer to another. A
+    // file's window is read and crypted a few records at a time, on its worker's core, while
+    // the bytes just read are in its cache ([`Feed::crypts`]).
     let in_place = spec.runs_records_in_place();
     let into_slots = in_place && spec.direction == Direction::Encrypt;
     let shape = match spec.direction {
@@ -283,7 +285,8 @@ fn run_windows(
                 ends_stream: segment.ends_stream,
                 next: AtomicU64::new(0),
                 free: &free_rx,
-                into_slots,
+                in_place,
+                base,
             };
             (feed, None)
         }
@@ -478,6 +481,7 @@ fn work(
         };
         chunk.index += base;
         let crypted = match spec.direction {
+            _ if feed.crypts() => Ok(()),
             _ if in_place => gcm::crypt_records_in_place(spec, &mut chunk),
             Direction::Encrypt => super::seal(spec, &mut chunk),
             Direction::Decrypt => super::open(spec, &mut chunk),

@@ -1,6 +1,7 @@
 //! Where a parallel run's workers take their windows from ([`Feed`]): a file each worker reads
-//! at its window's offset (`pread`, or `preadv` straight into the data slots of the records it
-//! seals in place), or the reader thread of a stream, which cuts it in order
+//! at its window's offset (`pread`; where the records job runs in place, a few records at a
+//! time, each piece sealed or opened as soon as it is read, `preadv` straight into the data
+//! slots of the records it seals to), or the reader thread of a stream, which cuts it in order
 //! ([`read_in_order`], into the data slots too where they are sealed in place).
 
 use std::fs::File;
@@ -10,12 +11,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::Mutex;
 
-use super::super::gcm::sealed_len;
+use super::super::gcm::{crypt_read_in_place, sealed_len};
 use super::super::reader::ChunkReader;
 use super::super::slots::read_slots_at;
 use super::super::{Chunk, PipelineError, StreamSpec};
 use super::Run;
-use crate::engine::{EngineError, RecordsJob};
+use crate::engine::{Direction, EngineError, RecordsJob};
 
 /// Where workers take their chunks from.
 pub(super) enum Feed<'a> {
@@ -28,15 +29,25 @@ pub(super) enum Feed<'a> {
         ends_stream: bool,
         next: AtomicU64,
         free: &'a Mutex<Receiver<Vec<u8>>>,
-        /// Whether each window's plaintext is read into the data slots of the records it
-        /// seals to, for the records job in place ([`super::super::gcm::crypt_records_in_place`]).
-        into_slots: bool,
+        /// Whether each window is read into its records side (sealing: plaintext into the
+        /// data slots of the records it seals to) and sealed or opened there as it is read,
+        /// a few records at a time ([`crypt_read_in_place`]): then every chunk comes sealed or
+        /// opened ([`Feed::crypts`]).
+        in_place: bool,
+        /// The stream's index of chunk 0 of the feed, which sealing needs.
+        base: u64,
     },
     /// The reader thread's chunks, in order.
     Queue(Mutex<Receiver<io::Result<Chunk>>>),
 }
 
 impl Feed<'_> {
+    /// Whether the chunks come sealed or opened already (read into their records side and
+    /// crypted there a few records at a time, while the bytes are in the core's cache).
+    pub(super) fn crypts(&self) -> bool {
+        matches!(self, Feed::At { in_place: true, .. })
+    }
+
     /// The next chunk to work on, `None` when there is none (or no buffer will come back:
     /// the run is ending). An error carries the index it happened at.
     pub(super) fn next(
@@ -53,7 +64,8 @@ impl Feed<'_> {
                 ends_stream,
                 next,
                 free,
-                into_slots,
+                in_place,
+                base,
             } => {
                 // The buffer first, then the index: every index taken has a buffer, so the
                 // writer's next chunk always comes.
@@ -66,32 +78,46 @@ impl Feed<'_> {
                 let start = index * record;
                 let chunk_len = (len - start).min(record) as usize;
                 let last = *ends_stream && index + 1 == *chunks;
-                let read = if *into_slots {
-                    let Some(records_len) = sealed_len(chunk_len, last) else {
+                let read = if *in_place {
+                    let records_len = match spec.direction {
+                        Direction::Encrypt => sealed_len(chunk_len, last),
+                        Direction::Decrypt => Some(chunk_len),
+                    };
+                    let Some(records_len) = records_len else {
                         let e = EngineError::Unsupported(format!(
                             "a window of {chunk_len} bytes is not whole GCM chunks"
                         ));
                         return Some(Err((index, PipelineError::Engine(e))));
                     };
                     data.resize(records_len, 0);
-                    read_slots_at(file, &mut data, at + start).map_err(eof_is_changed_size)
+                    let mut chunk = Chunk {
+                        index: base + index,
+                        last,
+                        data,
+                    };
+                    let crypted = crypt_read_in_place(spec, &mut chunk, |records, offset| {
+                        let offset = at + start + offset;
+                        match spec.direction {
+                            Direction::Encrypt => read_slots_at(file, records, offset),
+                            Direction::Decrypt => file.read_exact_at(records, offset),
+                        }
+                        .map_err(eof_is_changed_size)
+                    });
+                    data = chunk.data;
+                    crypted
+                        .and_then(|()| size_kept(file, last, at + len).map_err(PipelineError::Read))
                 } else {
                     data.resize(chunk_len, 0);
                     read_exactly_at(file, &mut data, at + start)
+                        .and_then(|()| size_kept(file, last, at + len))
+                        .map_err(PipelineError::Read)
                 };
-                let read = read.and_then(|()| {
-                    if last {
-                        same_size(file, at + len)
-                    } else {
-                        Ok(())
-                    }
-                });
                 match read {
                     Ok(()) => {
                         run.read.fetch_add(chunk_len as u64, Ordering::Relaxed);
                         Some(Ok(Chunk { index, last, data }))
                     }
-                    Err(e) => Some(Err((index, PipelineError::Read(e)))),
+                    Err(e) => Some(Err((index, e))),
                 }
             }
             Feed::Queue(chunks) => {
@@ -125,10 +151,10 @@ fn eof_is_changed_size(e: io::Error) -> io::Error {
     }
 }
 
-/// Checks, once the last chunk is read and before it goes out, that the file still ends where
-/// it ended when the run began: one that grew is refused, not cut short.
-fn same_size(file: &File, end: u64) -> io::Result<()> {
-    if file.metadata()?.len() == end {
+/// Checks, once the `last` chunk is read and before it goes out, that the file still ends
+/// where it ended when the run began: one that grew is refused, not cut short.
+fn size_kept(file: &File, last: bool, end: u64) -> io::Result<()> {
+    if !last || file.metadata()?.len() == end {
         Ok(())
     } else {
         Err(changed_size())

@@ -1,6 +1,7 @@
 //! The records job in place in the parallel pipeline: an engine on the seam's default
 //! in-place job, sealing segments in place, windows of more records than one `preadv` takes,
-//! streams that give or take a little at a time, and the reader into the data slots.
+//! windows read and crypted a piece at a time, streams that give or take a little at a time,
+//! and the reader into the data slots.
 use super::*;
 use crate::pipeline::{Chunk, ChunkReader};
 
@@ -97,6 +98,51 @@ fn windows_of_more_than_1024_records() {
         let (out, ran) = through(&spec(Direction::Decrypt), &sealed, ends, workers);
         ran.unwrap();
         assert!(out == plain, "{ends:?} dec");
+    }
+}
+
+/// A window read from a file is read and sealed or opened a few records at a time: lengths at
+/// the edges of those pieces, within a window and across windows, give the bytes of a run in
+/// order, and a tampered record in a later piece of a window fails at its index, with nothing
+/// of its window written.
+#[test]
+fn windows_are_read_and_crypted_a_few_records_at_a_time() {
+    let cipher = message_cipher();
+    let engine = leak(CpuEngine::new(Some(2)).unwrap());
+    let g = GCM_CHUNK_LEN;
+    let piece = 16 * g;
+    let window = 40 * g;
+    let spec = |direction| StreamSpec::message(engine, direction, cipher, g);
+    let lengths = [
+        piece - 1,
+        piece,
+        piece + 1,
+        2 * piece,
+        window - 1,
+        window,
+        window + piece + 1,
+        2 * window + 2 * piece + 3,
+    ];
+    same_as_in_order("gcm pieces", spec, window, &lengths);
+
+    let plain = data(2 * window + 5);
+    let mut sealed = run_spec(&spec(Direction::Encrypt), &plain).unwrap();
+    sealed[37 * GCM_RECORD_LEN + 3] ^= 1;
+    sealed[58 * GCM_RECORD_LEN + 3] ^= 1;
+    for threads in 1..=2 {
+        for ends in [ENDS[0], ENDS[1]] {
+            let workers = Workers { threads, window };
+            let (out, ran) = through(&spec(Direction::Decrypt), &sealed, ends, workers);
+            assert!(
+                matches!(ran, Err(PipelineError::Tampered(37))),
+                "{threads} workers {ends:?}: {ran:?}"
+            );
+            let first_window = &out[..window.min(out.len())];
+            assert!(
+                first_window.iter().all(|&b| b == 0),
+                "{threads} workers {ends:?}: the failed window's plaintext was written"
+            );
+        }
     }
 }
 
