@@ -79,6 +79,8 @@ pub fn engine_op<'a>(
 /// pipeline cuts a stream: each chunk's plaintext length and the chunk (with room for its tags).
 struct GcmStretch {
     chunks: Vec<(usize, Chunk)>,
+    /// The pipeline chunks' plaintext bytes (the last one's at most).
+    batch: usize,
     /// Whether each chunk lies in the data slots of its records, sealed in place
     /// ([`pipeline::seal_in_place`]), as `paraes enc` reads a window from a file for an engine
     /// that runs the records job in place; otherwise back to back, sealed by [`pipeline::seal`].
@@ -136,7 +138,11 @@ impl GcmStretch {
             };
             chunks.push((len, chunk));
         }
-        GcmStretch { chunks, in_slots }
+        GcmStretch {
+            chunks,
+            batch,
+            in_slots,
+        }
     }
 }
 
@@ -219,7 +225,7 @@ impl GcmStretch {
                     self.chunks.iter_mut().map(Mutex::new).collect();
                 let next = AtomicUsize::new(0);
                 let first_error = Mutex::new(None);
-                pool.broadcast(|_| {
+                let take = || {
                     while let Some(slot) = chunks.get(next.fetch_add(1, Ordering::Relaxed)) {
                         let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
                         if let Err(e) = seal_one(&mut slot) {
@@ -230,6 +236,10 @@ impl GcmStretch {
                             next.store(chunks.len(), Ordering::Relaxed);
                         }
                     }
+                };
+                pool.in_place_scope(|scope| {
+                    scope.spawn_broadcast(|_, _| take());
+                    take();
                 });
                 match first_error.into_inner().unwrap_or_else(|e| e.into_inner()) {
                     Some(e) => Err(e),
@@ -271,27 +281,41 @@ pub fn measure_gcm(
 }
 
 /// The body the engines' gcm rows of one size seal, one engine's call at a time: a fresh
-/// container for a key and a stretch of its plaintext in pipeline chunks ([`GcmStretch::new`]),
-/// made once and shared by their ops: one laid out back to back for the engines that seal
-/// through [`pipeline::seal`], one in its records' data slots for those that seal in place
-/// ([`StreamSpec::runs_records_in_place`]), each made when a row first needs it.
+/// container for a key and stretches of its plaintext in pipeline chunks ([`GcmStretch::new`]),
+/// made once and shared by their ops: laid out back to back for the engines that seal through
+/// [`pipeline::seal`], or in its records' data slots for those that seal in place
+/// ([`StreamSpec::runs_records_in_place`]), and cut into the windows `paraes enc`'s workers
+/// take of a file of that size ([`Workers::for_input`]: `batch` bytes, or less where that
+/// would leave some of an engine's threads without one); each made when a row first needs it.
 pub struct GcmBody {
     opened: Opened,
     bytes: usize,
     batch: usize,
-    /// Back to back, and in the data slots.
-    stretches: [RefCell<Option<GcmStretch>>; 2],
+    stretches: RefCell<Vec<GcmStretch>>,
 }
 
 impl GcmBody {
     /// `bytes` bytes of plaintext of a fresh container for `key` (128 or 256 bits), cut into
-    /// pipeline chunks of `batch` bytes.
+    /// pipeline chunks of at most `batch` bytes.
     pub fn new(key: &Key, bytes: usize, batch: usize) -> Result<Self, BenchError> {
         Ok(GcmBody {
             opened: gcm_container(key, batch)?,
             bytes,
             batch,
             stretches: Default::default(),
+        })
+    }
+
+    /// The index of the stretch laid out as `in_slots` says in pipeline chunks of `batch`
+    /// bytes, made now if no row has needed it yet.
+    fn stretch(&self, batch: usize, in_slots: bool) -> usize {
+        let mut stretches = self.stretches.borrow_mut();
+        let found = stretches
+            .iter()
+            .position(|s| s.batch == batch && s.in_slots == in_slots);
+        found.unwrap_or_else(|| {
+            stretches.push(GcmStretch::new(self.bytes, batch, in_slots));
+            stretches.len() - 1
         })
     }
 }
@@ -307,22 +331,31 @@ pub fn gcm_op<'a>(engine: &'a dyn Engine, body: &'a GcmBody) -> Result<Op<'a>, B
         )
         .into());
     }
+    // The windows `paraes enc`'s workers (as many as the engine's threads) take of a file of
+    // this size.
+    let window = Workers {
+        threads: engine.workers().max(1),
+        window: body.batch,
+    }
+    .for_input(body.bytes as u64)
+    .window;
+    let spec = StreamSpec {
+        chunk_size: gcm_batch(window),
+        ..spec
+    };
+    // The calling thread is one of the workers.
     let workers = match engine.workers() {
         0 | 1 => None,
         threads => Some(
             rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
+                .num_threads(threads - 1)
                 .build()?,
         ),
     };
-    let in_slots = spec.runs_records_in_place();
-    let stretch = &body.stretches[usize::from(in_slots)];
-    stretch
-        .borrow_mut()
-        .get_or_insert_with(|| GcmStretch::new(body.bytes, body.batch, in_slots));
+    let at = body.stretch(spec.chunk_size, spec.runs_records_in_place());
     Ok(Op::new(move || {
-        let mut stretch = stretch.borrow_mut();
-        let stretch = stretch.as_mut().expect("made when the op was");
+        let mut stretches = body.stretches.borrow_mut();
+        let stretch = &mut stretches[at];
         stretch.seal(&spec, workers.as_ref())?;
         black_box(&stretch.chunks);
         Ok(())

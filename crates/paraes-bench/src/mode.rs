@@ -22,17 +22,19 @@ pub enum BenchMode {
 
 /// What the `gcm` rows measure, in one paragraph (for the table's header and the summary).
 pub const GCM_NOTE: &str = "gcm rows: format v3's body (C2SP Cobblestone: 16 KiB AES-GCM \
-    chunks) sealed in memory as `paraes enc` seals it: the buffer in its workers' 4 MiB \
-    windows, as many windows sealed side by side as the engine has threads, each through the \
-    pipeline's seal step (on the CPU engine with more than one thread, or with its stitched \
-    VAES-512 + VPCLMULQDQ kernel: every GCM chunk sealed whole into a second buffer, its \
-    records shared out among the engine's threads, each by the kernel, CTR and GHASH in one \
-    pass, or by CTR and then GHASH; on other engines and a one-thread CPU engine without the \
-    kernel: the CTR of the GCM chunks in one engine call, counters nonce_i || be32(2+j), then \
-    each GCM chunk's GHASH tag and E(J0) on the worker's thread, the data moved apart to make \
-    room for the tags); a size that is not whole 16 KiB chunks is a stream's end, whose last \
-    GCM chunk is short. openssl gcm rows: `openssl speed -evp aes-BITS-gcm`, one GCM context \
-    streamed over every buffer (CTR and GHASH, no tag per buffer).";
+    chunks) sealed in memory as `paraes enc` seals a file: the buffer in its workers' windows \
+    (4 MiB, or less where a short buffer would leave one of the engine's threads without one), \
+    as many windows sealed side by side as the engine has threads. Where the engine runs the \
+    records job in place (the CPU engine), each window lies in its records' data slots and is \
+    sealed there 16 GCM chunks at a time, as a worker seals what it reads (by the stitched \
+    VAES-512 + VPCLMULQDQ kernel, CTR and GHASH in one pass, where the CPU has it, else by CTR \
+    and then GHASH); where it runs the records job apart, each window sealed whole into a \
+    second buffer; elsewhere the CTR of the window's GCM chunks in one engine call, counters \
+    nonce_i || be32(2+j), then each GCM chunk's GHASH tag and E(J0) on the worker's thread, \
+    the data moved apart to make room for the tags. A size that is not whole 16 KiB chunks is \
+    a stream's end, whose last GCM chunk is short. openssl gcm rows: `openssl speed -evp \
+    aes-BITS-gcm`, one GCM context streamed over every buffer (CTR and GHASH, no tag per \
+    buffer).";
 
 impl BenchMode {
     /// Every mode, in the order `--mode` lists them.

@@ -166,15 +166,16 @@ pub fn sealed_len(plain_len: usize, last: bool) -> Option<usize> {
 /// [`seal`] of a GCM chunk stream's chunk whose plaintext already lies in the data slots of its
 /// records (`chunk.data` is [`sealed_len`] bytes), sealed where it lies by the engine's records
 /// job in place ([`StreamSpec::runs_records_in_place`]; an engine that does not run it in
-/// place runs it through a copy): what `paraes enc`'s workers do with a window they read from a
-/// file ([`run_parallel`]).
+/// place runs it through a copy), a few records at a time: what `paraes enc`'s workers do with
+/// a window they read from a file ([`run_parallel`]), less the reads.
 pub fn seal_in_place(spec: &StreamSpec<'_>, chunk: &mut Chunk) -> Result<(), PipelineError> {
     if spec.direction != crate::Direction::Encrypt {
         return Err(PipelineError::Engine(EngineError::Unsupported(
             "sealing in place is for encryption".into(),
         )));
     }
-    gcm::crypt_records_in_place(spec, chunk)
+    // As a worker seals a window it reads from a file, a piece at a time, without the reads.
+    gcm::crypt_read_in_place(spec, chunk, |_, _| Ok(()))
 }
 
 /// Everything one chunk needs on the way in: tag check, decryption and padding removal for

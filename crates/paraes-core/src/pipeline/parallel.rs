@@ -30,8 +30,17 @@ use deliver::{write_in_order, Deliver, Shape};
 use feed::{read_in_order, Feed};
 
 /// The least a worker reads or writes at once: a window of whole pipeline chunks of at least
-/// this many bytes (a v2 stream's chunks keep their format's size, each with its tag).
+/// this many bytes (a v2 stream's chunks keep their format's size, each with its tag), or less
+/// for an input too short to give every worker a window of it ([`Workers::for_input`]).
 pub const WINDOW: usize = 4 << 20;
+
+/// Windows of an input too short for windows of [`WINDOW`] for every worker, per worker: a
+/// worker that starts late (woken late, on a busy machine) just takes fewer of them.
+const WINDOWS_PER_WORKER: usize = 4;
+
+/// The least a worker takes of an input too short for windows of [`WINDOW`] for every
+/// worker: one piece of records read and crypted at once (16 GCM chunks).
+const LEAST_WINDOW: usize = 256 << 10;
 
 /// Where a parallel run's input comes from.
 pub enum Source<'a> {
@@ -89,6 +98,16 @@ impl Workers {
     /// the writer).
     pub fn buffers(&self) -> usize {
         self.threads + 2
+    }
+
+    /// These workers for an input of `len` bytes: windows small enough that every worker has
+    /// one (down to [`LEAST_WINDOW`]), so that a file shorter than a window for each worker is
+    /// not sealed by fewer of them than it could be. The windows cut nothing the output shows.
+    pub fn for_input(self, len: u64) -> Self {
+        let windows = (self.threads * WINDOWS_PER_WORKER) as u64;
+        let share = usize::try_from(len.div_ceil(windows)).unwrap_or(usize::MAX);
+        let window = self.window.min(share.max(LEAST_WINDOW));
+        Workers { window, ..self }
     }
 
     /// These workers for windows of `record` bytes: fewer where a window is larger than
@@ -230,6 +249,10 @@ fn run_windows(
     workers: Workers,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Ran, PipelineError> {
+    let workers = match &source {
+        Source::At { len, .. } => workers.for_input(*len),
+        Source::Stream(_) => workers,
+    };
     let (windowed, base) = windowed(spec, workers.window, segment.first_index);
     let spec = &windowed;
     let workers = workers_for(spec, workers);

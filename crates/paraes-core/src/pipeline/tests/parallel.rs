@@ -424,6 +424,31 @@ fn windows_larger_than_the_window_run_on_fewer_workers() {
     assert_eq!(Workers::new(1).for_record(64 << 20).threads, 1);
 }
 
+/// An input too short for a window of [`WINDOW`] for each worker is cut into four windows per
+/// worker, none shorter than 256 KiB nor longer than the workers' window; a long one keeps it.
+#[test]
+fn short_inputs_give_every_worker_a_few_windows() {
+    let window = |threads: usize, len: u64| Workers::new(threads).for_input(len).window;
+    let full = crate::pipeline::WINDOW;
+    let w = full as u64;
+    assert_eq!(window(2, 1 << 30), full);
+    assert_eq!(window(2, 8 * w), full);
+    assert_eq!(window(2, 8 * w - 8), full - 1);
+    assert_eq!(window(2, 4 << 20), 512 << 10);
+    assert_eq!(window(16, 64 << 20), 1 << 20);
+    assert_eq!(window(2, 1 << 20), 256 << 10);
+    assert_eq!(window(16, 1 << 20), 256 << 10);
+    assert_eq!(window(4, 0), 256 << 10);
+    assert_eq!(window(1, u64::MAX), full);
+    // A window already shorter (the tests') is kept; the thread count never changes.
+    let small = Workers {
+        threads: 3,
+        window: 48 << 10,
+    };
+    assert_eq!(small.for_input(1 << 30), small);
+    assert_eq!(small.for_input(1), small);
+}
+
 /// A format v3 body runs on as many workers to decrypt as to encrypt: a decrypting window's
 /// input is its plaintext's window and its tags, a little over [`WINDOW`], which is no reason
 /// for fewer workers (it halved them, and `dec` ran on one core where `enc` ran on two).

@@ -125,13 +125,15 @@ fn windows_are_read_and_crypted_a_few_records_at_a_time() {
     ];
     same_as_in_order("gcm pieces", spec, window, &lengths);
 
-    let plain = data(2 * window + 5);
+    // Long enough that no worker takes less than the window.
+    let plain = data(8 * window + 5);
     let mut sealed = run_spec(&spec(Direction::Encrypt), &plain).unwrap();
     sealed[37 * GCM_RECORD_LEN + 3] ^= 1;
     sealed[58 * GCM_RECORD_LEN + 3] ^= 1;
     for threads in 1..=2 {
         for ends in [ENDS[0], ENDS[1]] {
             let workers = Workers { threads, window };
+            assert_eq!(workers.for_input(sealed.len() as u64), workers);
             let (out, ran) = through(&spec(Direction::Decrypt), &sealed, ends, workers);
             assert!(
                 matches!(ran, Err(PipelineError::Tampered(37))),
