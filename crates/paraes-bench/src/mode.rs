@@ -23,9 +23,11 @@ pub enum BenchMode {
 /// What the `gcm` rows measure, in one paragraph (for the table's header and the summary).
 pub const GCM_NOTE: &str = "gcm rows: format v3's body (C2SP Cobblestone: 16 KiB AES-GCM \
     chunks) sealed in memory as `paraes enc` seals a file: the buffer in its workers' windows \
-    (4 MiB, or less where a short buffer would leave one of the engine's threads without one), \
+    (4 MiB, or smaller where the buffer is too short to give each of the engine's threads four, \
+    256 KiB at least), \
     as many windows sealed side by side as the engine has threads. Where the engine runs the \
-    records job in place (the CPU engine), each window lies in its records' data slots and is \
+    records job in place (the CPU engine with more than one thread or with the stitched kernel), \
+    each window lies in its records' data slots and is \
     sealed there 16 GCM chunks at a time, as a worker seals what it reads (by the stitched \
     VAES-512 + VPCLMULQDQ kernel, CTR and GHASH in one pass, where the CPU has it, else by CTR \
     and then GHASH); where it runs the records job apart, each window sealed whole into a \
