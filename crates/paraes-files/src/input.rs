@@ -193,6 +193,19 @@ impl Read for Input {
             Input::Armored(reader) => reader.read(buf),
         }
     }
+
+    /// Each kind's own vectored read (`readv` for standard input and a file): the pipeline
+    /// reads a stream straight into the data slots of the GCM records it seals, 16 KiB slots
+    /// between tags, and `Read`'s default fills only the first slot a call (a read syscall per
+    /// 16 KiB: `enc < f` spent twice `cat`'s system time in its reads).
+    fn read_vectored(&mut self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
+        match self {
+            Input::Stdin(stdin) => stdin.read_vectored(bufs),
+            Input::File(file, _) => file.read_vectored(bufs),
+            Input::Replaying(chain) => chain.read_vectored(bufs),
+            Input::Armored(reader) => reader.read_vectored(bufs),
+        }
+    }
 }
 
 /// Reads up to `start.len()` bytes from offset 0 on by `read_at(buf, offset)`, fewer only
@@ -288,6 +301,30 @@ mod tests {
         input.refuse_as_output(&other).unwrap();
         let replaying = input.replaying(b"ahead".to_vec());
         assert!(replaying.refuse_as_output(&link).is_err());
+    }
+
+    /// A vectored read of a file, plain or beneath a replay, fills more than its first buffer
+    /// in one call (as `readv` does), not one buffer a call as `Read`'s default does.
+    #[test]
+    fn vectored_reads_fill_every_buffer_in_one_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let bytes: Vec<u8> = (0..48u8).collect();
+        fs::write(&path, &bytes).unwrap();
+        let open = || Input::open(Some(&path), InputKinds::FilesAndStreams).unwrap();
+        for (what, mut input) in [
+            ("file", open()),
+            ("replaying", open().replaying(Vec::new())),
+        ] {
+            let (mut a, mut b, mut c) = ([0u8; 16], [0u8; 16], [0u8; 16]);
+            let mut bufs = [
+                io::IoSliceMut::new(&mut a),
+                io::IoSliceMut::new(&mut b),
+                io::IoSliceMut::new(&mut c),
+            ];
+            assert_eq!(input.read_vectored(&mut bufs).unwrap(), 48, "{what}");
+            assert_eq!([a, b, c].concat(), bytes, "{what}");
+        }
     }
 
     /// A binary container file stays a file read at its offsets (nothing read moved them); an
