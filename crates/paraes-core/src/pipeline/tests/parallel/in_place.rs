@@ -336,3 +336,117 @@ fn sealing_in_place_refuses_a_layout_that_contradicts_the_last_flag() {
         crate::pipeline::seal_in_place(&spec, &mut chunk).unwrap();
     }
 }
+
+/// A stream output that counts the writes it is given (each window is one `write_all`).
+struct CountWrites {
+    bytes: Vec<u8>,
+    writes: usize,
+}
+impl std::io::Write for CountWrites {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.writes += 1;
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+        self.writes += 1;
+        let mut n = 0;
+        for buf in bufs {
+            self.bytes.extend_from_slice(buf);
+            n += buf.len();
+        }
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Segments on the workers' real window ([`crate::pipeline::WINDOW`]) of a stream of 16 KiB
+/// pipeline chunks (`verify`, `dec --range`, MPI ranks with `--chunk-size 16K`), short enough
+/// that [`Workers::for_input`] shrinks their windows: the bytes are the stream's, and the rest
+/// of a segment after its first window boundary still runs on windows of many chunks (the
+/// shrunk window's chunk count must keep dividing the boundary's index, or the gcd in
+/// `windowed` cuts the windows to a single 16 KiB chunk: one `pread`, one write, one turn per
+/// GCM chunk).
+#[test]
+fn short_segments_off_the_start_keep_windows_of_many_chunks() {
+    let cipher = message_cipher();
+    let engine = leak(CpuEngine::new(Some(1)).unwrap());
+    let g = GCM_CHUNK_LEN;
+    let enc = StreamSpec::message(engine, Direction::Encrypt, cipher, g);
+    let dec = StreamSpec::message(engine, Direction::Decrypt, cipher, g);
+    // Two workers: eight windows of the input; 136 chunks give windows of 17 chunks, a count
+    // prime to the window boundary 256.
+    let workers = Workers::new(2);
+    let plain = data((256 + 136) * g);
+    let sealed = run_spec(&enc, &plain).unwrap();
+    for (spec, whole, out_record) in [
+        (&enc, &plain, GCM_RECORD_LEN),
+        (&dec, &sealed, g),
+    ] {
+        let record = spec.input_record_len();
+        let input_file = file_with(INPUT_AT, whole);
+        for first in [256u64, 1] {
+            let from = first as usize * record;
+            let mut output = CountWrites {
+                bytes: Vec::new(),
+                writes: 0,
+            };
+            let ran = run_parallel_segment(
+                spec,
+                Segment {
+                    first_index: first,
+                    ends_stream: false,
+                },
+                Source::At {
+                    file: &input_file,
+                    at: (INPUT_AT + from) as u64,
+                    len: (392 * record - from) as u64,
+                },
+                Sink::Stream(&mut output),
+                workers,
+                &|_| {},
+            );
+            let at = format!("{:?} from {first}", spec.direction);
+            ran.unwrap_or_else(|e| panic!("{at}: {e}"));
+            let expect = if spec.direction == Direction::Encrypt {
+                &sealed[first as usize * out_record..392 * out_record]
+            } else {
+                &plain[first as usize * out_record..392 * out_record]
+            };
+            assert!(output.bytes == expect, "{at}: other bytes");
+            // Windows of at least 256 KiB: 136 chunks in at most 9 of them, plus the head's.
+            assert!(output.writes <= 24, "{at}: {} writes", output.writes);
+        }
+    }
+}
+
+/// What `paraes enc` runs for a 1 MiB file on two workers (a v3 body in pipeline chunks of the
+/// default `--chunk-size`, 1 MiB; the workers' real window): [`Workers::for_input`] means to
+/// give every worker windows of it (commit ea8373d: "a 1 MiB file on 2 cores: one worker"),
+/// and the bench's gcm rows measure windows of 256 KiB for it; but a window is whole pipeline
+/// chunks, so the file still goes as one window to one worker.
+#[test]
+fn a_short_file_in_default_batches_is_cut_into_windows_for_every_worker() {
+    let cipher = message_cipher();
+    let engine = leak(CpuEngine::new(Some(1)).unwrap());
+    let batch = crate::pipeline::DEFAULT_CHUNK_SIZE;
+    let enc = StreamSpec::message(engine, Direction::Encrypt, cipher, batch);
+    // Just under 1 MiB: one pipeline chunk (1 MiB exactly is two, the second empty).
+    let plain = data((1 << 20) - 5);
+    let sealed = run_spec(&enc, &plain).unwrap();
+    let input_file = file_with(INPUT_AT, &plain);
+    let mut output = CountWrites {
+        bytes: Vec::new(),
+        writes: 0,
+    };
+    let source = Source::At {
+        file: &input_file,
+        at: INPUT_AT as u64,
+        len: plain.len() as u64,
+    };
+    run_parallel(&enc, source, Sink::Stream(&mut output), Workers::new(2), &|_| {}).unwrap();
+    assert!(output.bytes == sealed);
+    assert!(output.writes >= 2, "{} window(s) for two workers", output.writes);
+}
