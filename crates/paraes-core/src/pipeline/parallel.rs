@@ -407,24 +407,25 @@ fn chunks_per_window(spec: &StreamSpec<'_>, window: usize) -> u64 {
 }
 
 /// `spec` with pipeline chunks of [`chunks_per_window`] of its chunks, or of fewer where
-/// `first_index` (of `spec`'s chunks) is not a multiple of that (the largest count that
-/// divides both), and the index of the first pipeline chunk of a segment from `first_index`.
+/// `first_index` (of `spec`'s chunks) is not a multiple of that (the largest count up to it
+/// that divides `first_index`), and the index of the first pipeline chunk of a segment from
+/// `first_index`. Not the greatest common divisor of the two: a window that
+/// [`Workers::for_input`] shrank to a count prime to a segment's first index (a window
+/// boundary of the full window) would cut that segment into windows of one chunk each.
 fn windowed<'a>(spec: &StreamSpec<'a>, window: usize, first_index: u64) -> (StreamSpec<'a>, u64) {
-    let per_window = gcd(first_index, chunks_per_window(spec, window));
+    let most = chunks_per_window(spec, window);
+    let per_window = match first_index {
+        0 => most,
+        _ => (1..=most)
+            .rev()
+            .find(|count| first_index.is_multiple_of(*count))
+            .unwrap_or(1),
+    };
     let spec = StreamSpec {
         chunk_size: spec.chunk_size * per_window as usize,
         ..*spec
     };
     (spec, first_index / per_window)
-}
-
-/// The greatest common divisor of `a` and `b` (`b` when `a` is 0).
-fn gcd(a: u64, b: u64) -> u64 {
-    if a == 0 {
-        b
-    } else {
-        gcd(b % a, a)
-    }
 }
 
 /// What the threads of one run share.
