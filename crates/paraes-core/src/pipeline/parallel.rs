@@ -249,11 +249,28 @@ fn run_windows(
     workers: Workers,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Ran, PipelineError> {
-    let workers = match &source {
-        Source::At { len, .. } => workers.for_input(*len),
-        Source::Stream(_) => workers,
+    let (spec, first_index, workers) = match &source {
+        Source::At { len, .. } => {
+            let shrunk = workers.for_input(*len);
+            match spec.tags {
+                // A GCM stream's batch changes where the pipeline cuts, never the bytes it
+                // writes: where the window shrank below it (a short file in batches of the
+                // default `--chunk-size`, 1 MiB), the windows are cut from single GCM chunks,
+                // or the file would still go to one worker as one batch.
+                Tags::Gcm(_) if shrunk.window < workers.window.min(spec.chunk_size) => {
+                    let per_batch = spec.gcm_per_chunk() as u64;
+                    let finer = StreamSpec {
+                        chunk_size: crate::engine::GCM_CHUNK_LEN,
+                        ..*spec
+                    };
+                    (finer, segment.first_index.saturating_mul(per_batch), shrunk)
+                }
+                _ => (StreamSpec { ..*spec }, segment.first_index, shrunk),
+            }
+        }
+        Source::Stream(_) => (StreamSpec { ..*spec }, segment.first_index, workers),
     };
-    let (windowed, base) = windowed(spec, workers.window, segment.first_index);
+    let (windowed, base) = windowed(&spec, workers.window, first_index);
     let spec = &windowed;
     let workers = workers_for(spec, workers);
     // A segment that does not end the stream is whole records: its chunk count is known.
