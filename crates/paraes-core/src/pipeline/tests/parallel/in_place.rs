@@ -381,10 +381,7 @@ fn short_segments_off_the_start_keep_windows_of_many_chunks() {
     let workers = Workers::new(2);
     let plain = data((256 + 136) * g);
     let sealed = run_spec(&enc, &plain).unwrap();
-    for (spec, whole, out_record) in [
-        (&enc, &plain, GCM_RECORD_LEN),
-        (&dec, &sealed, g),
-    ] {
+    for (spec, whole, out_record) in [(&enc, &plain, GCM_RECORD_LEN), (&dec, &sealed, g)] {
         let record = spec.input_record_len();
         let input_file = file_with(INPUT_AT, whole);
         for first in [256u64, 1] {
@@ -449,9 +446,20 @@ fn a_short_file_in_default_batches_is_cut_into_windows_for_every_worker() {
         at: INPUT_AT as u64,
         len: plain.len() as u64,
     };
-    run_parallel(&enc, source, Sink::Stream(&mut output), Workers::new(2), &|_| {}).unwrap();
+    run_parallel(
+        &enc,
+        source,
+        Sink::Stream(&mut output),
+        Workers::new(2),
+        &|_| {},
+    )
+    .unwrap();
     assert!(output.bytes == sealed);
-    assert!(output.writes >= 2, "{} window(s) for two workers", output.writes);
+    assert!(
+        output.writes >= 2,
+        "{} window(s) for two workers",
+        output.writes
+    );
 }
 
 /// Short inputs in batches of 1 MiB, cut into windows of GCM chunks finer than a batch: whole
@@ -475,7 +483,14 @@ fn short_inputs_in_large_batches_are_the_same_bytes_on_finer_windows() {
             ran.unwrap();
             assert!(out == plain, "{threads} {ends:?} dec");
         }
-        for span in [(0, Some(3)), (1, Some(2)), (1, None), (2, None), (3, None), (1, Some(3))] {
+        for span in [
+            (0, Some(3)),
+            (1, Some(2)),
+            (1, None),
+            (2, None),
+            (3, None),
+            (1, Some(3)),
+        ] {
             for to_file in [true, false] {
                 let at = format!("{span:?} {threads} {to_file}");
                 let enc = spec(Direction::Encrypt);
@@ -483,7 +498,9 @@ fn short_inputs_in_large_batches_are_the_same_bytes_on_finer_windows() {
                 ran.unwrap_or_else(|e| panic!("{at}: {e}"));
                 let per = batch / GCM_CHUNK_LEN;
                 let from = span.0 as usize * per * GCM_RECORD_LEN;
-                let to = span.1.map_or(sealed.len(), |e| e as usize * per * GCM_RECORD_LEN);
+                let to = span
+                    .1
+                    .map_or(sealed.len(), |e| e as usize * per * GCM_RECORD_LEN);
                 assert!(out == sealed[from..to], "{at} enc");
                 let dec = spec(Direction::Decrypt);
                 let (out, ran) = segment_through(&dec, &sealed, span, to_file, workers);
@@ -509,7 +526,11 @@ fn short_inputs_in_large_batches_are_the_same_bytes_on_finer_windows() {
                 let damaged_chunk = &out[(70 * g).min(out.len())..(71 * g).min(out.len())];
                 assert!(damaged_chunk.iter().all(|&b| b == 0), "{threads} {ends:?}");
             } else {
-                assert!(out.len() <= 70 * g, "{threads} {ends:?}: {} bytes", out.len());
+                assert!(
+                    out.len() <= 70 * g,
+                    "{threads} {ends:?}: {} bytes",
+                    out.len()
+                );
                 assert!(out == plain[..out.len()], "{threads} {ends:?}");
             }
         }
