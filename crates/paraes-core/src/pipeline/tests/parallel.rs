@@ -644,3 +644,47 @@ fn writers_that_take_turns_wait_for_another_process_s_turn_and_then_write_the_sa
 mod bad_streams;
 mod failures;
 mod in_place;
+
+/// Raw and v2 segments on the workers' real window, short enough that it shrinks
+/// ([`Workers::for_input`]), from chunks on and off its boundaries: that part of the whole
+/// stream's output (a window's chunk count is the most up to the window's that divides the
+/// segment's first index).
+#[test]
+fn short_raw_and_v2_segments_on_the_real_window_are_their_part_of_the_stream() {
+    let engine = leak(CpuEngine::new(Some(1)).unwrap());
+    let keys = leak(sealed(KeySize::from_len(32).unwrap()));
+    let auth = keys.authenticator().unwrap();
+    let chunk = super::CHUNK;
+    for (name, tags) in [("ctr", Tags::None), ("v2", Tags::Chunk(auth))] {
+        let spec = move |direction| StreamSpec {
+            mode: Mode::Ctr,
+            padding: false,
+            counter: [0xf0; 16],
+            chunk_size: chunk,
+            tags,
+            ..keys.stream_spec(engine, direction)
+        };
+        let chunks = 1500u64;
+        let plain = data(chunks as usize * chunk - 7);
+        let enc = spec(Direction::Encrypt);
+        let sealed = run_spec(&enc, &plain).unwrap();
+        let out_record = enc.output_record_len();
+        for span in [
+            (0, None),
+            (1, Some(1100)),
+            (1024, None),
+            (1030, Some(1499)),
+            (777, None),
+        ] {
+            for threads in [2, 3] {
+                let at = format!("{name} {span:?} {threads}");
+                let (out, ran) =
+                    segment_through(&enc, &plain, span, threads == 2, Workers::new(threads));
+                ran.unwrap_or_else(|e| panic!("{at}: {e}"));
+                let from = span.0 as usize * out_record;
+                let to = span.1.map_or(sealed.len(), |e| e as usize * out_record);
+                assert!(out == sealed[from..to], "{at}");
+            }
+        }
+    }
+}
