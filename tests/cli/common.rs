@@ -537,18 +537,22 @@ pub fn give_to_unprivileged(path: &std::path::Path) {
     }
 }
 
-/// Whether a thread of process `pid` sits in read(2) on its descriptor `fd`: the system call
-/// and its first argument in /proc/PID/task/TID/syscall (shown only while it is in the call).
+/// Whether a thread of process `pid` sits in read(2) or readv(2) on its descriptor `fd`: the
+/// system call and its first argument in /proc/PID/task/TID/syscall (shown only while it is in
+/// the call).
 pub fn blocked_reading(pid: u32, fd: u32) -> bool {
     let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
         return false;
     };
-    let read = libc::SYS_read.to_string();
+    let reads = [libc::SYS_read, libc::SYS_readv].map(|call| call.to_string());
     let fd = format!("{fd:#x}");
     tasks.flatten().any(|task| {
         fs::read_to_string(task.path().join("syscall")).is_ok_and(|line| {
             let mut fields = line.split_whitespace();
-            fields.next() == Some(read.as_str()) && fields.next() == Some(fd.as_str())
+            fields
+                .next()
+                .is_some_and(|call| reads.iter().any(|r| r == call))
+                && fields.next() == Some(fd.as_str())
         })
     })
 }

@@ -191,7 +191,7 @@ fn a_full_file_system_leaves_no_output_and_no_temporary() {
     assert_eq!(small.names(), ["tiny.paraes"].map(String::from).into());
 }
 
-/// An LD_PRELOAD library of faults. Reads (read, pread, preadv) of the file FAULT_PATH fail
+/// An LD_PRELOAD library of faults. Reads (read, readv, pread, preadv) of the file FAULT_PATH fail
 /// with EIO once FAULT_AFTER bytes have been read from it. Writes at offsets (pwrite, pwritev)
 /// into files in the directory FAULT_WRITE_DIR (an unnamed temporary there too) fail with errno
 /// FAULT_WRITE_ERRNO from the FAULT_WRITE_NTH-th on (counting from 0). Other descriptors work
@@ -242,6 +242,22 @@ ssize_t read(int fd, void *buf, size_t count) {
     ssize_t got = real(fd, buf, (size_t)n);
     if (got > 0) __atomic_add_fetch(&served, got, __ATOMIC_SEQ_CST);
     return got;
+}
+
+/* A vectored read of the target, buffer by buffer through read above (so it counts the same
+   bytes and fails at the same one): a stream read into the data slots of GCM records. */
+ssize_t readv(int fd, const struct iovec *iov, int iovcnt) {
+    static ssize_t (*real)(int, const struct iovec *, int);
+    if (!real) real = (ssize_t (*)(int, const struct iovec *, int))dlsym(RTLD_NEXT, "readv");
+    if (!is_target(fd)) return real(fd, iov, iovcnt);
+    ssize_t total = 0;
+    for (int i = 0; i < iovcnt; i++) {
+        ssize_t got = read(fd, iov[i].iov_base, iov[i].iov_len);
+        if (got < 0) return total > 0 ? total : -1;
+        total += got;
+        if ((size_t)got < iov[i].iov_len) break;
+    }
+    return total;
 }
 
 ssize_t pread64(int fd, void *buf, size_t count, off_t offset) {

@@ -340,7 +340,8 @@ pub fn gcm_op<'a>(engine: &'a dyn Engine, body: &'a GcmBody) -> Result<Op<'a>, B
     .for_input(body.bytes as u64)
     .window;
     let spec = StreamSpec {
-        chunk_size: gcm_batch(window),
+        // Whole GCM chunks, rounded up as the pipeline rounds a window.
+        chunk_size: gcm_batch(window.next_multiple_of(CHUNK_LEN)),
         ..spec
     };
     // The calling thread is one of the workers.
