@@ -81,16 +81,25 @@ pub(super) fn crypt_records_in_place(
     spec: &StreamSpec<'_>,
     chunk: &mut Chunk,
 ) -> Result<(), PipelineError> {
-    let job = match spec.direction {
-        Direction::Encrypt => sealing_in_place(spec, chunk)?,
-        Direction::Decrypt => {
-            check_records(spec, chunk)?;
-            job_of(spec, chunk.index)?
-        }
-    };
+    let job = job_in_place(spec, chunk)?;
     spec.engine
         .process_records_in_place(&job, &mut chunk.data)
         .map_err(records_error)
+}
+
+/// The job that seals or opens (by `spec`'s direction) `chunk`'s records side in place, once
+/// its layout is checked ([`sealing_in_place`], [`check_records`]).
+fn job_in_place<'s>(
+    spec: &'s StreamSpec<'_>,
+    chunk: &Chunk,
+) -> Result<RecordsJob<'s>, PipelineError> {
+    match spec.direction {
+        Direction::Encrypt => sealing_in_place(spec, chunk),
+        Direction::Decrypt => {
+            check_records(spec, chunk)?;
+            job_of(spec, chunk.index)
+        }
+    }
 }
 
 /// The job that seals `chunk`'s records side in place, once its layout is checked: the
@@ -124,7 +133,7 @@ fn job_of<'s>(spec: &'s StreamSpec<'_>, index: u64) -> Result<RecordsJob<'s>, Pi
 /// tags, which stay in a core's L2 cache from the read that brings them to the kernel that
 /// seals or opens them (and under the CPU engine's [`crate::CpuEngine`] threshold for sharing a
 /// buffer among its threads: each worker runs its own pieces). Measured on Zen 4 against 8
-/// and 32 (RESULTS, "Read and sealed a piece at a time").
+/// and 32 (docs/RESULTS.md, "A file's windows read and crypted a piece at a time").
 const RECORDS_AT_A_TIME: usize = 16;
 
 /// Seals or opens (by `spec`'s direction) the GCM records of `chunk` in place as
@@ -140,12 +149,11 @@ pub(super) fn crypt_read_in_place(
     chunk: &mut Chunk,
     mut read: impl FnMut(&mut [u8], u64) -> std::io::Result<()>,
 ) -> Result<(), PipelineError> {
-    let (job, input_unit) = match spec.direction {
-        Direction::Encrypt => (sealing_in_place(spec, chunk)?, GCM_CHUNK_LEN),
-        Direction::Decrypt => {
-            check_records(spec, chunk)?;
-            (job_of(spec, chunk.index)?, GCM_RECORD_LEN)
-        }
+    let job = job_in_place(spec, chunk)?;
+    // Input bytes from one record to the next: plaintext when sealing, records when opening.
+    let input_unit = match spec.direction {
+        Direction::Encrypt => GCM_CHUNK_LEN,
+        Direction::Decrypt => GCM_RECORD_LEN,
     };
     let piece_len = RECORDS_AT_A_TIME * GCM_RECORD_LEN;
     for (k, records) in chunk.data.chunks_mut(piece_len).enumerate() {

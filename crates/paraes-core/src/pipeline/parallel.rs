@@ -252,21 +252,8 @@ fn run_windows(
     let (spec, first_index, workers) = match &source {
         Source::At { len, .. } => {
             let shrunk = workers.for_input(*len);
-            match spec.tags {
-                // A GCM stream's batch changes where the pipeline cuts, never the bytes it
-                // writes: where the window shrank below it (a short file in batches of the
-                // default `--chunk-size`, 1 MiB), the windows are cut from single GCM chunks,
-                // or the file would still go to one worker as one batch.
-                Tags::Gcm(_) if shrunk.window < workers.window.min(spec.chunk_size) => {
-                    let per_batch = spec.gcm_per_chunk() as u64;
-                    let finer = StreamSpec {
-                        chunk_size: crate::engine::GCM_CHUNK_LEN,
-                        ..*spec
-                    };
-                    (finer, segment.first_index.saturating_mul(per_batch), shrunk)
-                }
-                _ => (StreamSpec { ..*spec }, segment.first_index, shrunk),
-            }
+            let (spec, first_index) = finer_for(spec, segment.first_index, shrunk, workers);
+            (spec, first_index, shrunk)
         }
         Source::Stream(_) => (StreamSpec { ..*spec }, segment.first_index, workers),
     };
@@ -420,6 +407,30 @@ fn chunks_per_window(spec: &StreamSpec<'_>, window: usize) -> u64 {
     match spec.tags {
         Tags::Chunk(_) => 1,
         Tags::None | Tags::Gcm(_) => window.div_ceil(spec.chunk_size).max(1) as u64,
+    }
+}
+
+/// `spec`, and a segment's `first_index` in its chunks, for `shrunk`, the windows of `workers`
+/// for a short input ([`Workers::for_input`]). A GCM stream's batch changes where the pipeline
+/// cuts, never the bytes it writes: where the window shrank below it (a short file in batches
+/// of the default `--chunk-size`, 1 MiB), the stream is cut from single GCM chunks, or the file
+/// would still go to one worker as one batch.
+fn finer_for<'a>(
+    spec: &StreamSpec<'a>,
+    first_index: u64,
+    shrunk: Workers,
+    workers: Workers,
+) -> (StreamSpec<'a>, u64) {
+    match spec.tags {
+        Tags::Gcm(_) if shrunk.window < workers.window.min(spec.chunk_size) => {
+            let finer = StreamSpec {
+                chunk_size: crate::engine::GCM_CHUNK_LEN,
+                ..*spec
+            };
+            let per_batch = spec.gcm_per_chunk() as u64;
+            (finer, first_index.saturating_mul(per_batch))
+        }
+        _ => (StreamSpec { ..*spec }, first_index),
     }
 }
 

@@ -98,10 +98,11 @@ impl Feed<'_> {
                     let crypted = crypt_read_in_place(spec, &mut chunk, |records, offset| {
                         let offset = at + start + offset;
                         match spec.direction {
-                            Direction::Encrypt => read_slots_at(file, records, offset),
-                            Direction::Decrypt => file.read_exact_at(records, offset),
+                            Direction::Encrypt => {
+                                read_slots_at(file, records, offset).map_err(eof_is_changed_size)
+                            }
+                            Direction::Decrypt => read_exactly_at(file, records, offset),
                         }
-                        .map_err(eof_is_changed_size)
                     });
                     data = chunk.data;
                     crypted
