@@ -2,6 +2,8 @@
 //! broadcasts the plan; every rank runs its share on its own engine (paraes-mpi); rank 0
 //! commits the output. Built with `--features mpi`; see `mpi_stub.rs` otherwise.
 
+use std::os::fd::AsFd;
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -19,7 +21,8 @@ use paraes_files::Reach;
 /// Runs the one file of `plan` on every rank; rank 0 returns the summary.
 pub fn run(plan: &CryptPlan, file: &FileTask, io: Option<MpiIo>) -> Result<Option<Summary>> {
     let mpi = start()?;
-    let Some(engine) = reported_by_root(&mpi, ready_engine(plan, &mpi))? else {
+    let ready = stdin_for_rank_0_alone(&mpi, file).and_then(|()| ready_engine(plan, &mpi));
+    let Some(engine) = reported_by_root(&mpi, ready)? else {
         return Ok(None);
     };
     let workers = rank_workers(plan, &mpi, engine.as_ref());
@@ -273,9 +276,42 @@ fn strategy(io: Option<MpiIo>, job: &Prepared) -> Result<IoStrategy> {
     }
 }
 
-/// Whether MPICH's Hydra launcher started this process (it sets the PMI-1 wire-up variables).
+/// Whether MPICH's Hydra launcher (`mpiexec`, Intel MPI's too) started this process: it
+/// sets the ranks' node-local layout. Not the PMI wire-up variables: Slurm's `srun --mpi=pmi2`
+/// sets `PMI_FD` as well.
 fn launched_by_hydra() -> bool {
-    std::env::var_os("PMI_FD").is_some() || std::env::var_os("PMI_PORT").is_some()
+    std::env::var_os("MPI_LOCALNRANKS").is_some() || std::env::var_os("HYDI_CONTROL_FD").is_some()
+}
+
+/// Whether Slurm's `srun` started this process as a task of a job step (and no launcher of
+/// its own stands between).
+fn task_of_srun() -> bool {
+    std::env::var_os("SLURM_STEP_ID").is_some() && !launched_by_hydra()
+}
+
+/// Under `srun`, standard input goes to every task unless `srun --input=0` gives it to task 0
+/// alone (the others then read /dev/null), and a task that does not read its copy (every rank
+/// but 0) stops the stream for all: the job would hang. So when the input is standard input,
+/// every rank but 0 checks that its own is not such a stream, and all ranks end together with
+/// the advice if one is. Collective.
+fn stdin_for_rank_0_alone(mpi: &Mpi, file: &FileTask) -> Result<()> {
+    let forwarded = || {
+        std::io::stdin()
+            .as_fd()
+            .try_clone_to_owned()
+            .and_then(|fd| std::fs::File::from(fd).metadata())
+            .is_ok_and(|meta| meta.file_type().is_fifo() || meta.file_type().is_socket())
+    };
+    let mine = if file.input.is_none() && !mpi.is_root() && task_of_srun() && forwarded() {
+        Err(mpi.tag(
+            "under srun, standard input goes to every task and the tasks other than 0 do not \
+             read it, which stops the stream: run srun --input=0 ... to give it to task 0 \
+             alone, or give the input as a file or a named pipe",
+        ))
+    } else {
+        Ok(())
+    };
+    outcome(mpi, mpi.agree(mine))
 }
 
 /// This rank's engine: the plan's engine with the node shared among its ranks as the

@@ -8,7 +8,7 @@
 //! never skip. Every `srun` is bounded: past its deadline its process group is ended and the
 //! test fails with what `srun` said.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Mutex;
@@ -97,8 +97,18 @@ fn assert_slurm_runs() {
 
 /// Runs `srun SRUN_ARGS paraes ARGS` in the scratch directory, in a process group of its own,
 /// for at most [`DEADLINE`]: past it, SIGTERM to the group (srun then cancels the job step),
-/// SIGKILL five seconds later.
+/// SIGKILL five seconds later. Standard input is empty.
 fn srun(scratch: &Scratch, srun_args: &[&str], args: &[&str]) -> Ran {
+    srun_with_input(scratch, srun_args, args, None)
+}
+
+/// [`srun`] with `input` written to srun's standard input from a thread (`None`: /dev/null).
+fn srun_with_input(
+    scratch: &Scratch,
+    srun_args: &[&str],
+    args: &[&str],
+    input: Option<&[u8]>,
+) -> Ran {
     assert_slurm_runs();
     let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let what = format!("srun {} paraes {}", srun_args.join(" "), args.join(" "));
@@ -113,12 +123,23 @@ fn srun(scratch: &Scratch, srun_args: &[&str], args: &[&str]) -> Ran {
         // the one the other tests' jobs share and race on (see `Library::environment`);
         // MPICH reads none of it.
         .env("OMPI_MCA_orte_tmpdir_base", session_base())
-        .stdin(Stdio::null())
+        .stdin(match input {
+            Some(_) => Stdio::piped(),
+            None => Stdio::null(),
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()
         .unwrap_or_else(|e| panic!("{what}: srun does not start: {e}"));
+    if let (Some(mut pipe), Some(input)) = (child.stdin.take(), input) {
+        let input = input.to_vec();
+        // A job that ends without reading all of it closes the pipe: the write then fails,
+        // which is that job's business, not the feeder's.
+        std::thread::spawn(move || {
+            let _ = pipe.write_all(&input);
+        });
+    }
     let drain = |pipe: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut bytes = Vec::new();
@@ -326,4 +347,57 @@ fn srun_cpus_per_task_sets_the_worker_threads() {
         assert!(err.contains(from), "{}: not {from:?}: {err}", ran.what);
         assert!(ran.stdout.is_empty(), "{}: wrote to stdout", ran.what);
     }
+}
+
+/// Standard input under `srun`: it goes to every task unless `--input=0` gives it to task 0
+/// alone, and a task that does not read it stops the stream for all. With `--input=0`, two
+/// ranks encrypt a stream larger than a pipe holds into the container of that stream (under
+/// either PMI plugin: Slurm's `pmi2` sets the `PMI_FD` that MPICH's mpiexec sets too, and must
+/// not be taken for it); without it, paraes refuses at once, saying `--input=0`, and writes
+/// nothing, rather than hang until the step is killed.
+#[test]
+fn srun_standard_input_reaches_task_0_alone() {
+    let scratch = Scratch::new();
+    scratch.key_file("k", 256, 43, true);
+    let plain = seeded_bytes(43, 40 * CHUNK + 3);
+    let srun_args = srun_ranks(2, false);
+    let mut srun_args: Vec<&str> = srun_args.iter().map(String::as_str).collect();
+    let args = [
+        "enc",
+        "-k",
+        "k",
+        "--backend",
+        "mpi",
+        "--chunk-size",
+        CHUNK_ARG,
+        "-o",
+        "sealed",
+    ];
+    let before = scratch.names();
+    let ran = srun_with_input(&scratch, &srun_args, &args, Some(&plain));
+    let what = &ran.what;
+    let status = ran.status.unwrap_or_else(|| {
+        panic!(
+            "{what}: still running after {} s: {}",
+            DEADLINE.as_secs(),
+            ran.stderr
+        )
+    });
+    assert!(
+        !status.success(),
+        "{what}: succeeded, with input sent to every task"
+    );
+    // srun adds lines of its own ("srun: error: ..."); paraes's is one.
+    let lines: Vec<&str> = ran.stderr.lines().filter(|l| l.starts_with("paraes")).collect();
+    assert!(
+        lines.len() == 1 && lines[0].contains("--input=0"),
+        "{what}: not one line of paraes that says --input=0: {}",
+        ran.stderr
+    );
+    assert_eq!(scratch.names(), before, "{what}: left files behind");
+
+    srun_args.push("--input=0");
+    let ran = srun_with_input(&scratch, &srun_args, &args, Some(&plain));
+    ran.succeeded();
+    assert_v3_container(&scratch, "sealed", &plain, 256, &ran.what);
 }
