@@ -81,6 +81,7 @@ fn file_advice(error: &FileError) -> Option<String> {
         }
         FileError::CannotCreate { .. } => WRITE_ELSEWHERE.to_owned(),
         FileError::OutputIsRead { .. } => "choose another output".to_owned(),
+        FileError::Planted { .. } => format!("remove it, or {WRITE_ELSEWHERE}"),
         FileError::InputNotRegular { .. } => {
             "many-file runs take regular files only; give it alone to stream it".to_owned()
         }

@@ -2,16 +2,23 @@
 //! passphrase prompt had turned echo off, removes the named temporary outputs (the fallback
 //! when the file system has no O_TMPFILE; a many-file run may have several at once), says what
 //! was left, and exits with 128 + the signal's number (130, 143, 129), as shells expect.
+//! SIGXFSZ is caught, so that a write past `ulimit -f` fails with an error paraes reports.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use paraes_files::pending::{clean_up_for_exit, Pending};
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGXFSZ};
 use signal_hook::iterator::Signals;
 
-/// Starts the thread that handles the signals.
+/// Starts the thread that handles the signals, and catches SIGXFSZ.
 pub fn install() -> Result<()> {
+    // A write past the process's file size limit (`ulimit -f`) sends SIGXFSZ, whose default
+    // kills the process before it can say why or clean up; caught, the write fails with EFBIG
+    // instead, which the file layer reports. (The flag it sets is not read.)
+    signal_hook::flag::register(SIGXFSZ, Arc::new(AtomicBool::new(false)))
+        .context("cannot install the signal handlers")?;
     let mut signals =
         Signals::new([SIGINT, SIGTERM, SIGHUP]).context("cannot install the signal handlers")?;
     std::thread::Builder::new()

@@ -111,7 +111,9 @@ pub(super) fn is_fd_path(path: &Path) -> bool {
 
 /// An output path with its symbolic links resolved, so that the file is written where the link
 /// points (as `cp` and `tee` do) and the link itself is never replaced: `-o /dev/stdout`
-/// writes to whatever standard output is. A name must be a file name (not `dir/`).
+/// writes to whatever standard output is. A link that another user planted in a shared
+/// directory (`/tmp`) is refused, as the kernel refuses `cp` to follow it. A name must be a
+/// file name (not `dir/`).
 pub(super) fn through_links(path: &Path) -> Result<PathBuf> {
     if path.as_os_str().as_bytes().ends_with(b"/") || path.file_name().is_none() {
         bail!(
@@ -125,6 +127,9 @@ pub(super) fn through_links(path: &Path) -> Result<PathBuf> {
     if !meta.file_type().is_symlink() {
         return Ok(path.to_path_buf());
     }
+    // paraes follows these links itself, where the kernel's rule for links in shared
+    // directories does not reach.
+    paraes_files::shared_dirs::refuse_planted_links(path)?;
     match fs::canonicalize(path) {
         Ok(target) => Ok(target),
         // A link to a pipe or terminal (/dev/stdout on a pipe): written in place, as a stream.

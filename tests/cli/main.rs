@@ -28,6 +28,7 @@ mod range;
 mod raw;
 mod rekey_race;
 mod rekey_ways;
+mod review_outputs;
 mod roundtrip;
 mod secrets;
 #[cfg(feature = "mpi")]

@@ -388,7 +388,11 @@ fn srun_standard_input_reaches_task_0_alone() {
         "{what}: succeeded, with input sent to every task"
     );
     // srun adds lines of its own ("srun: error: ..."); paraes's is one.
-    let lines: Vec<&str> = ran.stderr.lines().filter(|l| l.starts_with("paraes")).collect();
+    let lines: Vec<&str> = ran
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("paraes"))
+        .collect();
     assert!(
         lines.len() == 1 && lines[0].contains("--input=0"),
         "{what}: not one line of paraes that says --input=0: {}",

@@ -54,6 +54,17 @@ pub enum FileError {
         /// The system's error (`why` says it in words; kept for its error number).
         cause: io::Error,
     },
+    /// The output is an entry that another user may have planted in a shared directory:
+    /// see [`crate::shared_dirs::refuse_if_planted`].
+    #[error("{} is {what} in {} (sticky and writable by all) that another user owns: paraes does not write through it", .path.display(), .dir.display())]
+    Planted {
+        /// The entry.
+        path: PathBuf,
+        /// What it is ("a symbolic link", "a FIFO").
+        what: String,
+        /// Its directory.
+        dir: PathBuf,
+    },
     /// An input names a directory.
     #[error("{} is a directory, not a file", .0.display())]
     InputIsDirectory(PathBuf),

@@ -64,12 +64,19 @@ pub fn lock(file: &File, path: &Path, meta: &Metadata) -> Result<()> {
 
 /// Gives the copy that will replace a file the file's owner, group and mode. Where the owner
 /// cannot be kept (not root, another user's file), the setuid and setgid bits are dropped
-/// rather than given to a new owner.
+/// rather than given to a new owner; where the group cannot be kept either (the user is not in
+/// it), so are the group's permission bits, which would otherwise pass to the user's own group.
 pub fn keep_owner_and_mode(copy: &File, meta: &Metadata) -> Result<()> {
+    use std::os::unix::fs::fchown;
     let mut mode = meta.permissions().mode() & 0o7777;
     let same_owner = (meta.uid(), meta.gid()) == (copy.metadata()?.uid(), copy.metadata()?.gid());
-    if !same_owner && std::os::unix::fs::fchown(copy, Some(meta.uid()), Some(meta.gid())).is_err() {
+    if !same_owner && fchown(copy, Some(meta.uid()), Some(meta.gid())).is_err() {
         mode &= !0o6000;
+        // A user may give their file any group they are in.
+        let _ = fchown(copy, None, Some(meta.gid()));
+        if copy.metadata()?.gid() != meta.gid() {
+            mode &= !0o070;
+        }
     }
     copy.set_permissions(fs::Permissions::from_mode(mode))
         .map_err(GuardError::Mode)

@@ -11,10 +11,10 @@ pub fn leftovers(container: &Path) -> Vec<PathBuf> {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
-    let Some(name) = container.file_name().and_then(|n| n.to_str()) else {
+    let Some(name) = container.file_name() else {
         return Vec::new();
     };
-    let ours = format!(".{name}.");
+    let ours = crate::output::hidden_prefix(name);
     let Ok(entries) = fs::read_dir(dir) else {
         return Vec::new();
     };

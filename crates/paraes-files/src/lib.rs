@@ -8,7 +8,8 @@
 //! where the files allow ([`run_stream`]), and key material read by one set of text rules
 //! ([`keys`]: key files, identity files, recipients files). Errors are typed ([`FileError`],
 //! [`keys::KeyFileError`]) and name no command-line flag or keyword argument: each front end
-//! adds its own advice by the error's type.
+//! adds its own advice by the error's type. Entries another user planted in a shared
+//! directory are refused where paraes itself would follow or open them ([`shared_dirs`]).
 #![deny(missing_docs)]
 
 pub mod armor;
@@ -24,6 +25,7 @@ pub mod pending;
 mod positioned;
 mod reads;
 pub mod replace;
+pub mod shared_dirs;
 mod spread;
 
 pub use error::{one_line, FileError};

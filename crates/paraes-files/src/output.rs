@@ -6,10 +6,11 @@
 //! beside it is the fallback. Never over an existing file unless the call allows it; standard
 //! output, FIFOs and devices are written as streams where the call allows that.
 
+use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::{self, IsTerminal, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, Mode, OFlags, CWD};
@@ -133,10 +134,25 @@ impl Output {
                         kind,
                     });
                 }
+                // Whoever planted a FIFO in /tmp reads what is written into it.
+                crate::shared_dirs::refuse_if_planted(dest, &existing, kind)?;
                 // A FIFO or device cannot be replaced by a renamed temporary: stream into it.
                 let file = fs::OpenOptions::new().write(true).open(dest).map_err(|e| {
                     FileError::io(format!("cannot open {} for writing", dest.display()), e)
                 })?;
+                // What was opened is what was checked, not a file swapped in since (opened
+                // without O_TRUNC, so nothing of it has changed yet).
+                let opened = file.metadata().map_err(|e| {
+                    FileError::io(format!("cannot open {} for writing", dest.display()), e)
+                })?;
+                if (opened.dev(), opened.ino()) != (existing.dev(), existing.ino()) {
+                    return Err(FileError::io(
+                        format!("cannot open {} for writing", dest.display()),
+                        io::Error::other(
+                            "it was replaced between paraes's check and its open; nothing was written",
+                        ),
+                    ));
+                }
                 if options.binary && file.is_terminal() {
                     return Err(FileError::Terminal(Some(dest.to_path_buf())));
                 }
@@ -370,11 +386,26 @@ fn anonymous_in(dir: &Path) -> io::Result<Option<File>> {
     Ok(linkable.then_some(file))
 }
 
+/// The most bytes of a file's name that its hidden temporaries repeat: with the dots, the 12
+/// random characters and `.paraes-tmp`, a temporary's name stays within the 255 bytes a name
+/// may have, however long the file's own name is.
+const HIDDEN_STEM: usize = 200;
+
+/// How the hidden temporaries of the file named `name` begin: `.NAME.`, the name cut (at a
+/// character) to [`HIDDEN_STEM`] bytes.
+pub(crate) fn hidden_prefix(name: &OsStr) -> String {
+    let name = name.to_string_lossy();
+    let mut end = name.len().min(HIDDEN_STEM);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(".{}.", &name[..end])
+}
+
 /// A named hidden temporary beside `dest`.
 fn named_in(dir: &Path, dest: &Path) -> io::Result<NamedTempFile> {
-    let name = dest.file_name().map(|n| n.to_string_lossy().into_owned());
     tempfile::Builder::new()
-        .prefix(&format!(".{}.", name.unwrap_or_default()))
+        .prefix(&hidden_prefix(dest.file_name().unwrap_or_default()))
         .suffix(".paraes-tmp")
         .tempfile_in(dir)
 }
@@ -392,15 +423,11 @@ fn link_anonymous(file: &File, dest: &Path, force: bool) -> io::Result<()> {
         Err(e) => return Err(e.into()),
     }
     let dir = directory_of(dest);
-    let name = dest.file_name().map(|n| n.to_string_lossy().into_owned());
+    let prefix = hidden_prefix(dest.file_name().unwrap_or_default());
     for _ in 0..16 {
         let mut random = [0u8; 6];
         paraes_core::container::random_bytes(&mut random).map_err(io::Error::other)?;
-        let hidden = dir.join(format!(
-            ".{}.{}.paraes-tmp",
-            name.as_deref().unwrap_or_default(),
-            hex::encode(random)
-        ));
+        let hidden = dir.join(format!("{prefix}{}.paraes-tmp", hex::encode(random)));
         match link(&hidden) {
             Ok(()) => {
                 // Ours now: a signal removes it (SIGKILL can leave it).

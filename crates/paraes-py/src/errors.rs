@@ -12,7 +12,9 @@ use paraes_core::container::ContainerError;
 use paraes_core::pipeline::PipelineError;
 use paraes_files::keys::KeyFileError;
 use paraes_files::FileError;
-use pyo3::exceptions::{PyFileExistsError, PyIsADirectoryError, PyOSError, PyValueError};
+use pyo3::exceptions::{
+    PyFileExistsError, PyIsADirectoryError, PyOSError, PyPermissionError, PyValueError,
+};
 use pyo3::prelude::*;
 
 pub use paraes_files::one_line;
@@ -105,6 +107,9 @@ pub fn file(e: FileError) -> PyErr {
             "paraes.Reader reads a container at offsets; decrypt a stream with decrypt_file",
         )),
         FileError::OutputIsRead { .. } => PyValueError::new_err(with("write to another file")),
+        FileError::Planted { .. } => {
+            PyPermissionError::new_err((libc::EACCES, with("remove it, or write elsewhere")))
+        }
         FileError::Io { what, source } => os_error(source, what),
         FileError::CannotCreate { .. } => match e.raw_os_error() {
             Some(errno) => PyOSError::new_err((errno, one_line(&e.to_string()))),

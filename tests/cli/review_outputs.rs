@@ -1,0 +1,306 @@
+//! Findings of a hostile review of where paraes writes or replaces files (session 12): each
+//! test fails on the code it was written against, and passes once the finding is fixed.
+
+use std::fs;
+use std::os::unix::fs::OpenOptionsExt;
+
+use crate::common::{
+    assert_error, assert_silent_success, assert_success, give_to_unprivileged, running_as_root,
+    seeded_bytes, skip, unprivileged, Scratch, UNPRIVILEGED,
+};
+
+/// A directory with a 256-bit key file `key` and a plaintext `x`.
+fn with_plaintext(len: usize) -> Scratch {
+    let s = Scratch::new();
+    s.key_file("key", 256, 1, true);
+    s.write("x", &seeded_bytes(1, len));
+    s
+}
+
+/// A symbolic link that another user planted in a sticky, world-writable directory (`/tmp`)
+/// is one the kernel refuses to follow (`fs.protected_symlinks`, on by default on every
+/// major distribution: `cp x /tmp/out` fails with EACCES there). paraes resolves `-o`'s link
+/// itself (`canonicalize`, i.e. `realpath(3)`: readlink, which the kernel rule does not
+/// cover) and with `--force` renames its output over the link's target, so whoever plants
+/// `/tmp/out -> /home/victim/important` (or `/etc/shadow`, for root) has that file replaced
+/// when the victim runs `paraes ... -o /tmp/out --force`.
+#[test]
+fn a_link_planted_by_another_user_in_a_sticky_directory_is_never_followed() {
+    const TEST: &str = "a_link_planted_by_another_user_in_a_sticky_directory_is_never_followed";
+    if !running_as_root() {
+        skip(TEST, "giving the planted link another owner needs root");
+        return;
+    }
+    let s = with_plaintext(1000);
+    fs::create_dir(s.path("shared")).unwrap();
+    s.set_mode("shared", 0o1777);
+    s.write("important", b"the victim's file");
+    std::os::unix::fs::symlink(s.path("important"), s.path("shared/out")).unwrap();
+    std::os::unix::fs::lchown(s.path("shared/out"), Some(UNPRIVILEGED), Some(UNPRIVILEGED))
+        .unwrap();
+    let out = s.run(&["enc", "-q", "-k", "key", "x", "-o", "shared/out", "--force"]);
+    assert!(
+        s.read("important") == b"the victim's file",
+        "paraes followed a link another user planted in a sticky directory and replaced its \
+         target (status {:?}, stderr: {})",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A process file-size limit (`ulimit -f`, RLIMIT_FSIZE) makes a write past it fail with
+/// EFBIG, which paraes means to report ("more than this file system (or the process's file
+/// size limit) allows", positioned.rs), but the kernel first sends SIGXFSZ, whose default
+/// action kills the process: paraes dies with status 153 and no message of its own, and where
+/// the output is a named temporary (no O_TMPFILE, or MPI ranks on other nodes) the partial
+/// `.NAME.*.paraes-tmp` stays behind, since no handler runs.
+#[test]
+fn a_file_size_limit_is_one_clear_error_not_a_kill() {
+    let s = with_plaintext(4 << 20);
+    let before = s.names();
+    // 1024 blocks of 1 KiB (bash's unit): 1 MiB, a quarter of the output.
+    let out = s.bash(r#"ulimit -f 1024; "$PARAES" enc -q -k key x -o x.paraes"#);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "killed by SIGXFSZ (153 = 128 + 25) instead of one error line: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let message = assert_error(&out, "enc under ulimit -f");
+    assert!(message.contains("x.paraes"), "{message}");
+    assert_eq!(s.names(), before, "something was left behind");
+}
+
+/// Replacing a file whose name is long (over 255 - 20 bytes: NAME_MAX less the hidden
+/// temporary's `.` + `.` + 12 hex digits + `.paraes-tmp`) always fails after all the work is
+/// done, because the hidden name the copy is linked to before the rename is too long:
+/// `enc --force` over an existing output, `rekey --rewrite`, `upgrade`. Nothing is lost
+/// (the failure is clean), but such files can never be replaced.
+#[test]
+fn a_long_name_can_be_replaced() {
+    let s = with_plaintext(1000);
+    let name = "a".repeat(240);
+    s.write(&name, b"a long-named file");
+    let out = s.run(&["enc", "-q", "-k", "key", &name]);
+    assert_silent_success(&out, "enc of a 240-byte name");
+    let out = s.run(&["enc", "-q", "-k", "key", &name, "--force"]);
+    assert_success(&out, "enc --force over the existing 247-byte output");
+    let out = s.run(&["keygen", "-o", "key2"]);
+    assert_success(&out, "keygen");
+    let container = format!("{name}.paraes");
+    let out = s.run(&[
+        "rekey",
+        "-q",
+        "-k",
+        "key",
+        "--add-key-file",
+        "key2",
+        "--rewrite",
+        &container,
+    ]);
+    assert_success(&out, "rekey --rewrite of the 247-byte name");
+}
+
+/// An LD_PRELOAD library that plays the other process winning a race: right before the
+/// process opens SWAP_TO for writing (without O_CREAT), SWAP_FROM is renamed over it.
+const SWAP_SHIM: &str = r#"
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static void maybe_swap(const char *path, int flags) {
+    const char *to = getenv("SWAP_TO"), *from = getenv("SWAP_FROM");
+    if (to && from && strcmp(path, to) == 0 && (flags & O_ACCMODE) == O_WRONLY
+        && !(flags & O_CREAT))
+        rename(from, to);
+}
+int open64(const char *path, int flags, ...) {
+    va_list ap; va_start(ap, flags); int mode = va_arg(ap, int); va_end(ap);
+    maybe_swap(path, flags);
+    int (*real)(const char *, int, ...) = dlsym(RTLD_NEXT, "open64");
+    return real(path, flags, mode);
+}
+int open(const char *path, int flags, ...) {
+    va_list ap; va_start(ap, flags); int mode = va_arg(ap, int); va_end(ap);
+    maybe_swap(path, flags);
+    int (*real)(const char *, int, ...) = dlsym(RTLD_NEXT, "open");
+    return real(path, flags, mode);
+}
+"#;
+
+/// `-o NAME` naming a FIFO or device is checked with a stat of the name (output.rs,
+/// `Output::create`) and then opened by name, for writing, following links, without O_TRUNC
+/// and without a check of what was opened: a FIFO swapped between the two for a link to
+/// another file (or for a regular file) has that file written over in place, from byte 0,
+/// not truncated (a larger file is left part ciphertext, part old bytes), outside the
+/// all-or-nothing temporary. The shim plays the race's winner deterministically.
+#[test]
+fn a_fifo_swapped_for_a_link_before_it_is_opened_is_not_written_through() {
+    const TEST: &str = "a_fifo_swapped_for_a_link_before_it_is_opened_is_not_written_through";
+    let s = with_plaintext(1000);
+    let source = s.write("swap.c", SWAP_SHIM.as_bytes());
+    let library = s.path("swap.so");
+    let built = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&library)
+        .arg(&source)
+        .arg("-ldl")
+        .output();
+    if !built.is_ok_and(|out| out.status.success()) {
+        skip(TEST, "no C compiler (`cc`) to build the race shim");
+        return;
+    }
+    let made = s.bash("mkfifo out");
+    assert_success(&made, "mkfifo");
+    let precious = seeded_bytes(7, 100_000);
+    s.write("victim", &precious);
+    std::os::unix::fs::symlink(s.path("victim"), s.path("planted")).unwrap();
+    let out = s
+        .command(&["enc", "-q", "-k", "key", "x", "-o", "out"])
+        .env("LD_PRELOAD", &library)
+        .env("SWAP_TO", "out")
+        .env("SWAP_FROM", "planted")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        s.read("victim") == precious,
+        "the victim file was written over through the swapped-in link (status {:?}, {})",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A FIFO that another user made at the output's name in a sticky, world-writable directory
+/// (`/tmp`) is written into as a stream (output.rs: `stream_into_special_files`, opened
+/// without O_CREAT, so the kernel's `fs.protected_fifos`, which stops `cp` and a shell's `>`
+/// there, never applies): `keygen -o /tmp/k` streams the new secret key, and `dec -o
+/// /tmp/plain` the plaintext, to whoever reads the FIFO; paraes exits 0 and says nothing.
+#[test]
+fn a_fifo_planted_by_another_user_in_a_sticky_directory_gets_no_secret() {
+    const TEST: &str = "a_fifo_planted_by_another_user_in_a_sticky_directory_gets_no_secret";
+    if !running_as_root() {
+        skip(TEST, "giving the planted FIFO another owner needs root");
+        return;
+    }
+    let s = with_plaintext(1000);
+    assert_silent_success(&s.run(&["enc", "-q", "-k", "key", "x"]), "enc x");
+    fs::create_dir(s.path("shared")).unwrap();
+    s.set_mode("shared", 0o1777);
+    for (name, args) in [
+        ("newkey", &["keygen", "-o", "shared/newkey"][..]),
+        (
+            "plain",
+            &["dec", "-q", "-k", "key", "x.paraes", "-o", "shared/plain"],
+        ),
+    ] {
+        let fifo = s.path(&format!("shared/{name}"));
+        assert_success(&s.bash(&format!("mkfifo -m 666 shared/{name}")), "mkfifo");
+        std::os::unix::fs::lchown(&fifo, Some(UNPRIVILEGED), Some(UNPRIVILEGED)).unwrap();
+        // The other user's reader: open for reading and writing, so paraes's open does not
+        // wait, and non-blocking, so an empty FIFO reads as nothing.
+        let reader = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
+        let out = s.run(args);
+        let mut got = vec![0u8; 65536];
+        let n = std::io::Read::read(&mut &reader, &mut got).unwrap_or(0);
+        assert!(
+            n == 0,
+            "{}: {n} bytes of secret went to another user's FIFO (status {:?}): {:?}",
+            args.join(" "),
+            out.status.code(),
+            String::from_utf8_lossy(&got[..n.min(80)])
+        );
+    }
+}
+
+/// `rekey --rewrite` and `upgrade` give their copy the file's owner and mode
+/// (guard.rs, `keep_owner_and_mode`); where the group cannot be kept (the user is not in the
+/// file's group: `fchown` fails), only the setuid and setgid bits are dropped, so the group
+/// bits are given to the user's own group instead: a container that group `root` could read
+/// (mode 0640) becomes readable by the user's group, and with it its stanzas (a passphrase
+/// stanza can be attacked offline).
+#[test]
+fn a_rewritten_container_is_readable_by_no_group_that_could_not_read_it() {
+    const TEST: &str = "a_rewritten_container_is_readable_by_no_group_that_could_not_read_it";
+    if !running_as_root() {
+        skip(
+            TEST,
+            "a file whose group its owner is not in needs root to make",
+        );
+        return;
+    }
+    let s = with_plaintext(1000);
+    assert_silent_success(&s.run(&["enc", "-q", "-k", "key", "x"]), "enc x");
+    assert_success(&s.run(&["keygen", "-o", "key2"]), "keygen");
+    give_to_unprivileged(&s.path(""));
+    // Owned by the user, group root (the user is not in it), readable by that group.
+    std::os::unix::fs::chown(s.path("x.paraes"), None, Some(0)).unwrap();
+    s.set_mode("x.paraes", 0o640);
+    let out = unprivileged(
+        &s.path(""),
+        &[
+            "rekey",
+            "-q",
+            "-k",
+            "key",
+            "--add-key-file",
+            "key2",
+            "--rewrite",
+            "x.paraes",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_success(&out, "rekey --rewrite as the user");
+    let meta = fs::metadata(s.path("x.paraes")).unwrap();
+    let (gid, mode) = (
+        std::os::unix::fs::MetadataExt::gid(&meta),
+        std::os::unix::fs::MetadataExt::mode(&meta) & 0o777,
+    );
+    assert!(
+        gid == 0 || mode & 0o070 == 0,
+        "the rewritten container is mode {mode:o} with group {gid}: a group that could not \
+         read it before can now"
+    );
+}
+
+/// The worst case of `-o` following another user's link in a sticky directory: the link
+/// points at a device, and paraes, needing no `--force` for a device (it is "written as a
+/// stream"), wrote its output into it in place: as root, `paraes enc f -o /tmp/out` wrote
+/// over whatever disk `/tmp/out` was made to point at (shown by the review on a loop device).
+/// Here the device is /dev/null, which any machine has: paraes must refuse the link, with one
+/// line that names it.
+#[test]
+fn a_link_planted_by_another_user_never_leads_to_a_device() {
+    const TEST: &str = "a_link_planted_by_another_user_never_leads_to_a_device";
+    if !running_as_root() {
+        skip(TEST, "a link of another owner needs root to make");
+        return;
+    }
+    let s = with_plaintext(1000);
+    fs::create_dir(s.path("shared")).unwrap();
+    s.set_mode("shared", 0o1777);
+    std::os::unix::fs::symlink("/dev/null", s.path("shared/out")).unwrap();
+    std::os::unix::fs::lchown(s.path("shared/out"), Some(UNPRIVILEGED), Some(UNPRIVILEGED))
+        .unwrap();
+    let before = s.names();
+    let out = s.run(&["enc", "-q", "-k", "key", "x", "-o", "shared/out"]);
+    let message = s.assert_refused(&out, &before, "-o a planted link to a device");
+    assert!(
+        message.contains("shared/out") && message.contains("another user"),
+        "{message}"
+    );
+    // A link of this user in the same directory is followed, as `cp` follows it.
+    fs::remove_file(s.path("shared/out")).unwrap();
+    std::os::unix::fs::symlink("/dev/null", s.path("shared/out")).unwrap();
+    let out = s.run(&["enc", "-q", "-k", "key", "x", "-o", "shared/out"]);
+    assert_success(&out, "-o this user's own link to /dev/null");
+}
