@@ -6,7 +6,7 @@ use std::os::unix::fs::OpenOptionsExt;
 
 use crate::common::{
     assert_error, assert_silent_success, assert_success, give_to_unprivileged, running_as_root,
-    seeded_bytes, skip, unprivileged, Scratch, UNPRIVILEGED,
+    seeded_bytes, send_signal, skip, unprivileged, Scratch, UNPRIVILEGED,
 };
 
 /// A directory with a 256-bit key file `key` and a plaintext `x`.
@@ -303,4 +303,60 @@ fn a_link_planted_by_another_user_never_leads_to_a_device() {
     std::os::unix::fs::symlink("/dev/null", s.path("shared/out")).unwrap();
     let out = s.run(&["enc", "-q", "-k", "key", "x", "-o", "shared/out"]);
     assert_success(&out, "-o this user's own link to /dev/null");
+}
+
+/// A many-file run interrupted by SIGTERM or SIGINT leaves hidden temporaries behind while it
+/// says that nothing was. The signal thread removes the named temporaries it knows of
+/// (pending.rs, `clean_up_for_exit`) and then prints and exits, but the 32 workers go on
+/// meanwhile: a temporary linked or created after the list was taken (or between its creation
+/// and `set_pending`) is never removed. On a file system with O_TMPFILE this is every
+/// `--force` over existing outputs (the hidden `.NAME.*.paraes-tmp` that `link_anonymous`
+/// renames over the old file: a whole copy, plaintext for `dec`); without O_TMPFILE it is
+/// every output (measured: 1 to 19 left per interrupted run of 3,000 files).
+#[test]
+fn an_interrupted_many_file_run_leaves_no_hidden_temporary() {
+    let s = Scratch::new();
+    s.key_file("key", 256, 1, true);
+    fs::create_dir(s.path("in")).unwrap();
+    for i in 0..2000 {
+        s.write(&format!("in/f{i}"), &seeded_bytes(i, 20_000));
+    }
+    let args = [
+        "enc",
+        "-q",
+        "-k",
+        "key",
+        "--recursive",
+        "in",
+        "--output-dir",
+        "out",
+    ];
+    assert_success(&s.run(&args), "the first run");
+    let mut forced = args.to_vec();
+    forced.push("--force");
+    for (round, delay_ms) in [150u64, 300, 450, 600, 750].into_iter().enumerate() {
+        let mut child = s
+            .command(&forced)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        send_signal(child.id(), if round % 2 == 0 { "TERM" } else { "INT" });
+        let out = child.wait_with_output().unwrap();
+        let left: Vec<String> = fs::read_dir(s.path("out/in"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".paraes-tmp"))
+            .collect();
+        assert!(
+            left.is_empty(),
+            "round {round} ({delay_ms} ms, status {:?}, said: {}): {} hidden temporaries left, \
+             e.g. {:?}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).trim(),
+            left.len(),
+            left.first()
+        );
+    }
 }

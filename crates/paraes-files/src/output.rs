@@ -19,7 +19,7 @@ use tempfile::NamedTempFile;
 
 use crate::armor::ArmorWriter;
 use crate::error::{special_kind, FileError};
-use crate::pending::{named_done, set_pending, Pending};
+use crate::pending::{make_named, named_done, set_pending, Pending};
 
 /// How an output is made: one value, not a row of booleans.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -402,12 +402,15 @@ pub(crate) fn hidden_prefix(name: &OsStr) -> String {
     format!(".{}.", &name[..end])
 }
 
-/// A named hidden temporary beside `dest`.
+/// A named hidden temporary beside `dest`, listed for a signal to remove.
 fn named_in(dir: &Path, dest: &Path) -> io::Result<NamedTempFile> {
-    tempfile::Builder::new()
-        .prefix(&hidden_prefix(dest.file_name().unwrap_or_default()))
-        .suffix(".paraes-tmp")
-        .tempfile_in(dir)
+    let make = || {
+        tempfile::Builder::new()
+            .prefix(&hidden_prefix(dest.file_name().unwrap_or_default()))
+            .suffix(".paraes-tmp")
+            .tempfile_in(dir)
+    };
+    make_named(make, |named: &NamedTempFile| named.path().to_path_buf())
 }
 
 /// Gives the unnamed `file` the name `dest`: linked directly when `dest` is free (refused if
@@ -428,9 +431,12 @@ fn link_anonymous(file: &File, dest: &Path, force: bool) -> io::Result<()> {
         let mut random = [0u8; 6];
         paraes_core::container::random_bytes(&mut random).map_err(io::Error::other)?;
         let hidden = dir.join(format!("{prefix}{}.paraes-tmp", hex::encode(random)));
-        match link(&hidden) {
+        // Ours once linked: a signal removes it (SIGKILL can leave it).
+        match make_named(
+            || link(&hidden).map_err(io::Error::from),
+            |()| hidden.clone(),
+        ) {
             Ok(()) => {
-                // Ours now: a signal removes it (SIGKILL can leave it).
                 set_pending(Pending::Named(hidden.clone()));
                 let renamed = fs::rename(&hidden, dest).inspect_err(|_| {
                     let _ = fs::remove_file(&hidden);
@@ -439,8 +445,8 @@ fn link_anonymous(file: &File, dest: &Path, force: bool) -> io::Result<()> {
                 set_pending(Pending::Nothing);
                 return renamed;
             }
-            Err(Errno::EXIST) => continue,
-            Err(e) => return Err(e.into()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
         }
     }
     Err(io::Error::other("no free temporary name"))
