@@ -27,6 +27,7 @@ pub fn run(plan: &CryptPlan, file: &FileTask) -> Result<Summary> {
         &credentials,
         file,
         Reach::ThisMachine,
+        None,
         ArmoredInput::Decoded,
     )?;
     job.say_warning();

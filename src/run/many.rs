@@ -9,10 +9,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{bail, Result};
 use rustix::fs::{mkdirat, openat, statat, AtFlags, FileType, Mode, OFlags, CWD};
@@ -228,14 +228,16 @@ pub fn run(
     let directories = Mutex::new(BTreeSet::new());
     let mut count = for_each_file(&inputs, SMALL_FILE_WORKERS, &progress, |i, size, lines| {
         let file = &jobs[i];
-        if let (Some(dir), OutputTarget::Path { path, .. }) = (output_dir, &file.output) {
-            make_parents(dir, path)?;
-        }
+        let within = match (output_dir, &file.output) {
+            (Some(dir), OutputTarget::Path { path, .. }) => make_parents(dir, path)?.map(Arc::new),
+            _ => None,
+        };
         let mut job = prepare::prepare(
             plan,
             &credentials,
             file,
             Reach::ThisMachine,
+            within,
             ArmoredInput::Decoded,
         )?;
         if let Some(warning) = job.warning.take() {
@@ -288,7 +290,9 @@ pub fn run(
 /// every directory must be a real one: each is created or opened relative to the one above
 /// without following links (`mkdirat`, `openat` with `O_NOFOLLOW`), so a link planted in the
 /// tree (`out/sub -> /elsewhere`) fails this file instead of sending its output elsewhere.
-pub fn make_parents(dir: &Path, path: &Path) -> Result<()> {
+/// Returns the output's directory, held open (where `/proc` names it), for the output to be
+/// made in it and not through its path, which a link swapped in later would redirect.
+pub fn make_parents(dir: &Path, path: &Path) -> Result<Option<OwnedFd>> {
     let parent = path.parent().unwrap_or(dir);
     let not_a_directory = |file: &Path| {
         anyhow::anyhow!(
@@ -348,7 +352,8 @@ pub fn make_parents(dir: &Path, path: &Path) -> Result<()> {
             }
         })?;
     }
-    Ok(())
+    let named = Path::new(&format!("/proc/self/fd/{}", at.as_raw_fd())).is_dir();
+    Ok(named.then_some(at))
 }
 
 /// Opens the directory `name` relative to `at` (with `extra` flags), for walking down from it.

@@ -185,11 +185,12 @@ fn root(
     let armored = ArmoredInput::Refused(|name| {
         format!("{name} is ASCII armor, which one process decodes in order: decrypt it without --backend mpi")
     });
-    let prepared = prepare::prepare(plan, credentials, file, reach, armored).and_then(|mut job| {
-        job.say_warning();
-        let strategy = strategy(io, &job)?;
-        Ok((job, strategy))
-    });
+    let prepared =
+        prepare::prepare(plan, credentials, file, reach, None, armored).and_then(|mut job| {
+            job.say_warning();
+            let strategy = strategy(io, &job)?;
+            Ok((job, strategy))
+        });
     let (mut job, strategy) = match prepared {
         Ok(ready) => ready,
         Err(e) => {

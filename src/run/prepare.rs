@@ -3,6 +3,7 @@
 //! runner starts from a [`Prepared`] job.
 
 use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -176,13 +177,15 @@ pub enum ArmoredInput {
 }
 
 /// Opens the input, seals or opens the container and prepares the output of one file of
-/// `plan`, which `reach` says who must be able to open; `armored` says whether an armored
+/// `plan`, which `reach` says who must be able to open, made in the directory `within` holds
+/// open where one is given (see `OutputOptions::within`); `armored` says whether an armored
 /// container may be decrypted.
 pub fn prepare(
     plan: &CryptPlan,
     credentials: &Credentials<'_>,
     file: &FileTask,
     reach: Reach,
+    within: Option<Arc<OwnedFd>>,
     armored: ArmoredInput,
 ) -> Result<Prepared> {
     let warn = warner(plan.ui.quiet);
@@ -197,6 +200,7 @@ pub fn prepare(
         reach,
         derived_name: matches!(file.output, OutputTarget::Path { derived: true, .. }),
         stream_into_special_files: true,
+        within,
     };
 
     let key_size = match &plan.format {

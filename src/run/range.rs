@@ -22,7 +22,7 @@ pub fn run(plan: &CryptPlan, file: &FileTask, range: ByteRange) -> Result<Summar
     let armored = ArmoredInput::Refused(|name| {
         format!("--range reads a binary container at its chunks' offsets, and {name} is ASCII armor, which has none: decrypt it whole (drop --range)")
     });
-    let mut job = prepare::prepare(plan, &credentials, file, Reach::ThisMachine, armored)?;
+    let mut job = prepare::prepare(plan, &credentials, file, Reach::ThisMachine, None, armored)?;
     job.say_warning();
     let progress = Progress::start(&plan.ui, None);
     let workers = crate::engines::chunk_workers(&plan.engine, engine.as_ref());

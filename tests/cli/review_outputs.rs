@@ -6,7 +6,8 @@ use std::os::unix::fs::OpenOptionsExt;
 
 use crate::common::{
     assert_error, assert_silent_success, assert_success, give_to_unprivileged, running_as_root,
-    seeded_bytes, send_signal, skip, unprivileged, Scratch, UNPRIVILEGED,
+    seeded_bytes, send_signal, skip, unfinished_output, unprivileged, wait_until, Scratch,
+    UNPRIVILEGED,
 };
 
 /// A directory with a 256-bit key file `key` and a plaintext `x`.
@@ -335,7 +336,7 @@ fn an_interrupted_many_file_run_leaves_no_hidden_temporary() {
     let mut forced = args.to_vec();
     forced.push("--force");
     for (round, delay_ms) in [150u64, 300, 450, 600, 750].into_iter().enumerate() {
-        let mut child = s
+        let child = s
             .command(&forced)
             .stdin(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
@@ -359,4 +360,51 @@ fn an_interrupted_many_file_run_leaves_no_hidden_temporary() {
             left.first()
         );
     }
+}
+
+/// README: an `--output-dir` run "never writes through a symbolic link below the directory
+/// you named". `make_parents` (run/many.rs) checks each directory below it with `O_NOFOLLOW`
+/// when the file's job starts, but the output is then made and linked by its path name
+/// (output.rs: `O_TMPFILE` in the directory by name, `linkat`/`rename` to the path at the
+/// commit, after the whole file's work): a directory below `--output-dir` replaced by a link
+/// during the work sends the output through the link, and with `--force` replaces the file of
+/// the same name where the link points.
+#[test]
+fn a_link_swapped_in_below_the_output_directory_during_the_work_is_not_written_through() {
+    let s = Scratch::for_large_files(1 << 30);
+    s.key_file("key", 256, 1, true);
+    fs::create_dir_all(s.path("src/sub")).unwrap();
+    fs::write(s.path("src/sub/big"), vec![0u8; 256 << 20]).unwrap();
+    fs::create_dir_all(s.path("out/src/sub")).unwrap();
+    fs::create_dir(s.path("victim")).unwrap();
+    s.write("victim/big.paraes", b"the victim's file");
+    let mut child = s
+        .command(&[
+            "enc",
+            "-q",
+            "-k",
+            "key",
+            "--recursive",
+            "src",
+            "--output-dir",
+            "out",
+            "--force",
+        ])
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    wait_until(60, "the unfinished output in out/src/sub", || {
+        unfinished_output(pid, &s.path("out/src/sub")).is_some()
+    });
+    // Another user with a way into the output tree swaps the directory for a link.
+    fs::rename(s.path("out/src/sub"), s.path("out/src/sub.real")).unwrap();
+    std::os::unix::fs::symlink(s.path("victim"), s.path("out/src/sub")).unwrap();
+    let status = child.wait().unwrap();
+    assert!(
+        s.read("victim/big.paraes") == b"the victim's file",
+        "the output went through the link swapped in below --output-dir and replaced the \
+         file there (status {:?})",
+        status.code()
+    );
 }

@@ -9,9 +9,10 @@
 use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::{self, IsTerminal, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rustix::fs::{AtFlags, Mode, OFlags, CWD};
 use rustix::io::Errno;
@@ -22,7 +23,7 @@ use crate::error::{special_kind, FileError};
 use crate::pending::{make_named, named_done, set_pending, Pending};
 
 /// How an output is made: one value, not a row of booleans.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct OutputOptions {
     /// Whether an existing regular file may be replaced (the CLI's `--force`, Python's
     /// `overwrite=True`).
@@ -38,6 +39,12 @@ pub struct OutputOptions {
     /// Whether an existing FIFO or device is written as a stream (the CLI: `-o /dev/null`, a
     /// named pipe); otherwise it is refused, as anything but a regular file is.
     pub stream_into_special_files: bool,
+    /// The output's directory, held open (a many-file run's `--output-dir` tree, walked without
+    /// following links): the output is then made, named and replaced in that directory itself
+    /// (through `/proc/self/fd/N`), never through the directory's path, which anyone who can
+    /// write to the tree above could swap for a link while the file is worked. Needs `/proc`,
+    /// and reaches this process only (not MPI ranks).
+    pub within: Option<Arc<OwnedFd>>,
 }
 
 impl OutputOptions {
@@ -63,6 +70,7 @@ impl Default for OutputOptions {
             reach: Reach::ThisMachine,
             derived_name: false,
             stream_into_special_files: true,
+            within: None,
         }
     }
 }
@@ -96,10 +104,15 @@ pub enum Output {
     File {
         /// The temporary (deleted with the process, or on drop, unless committed).
         temp: Temporary,
-        /// The final name.
+        /// The final name, as messages say it.
         dest: PathBuf,
+        /// The final name as it is made: `dest`, or the same name in the directory held by
+        /// [`OutputOptions::within`].
+        at: PathBuf,
         /// Whether an existing `dest` may be replaced.
         force: bool,
+        /// The directory `at` is in, held open for as long as the output is written.
+        _within: Option<Arc<OwnedFd>>,
     },
     /// Any of the above written as ASCII armor ([`Output::armored`]): a stream, in order.
     Armored(Box<ArmorWriter<Output>>),
@@ -116,14 +129,19 @@ impl Output {
             set_pending(Pending::Stream);
             return Ok(Output::Stdout(stdout));
         };
+        let at = match &options.within {
+            Some(dir) => Path::new(&format!("/proc/self/fd/{}", dir.as_raw_fd()))
+                .join(dest.file_name().unwrap_or_default()),
+            None => dest.to_path_buf(),
+        };
         if options.derived_name {
-            if let Ok(existing) = fs::symlink_metadata(dest) {
+            if let Ok(existing) = fs::symlink_metadata(&at) {
                 if !existing.is_file() {
                     return Err(FileError::DerivedNameTaken(dest.to_path_buf()));
                 }
             }
         }
-        if let Ok(existing) = fs::metadata(dest) {
+        if let Ok(existing) = fs::metadata(&at) {
             if existing.is_dir() {
                 return Err(FileError::OutputIsDirectory(dest.to_path_buf()));
             }
@@ -135,9 +153,9 @@ impl Output {
                     });
                 }
                 // Whoever planted a FIFO in /tmp reads what is written into it.
-                crate::shared_dirs::refuse_if_planted(dest, &existing, kind)?;
+                crate::shared_dirs::refuse_if_planted(&at, &existing, kind)?;
                 // A FIFO or device cannot be replaced by a renamed temporary: stream into it.
-                let file = fs::OpenOptions::new().write(true).open(dest).map_err(|e| {
+                let file = fs::OpenOptions::new().write(true).open(&at).map_err(|e| {
                     FileError::io(format!("cannot open {} for writing", dest.display()), e)
                 })?;
                 // What was opened is what was checked, not a file swapped in since (opened
@@ -163,9 +181,10 @@ impl Output {
                 return Err(FileError::Exists(dest.to_path_buf()));
             }
         }
-        let dir = directory_of(dest);
+        let dir = directory_of(&at);
+        let cannot_create = |e| cannot_create(dest, directory_of(dest), e);
         let anonymous = match options.reach {
-            Reach::ThisMachine => anonymous_in(dir).map_err(|e| cannot_create(dest, dir, e))?,
+            Reach::ThisMachine => anonymous_in(dir).map_err(cannot_create)?,
             Reach::OtherMachines => None,
         };
         let temp = match anonymous {
@@ -174,7 +193,7 @@ impl Output {
                 Temporary::Anonymous(file)
             }
             None => {
-                let named = named_in(dir, dest).map_err(|e| cannot_create(dest, dir, e))?;
+                let named = named_in(dir, &at).map_err(cannot_create)?;
                 set_pending(Pending::Named(named.path().to_path_buf()));
                 Temporary::Named(named)
             }
@@ -182,7 +201,9 @@ impl Output {
         Ok(Output::File {
             temp,
             dest: dest.to_path_buf(),
+            at,
             force: options.replace,
+            _within: options.within.clone(),
         })
     }
 
@@ -292,7 +313,14 @@ impl Output {
                 .map_err(|e| FileError::io(format!("writing {name} failed"), e))?;
             return inner.commit_leaving_directory();
         }
-        let Output::File { temp, dest, force } = self else {
+        let Output::File {
+            temp,
+            dest,
+            at,
+            force,
+            _within,
+        } = self
+        else {
             self.flush_stream()?;
             set_pending(Pending::Nothing);
             return Ok(None);
@@ -305,7 +333,7 @@ impl Output {
                 // A signal from here on may find the output already in place: say nothing
                 // about it rather than claim that nothing was left.
                 set_pending(Pending::Nothing);
-                link_anonymous(&file, &dest, force)
+                link_anonymous(&file, &at, force)
             }
             Temporary::Named(named) => {
                 named
@@ -314,9 +342,9 @@ impl Output {
                     .map_err(|e| FileError::io(format!("writing {shown} failed"), e))?;
                 let temp_path = named.path().to_path_buf();
                 let persisted = if force {
-                    named.persist(&dest)
+                    named.persist(&at)
                 } else {
-                    named.persist_noclobber(&dest)
+                    named.persist_noclobber(&at)
                 };
                 named_done(&temp_path);
                 persisted.map(|_| ()).map_err(|e| e.error)
@@ -478,6 +506,7 @@ mod tests {
     /// Python's rules: nothing streamed into a FIFO, only a regular file replaced.
     fn files_only(replace: bool) -> OutputOptions {
         OutputOptions {
+            within: None,
             replace,
             stream_into_special_files: false,
             ..OutputOptions::default()
