@@ -40,28 +40,39 @@ pub fn refuse_if_planted(entry: &Path, meta: &Metadata, what: &str) -> Result<()
 
 /// Refuses every symbolic link that resolving `path` follows (in any of its components, and
 /// in the paths the links point to, as `realpath` follows them) when it was planted in a shared
-/// directory ([`refuse_if_planted`]). Links past the kernel's limit of 40 are left to the
-/// resolution itself, which fails on them.
+/// directory ([`refuse_if_planted`]). Like the kernel, follows 40 links at most in all: more is
+/// refused as a loop, so a chain of links cannot make the check's work grow past that.
 pub fn refuse_planted_links(path: &Path) -> Result<(), FileError> {
-    refuse_planted_links_within(path, 40)
+    let mut links_left = MAX_LINKS;
+    refuse_planted_links_within(path, &mut links_left)
 }
 
-fn refuse_planted_links_within(path: &Path, hops_left: u32) -> Result<(), FileError> {
+/// The links one path's resolution may follow (Linux's `MAXSYMLINKS`).
+const MAX_LINKS: u32 = 40;
+
+fn refuse_planted_links_within(path: &Path, links_left: &mut u32) -> Result<(), FileError> {
     let mut prefix = PathBuf::new();
     for component in path.components() {
         prefix.push(component);
         let Ok(meta) = fs::symlink_metadata(&prefix) else {
             return Ok(());
         };
-        if !meta.file_type().is_symlink() || hops_left == 0 {
+        if !meta.file_type().is_symlink() {
             continue;
         }
+        if *links_left == 0 {
+            return Err(FileError::io(
+                format!("cannot resolve {}", path.display()),
+                std::io::Error::from_raw_os_error(libc::ELOOP),
+            ));
+        }
+        *links_left -= 1;
         refuse_if_planted(&prefix, &meta, "a symbolic link")?;
         let Ok(target) = fs::read_link(&prefix) else {
             return Ok(());
         };
         let from = prefix.parent().unwrap_or(Path::new(""));
-        refuse_planted_links_within(&from.join(target), hops_left - 1)?;
+        refuse_planted_links_within(&from.join(target), links_left)?;
     }
     Ok(())
 }
@@ -86,5 +97,30 @@ mod tests {
         refuse_planted_links(&shared.join("link2")).unwrap();
         let meta = fs::symlink_metadata(shared.join("link")).unwrap();
         refuse_if_planted(&shared.join("link"), &meta, "a symbolic link").unwrap();
+    }
+
+    /// Links whose every component is a link to the one before (`l1 -> l0/l0/l0/...`) would
+    /// have the check follow 8^n links: it follows 40 at most, so it ends at once; a plain
+    /// chain longer than 40 is refused as a loop, as the kernel refuses it.
+    #[test]
+    fn a_chain_of_links_is_checked_in_bounded_work() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("d")).unwrap();
+        symlink("d", dir.path().join("l0")).unwrap();
+        symlink("d", dir.path().join("c0")).unwrap();
+        for i in 1..30 {
+            let previous = format!("l{}", i - 1);
+            let target = [previous.as_str(); 8].join("/");
+            symlink(target, dir.path().join(format!("l{i}"))).unwrap();
+        }
+        for i in 1..50 {
+            symlink(format!("c{}", i - 1), dir.path().join(format!("c{i}"))).unwrap();
+        }
+        let started = std::time::Instant::now();
+        let _ = refuse_planted_links(&dir.path().join("l29"));
+        assert!(started.elapsed().as_secs() < 5, "took {:?}", started.elapsed());
+        let err = refuse_planted_links(&dir.path().join("c49")).unwrap_err();
+        assert!(err.to_string().contains("cannot resolve"), "{err}");
+        refuse_planted_links(&dir.path().join("c39")).unwrap();
     }
 }
