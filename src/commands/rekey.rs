@@ -47,6 +47,7 @@ pub fn run(args: &RekeyPlan) -> Result<()> {
         }
         TakeError::NotRegular => anyhow!("{shown} is not a regular file"),
         TakeError::Guard(e) => anyhow::Error::new(e).context(format!("cannot rekey {shown}")),
+        TakeError::Planted(e) => anyhow::Error::new(e),
     })?;
     let Taken {
         target,

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 use paraes_core::Direction;
-use paraes_files::{fd_id, path_id, FilesRead};
+use paraes_files::{fd_id, path_id, FileError, FilesRead};
 
 use super::keys::KeyPlan;
 use super::OutputTarget;
@@ -128,10 +128,10 @@ pub(super) fn through_links(path: &Path) -> Result<PathBuf> {
         return Ok(path.to_path_buf());
     }
     // paraes follows these links itself, where the kernel's rule for links in shared
-    // directories does not reach.
-    paraes_files::shared_dirs::refuse_planted_links(path)?;
-    match fs::canonicalize(path) {
+    // directories does not reach: they are checked as they are resolved.
+    match paraes_files::shared_dirs::resolve_links(path) {
         Ok(target) => Ok(target),
+        Err(planted @ FileError::Planted { .. }) => Err(planted.into()),
         // A link to a pipe or terminal (/dev/stdout on a pipe): written in place, as a stream.
         Err(_) if fs::metadata(path).is_ok() => Ok(path.to_path_buf()),
         Err(_) => bail!(

@@ -467,3 +467,138 @@ fn a_many_file_run_holds_at_most_a_kib_per_file() {
         "{per_file} bytes per file (README: about 1 KiB)"
     );
 }
+
+/// Review of session 12's fixes (helper revc). `rekey` (and `upgrade`) take their container
+/// through `Taken::take`, which resolves the path's links in user space (`fs::canonicalize`,
+/// i.e. `realpath(3)`), where neither the kernel's `fs.protected_symlinks` nor
+/// `shared_dirs::refuse_planted_links` applies: a link another user planted in `/tmp`
+/// (`/tmp/shared.paraes -> /home/victim/secret.paraes`) has the victim's *other* container
+/// rekeyed, e.g. opened to the recipient the victim meant to give `/tmp/shared.paraes` to.
+#[test]
+fn rekey_never_follows_a_link_another_user_planted_in_a_sticky_directory() {
+    const TEST: &str = "rekey_never_follows_a_link_another_user_planted_in_a_sticky_directory";
+    if !running_as_root() {
+        skip(TEST, "a link of another owner needs root to make");
+        return;
+    }
+    let s = with_plaintext(1000);
+    assert_silent_success(
+        &s.run(&["enc", "-q", "-k", "key", "x", "-o", "secret.paraes"]),
+        "enc",
+    );
+    assert_success(&s.run(&["keygen", "-o", "key2"]), "keygen");
+    let before = s.read("secret.paraes");
+    fs::create_dir(s.path("shared")).unwrap();
+    s.set_mode("shared", 0o1777);
+    std::os::unix::fs::symlink(s.path("secret.paraes"), s.path("shared/c.paraes")).unwrap();
+    std::os::unix::fs::lchown(
+        s.path("shared/c.paraes"),
+        Some(UNPRIVILEGED),
+        Some(UNPRIVILEGED),
+    )
+    .unwrap();
+    let out = s.run(&[
+        "rekey",
+        "-q",
+        "-k",
+        "key",
+        "--add-key-file",
+        "key2",
+        "shared/c.paraes",
+    ]);
+    assert!(
+        s.read("secret.paraes") == before,
+        "rekey followed a link another user planted in a sticky directory and rekeyed its \
+         target (status {:?}, stderr: {})",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `refuse_planted_links` (shared_dirs.rs) recurses into each link's target joined to the
+/// link's *unresolved* parent, so every link before it in the path is walked (and recursed
+/// into) again: a path of n links is 2^n walks. `-o d/d/.../d/out` with `d -> .` (30 of them,
+/// 31 links, within the kernel's 40) resolves at once in the kernel and in `realpath`, but
+/// paraes spins for hours (measured: n=20 5 s, each 2 more links x4).
+#[test]
+fn a_path_through_many_links_is_checked_in_linear_time() {
+    let s = with_plaintext(1000);
+    std::os::unix::fs::symlink(".", s.path("d")).unwrap();
+    std::os::unix::fs::symlink("/dev/null", s.path("out")).unwrap();
+    let through = format!("{}out", "d/".repeat(30));
+    let mut child = s
+        .command(&["enc", "-q", "-k", "key", "x", "-o", &through])
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(
+        status.is_some_and(|status| status.success()),
+        "-o through 31 links did not finish within 20 s (status {status:?})"
+    );
+}
+
+/// `Output::create` checks an existing FIFO or device at the output's name with
+/// `refuse_if_planted(at, &fs::metadata(at))`: the directory of the *name* (a link's
+/// directory) with the owner of the link's *target*. Callers that do not resolve links first
+/// (`keygen -o`) get neither rule: a link another user planted in a sticky directory that points
+/// at a root-owned device passes (root's `keygen -o /tmp/k` writes the key into whatever disk
+/// `/tmp/k` names, where `fs.protected_symlinks` is off, as on this machine), while the user's
+/// own link in `/tmp` to a FIFO a colleague owns in a private directory is refused as "a FIFO
+/// in /tmp that another user owns" (`enc -o` writes it).
+#[test]
+fn keygen_follows_no_planted_link() {
+    const TEST: &str = "keygen_follows_no_planted_link";
+    if !running_as_root() {
+        skip(TEST, "a link of another owner needs root to make");
+        return;
+    }
+    let s = with_plaintext(1000);
+    fs::create_dir(s.path("shared")).unwrap();
+    s.set_mode("shared", 0o1777);
+    std::os::unix::fs::symlink("/dev/null", s.path("shared/k")).unwrap();
+    std::os::unix::fs::lchown(s.path("shared/k"), Some(UNPRIVILEGED), Some(UNPRIVILEGED)).unwrap();
+    let out = s.run(&["keygen", "-o", "shared/k"]);
+    assert!(
+        !out.status.success(),
+        "keygen -o wrote the key through a link another user planted in a sticky directory \
+         (to /dev/null here; to a disk in the attack)"
+    );
+}
+
+/// The other side of `keygen_follows_no_planted_link`: this user's own link in a shared
+/// directory, to a colleague's FIFO in a private one, is refused by keygen (enc -o writes it).
+#[test]
+fn keygen_refuses_no_own_link_to_a_colleagues_fifo() {
+    const TEST: &str = "keygen_refuses_no_own_link_to_a_colleagues_fifo";
+    if !running_as_root() {
+        skip(TEST, "a FIFO of another owner needs root to make");
+        return;
+    }
+    let s = with_plaintext(1000);
+    fs::create_dir(s.path("shared")).unwrap();
+    s.set_mode("shared", 0o1777);
+    assert_success(&s.bash("mkfifo -m 666 fifo"), "mkfifo");
+    std::os::unix::fs::chown(s.path("fifo"), Some(UNPRIVILEGED), Some(UNPRIVILEGED)).unwrap();
+    std::os::unix::fs::symlink(s.path("fifo"), s.path("shared/mine")).unwrap();
+    let reader = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(s.path("fifo"))
+        .unwrap();
+    let out = s.run(&["keygen", "-o", "shared/mine"]);
+    drop(reader);
+    assert_success(&out, "keygen -o this user's own link to a colleague's FIFO");
+}

@@ -152,8 +152,22 @@ impl Output {
                         kind,
                     });
                 }
-                // Whoever planted a FIFO in /tmp reads what is written into it.
-                crate::shared_dirs::refuse_if_planted(&at, &existing, kind)?;
+                // Whoever planted a FIFO in /tmp reads what is written into it: the FIFO is
+                // checked in its own directory, and any link to it as it is followed. (A link
+                // that resolves to no path, as /dev/stdout to a pipe, the open resolves.)
+                let checked = match fs::symlink_metadata(&at) {
+                    Ok(entry) if entry.file_type().is_symlink() => {
+                        match crate::shared_dirs::resolve_links(&at) {
+                            Ok(real) => Some(real),
+                            Err(planted @ FileError::Planted { .. }) => return Err(planted),
+                            Err(_) => None,
+                        }
+                    }
+                    _ => Some(at.clone()),
+                };
+                if let Some(fifo) = checked {
+                    crate::shared_dirs::refuse_if_planted(&fifo, &existing, kind)?;
+                }
                 // A FIFO or device cannot be replaced by a renamed temporary: stream into it.
                 let file = fs::OpenOptions::new().write(true).open(&at).map_err(|e| {
                     FileError::io(format!("cannot open {} for writing", dest.display()), e)

@@ -24,6 +24,10 @@ pub enum TakeError {
     /// It is locked by another paraes, or was replaced meanwhile.
     #[error(transparent)]
     Guard(#[from] GuardError),
+    /// Its path goes through a link another user planted in a shared directory
+    /// ([`crate::shared_dirs::resolve_links`]).
+    #[error(transparent)]
+    Planted(FileError),
 }
 
 /// The step of [`Taken::replace_by_copy`] that failed; every one leaves the file unchanged.
@@ -55,8 +59,11 @@ pub struct Taken {
 impl Taken {
     /// Takes the container `path` names.
     pub fn take(path: &Path) -> Result<Self, TakeError> {
-        let target = fs::canonicalize(path).map_err(TakeError::Open)?;
-        // The canonical path has no link in it; one swapped in since is refused (ELOOP), not
+        let target = crate::shared_dirs::resolve_links(path).map_err(|e| match e {
+            FileError::Io { source, .. } => TakeError::Open(source),
+            planted => TakeError::Planted(planted),
+        })?;
+        // The resolved path has no link in it; one swapped in since is refused (ELOOP), not
         // followed to another file.
         let file = fs::OpenOptions::new()
             .read(true)
