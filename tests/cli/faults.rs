@@ -225,12 +225,25 @@ static int is_target(int fd) {
         && strcmp(path, target) == 0;
 }
 
-/* How many of `count` bytes of the target may be read now, or -1 with errno set: the fault. */
+/* Takes up to `count` of the bytes of the target that may still be read, or returns -1 with
+   errno set: the fault. Taken at once (compare and swap), so that threads reading side by side
+   cannot each be let through by the same count and together read past the fault. */
 static long long allowed(size_t count) {
     long long limit = atoll(getenv("FAULT_AFTER"));
     long long done = __atomic_load_n(&served, __ATOMIC_SEQ_CST);
-    if (done >= limit) { errno = EIO; return -1; }
-    return (long long)count > limit - done ? limit - done : (long long)count;
+    for (;;) {
+        if (done >= limit) { errno = EIO; return -1; }
+        long long n = (long long)count > limit - done ? limit - done : (long long)count;
+        if (__atomic_compare_exchange_n(&served, &done, done + n, 0, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST))
+            return n;
+    }
+}
+
+/* Gives back what a read took by `allowed` and did not get. */
+static void unused(long long taken, ssize_t got) {
+    long long back = taken - (got > 0 ? got : 0);
+    if (back > 0) __atomic_sub_fetch(&served, back, __ATOMIC_SEQ_CST);
 }
 
 ssize_t read(int fd, void *buf, size_t count) {
@@ -240,7 +253,7 @@ ssize_t read(int fd, void *buf, size_t count) {
     long long n = allowed(count);
     if (n < 0) return -1;
     ssize_t got = real(fd, buf, (size_t)n);
-    if (got > 0) __atomic_add_fetch(&served, got, __ATOMIC_SEQ_CST);
+    unused(n, got);
     return got;
 }
 
@@ -267,7 +280,7 @@ ssize_t pread64(int fd, void *buf, size_t count, off_t offset) {
     long long n = allowed(count);
     if (n < 0) return -1;
     ssize_t got = real(fd, buf, (size_t)n, offset);
-    if (got > 0) __atomic_add_fetch(&served, got, __ATOMIC_SEQ_CST);
+    unused(n, got);
     return got;
 }
 
