@@ -18,6 +18,31 @@ fn with_plaintext(len: usize) -> Scratch {
     s
 }
 
+/// A directory as [`with_plaintext`] makes it, when the tests run as root; otherwise the test
+/// `test` is reported as skipped (failed under CI), saying `why` it needs root.
+fn as_root(test: &str, why: &str) -> Option<Scratch> {
+    if !running_as_root() {
+        skip(test, why);
+        return None;
+    }
+    Some(with_plaintext(1000))
+}
+
+/// Makes `shared`, a directory that is sticky and writable by all, as `/tmp` is.
+fn shared_dir(s: &Scratch) {
+    fs::create_dir(s.path("shared")).unwrap();
+    s.set_mode("shared", 0o1777);
+}
+
+/// Makes `shared` and in it a link `NAME -> target` that another user (`nobody`) owns, as
+/// anyone may plant one in `/tmp`. Needs root (to give the link away).
+fn plant_link(s: &Scratch, target: impl AsRef<std::path::Path>, name: &str) {
+    shared_dir(s);
+    let link = s.path(&format!("shared/{name}"));
+    std::os::unix::fs::symlink(target, &link).unwrap();
+    std::os::unix::fs::lchown(&link, Some(UNPRIVILEGED), Some(UNPRIVILEGED)).unwrap();
+}
+
 /// A symbolic link that another user planted in a sticky, world-writable directory (`/tmp`)
 /// is one the kernel refuses to follow (`fs.protected_symlinks`, on by default on every
 /// major distribution: `cp x /tmp/out` fails with EACCES there). paraes resolves `-o`'s link
@@ -28,17 +53,11 @@ fn with_plaintext(len: usize) -> Scratch {
 #[test]
 fn a_link_planted_by_another_user_in_a_sticky_directory_is_never_followed() {
     const TEST: &str = "a_link_planted_by_another_user_in_a_sticky_directory_is_never_followed";
-    if !running_as_root() {
-        skip(TEST, "giving the planted link another owner needs root");
+    let Some(s) = as_root(TEST, "giving the planted link another owner needs root") else {
         return;
-    }
-    let s = with_plaintext(1000);
-    fs::create_dir(s.path("shared")).unwrap();
-    s.set_mode("shared", 0o1777);
+    };
     s.write("important", b"the victim's file");
-    std::os::unix::fs::symlink(s.path("important"), s.path("shared/out")).unwrap();
-    std::os::unix::fs::lchown(s.path("shared/out"), Some(UNPRIVILEGED), Some(UNPRIVILEGED))
-        .unwrap();
+    plant_link(&s, s.path("important"), "out");
     let out = s.run(&["enc", "-q", "-k", "key", "x", "-o", "shared/out", "--force"]);
     assert!(
         s.read("important") == b"the victim's file",
@@ -183,14 +202,11 @@ fn a_fifo_swapped_for_a_link_before_it_is_opened_is_not_written_through() {
 #[test]
 fn a_fifo_planted_by_another_user_in_a_sticky_directory_gets_no_secret() {
     const TEST: &str = "a_fifo_planted_by_another_user_in_a_sticky_directory_gets_no_secret";
-    if !running_as_root() {
-        skip(TEST, "giving the planted FIFO another owner needs root");
+    let Some(s) = as_root(TEST, "giving the planted FIFO another owner needs root") else {
         return;
-    }
-    let s = with_plaintext(1000);
+    };
     assert_silent_success(&s.run(&["enc", "-q", "-k", "key", "x"]), "enc x");
-    fs::create_dir(s.path("shared")).unwrap();
-    s.set_mode("shared", 0o1777);
+    shared_dir(&s);
     for (name, args) in [
         ("newkey", &["keygen", "-o", "shared/newkey"][..]),
         (
@@ -231,14 +247,12 @@ fn a_fifo_planted_by_another_user_in_a_sticky_directory_gets_no_secret() {
 #[test]
 fn a_rewritten_container_is_readable_by_no_group_that_could_not_read_it() {
     const TEST: &str = "a_rewritten_container_is_readable_by_no_group_that_could_not_read_it";
-    if !running_as_root() {
-        skip(
-            TEST,
-            "a file whose group its owner is not in needs root to make",
-        );
+    let Some(s) = as_root(
+        TEST,
+        "a file whose group its owner is not in needs root to make",
+    ) else {
         return;
-    }
-    let s = with_plaintext(1000);
+    };
     assert_silent_success(&s.run(&["enc", "-q", "-k", "key", "x"]), "enc x");
     assert_success(&s.run(&["keygen", "-o", "key2"]), "keygen");
     give_to_unprivileged(&s.path(""));
@@ -282,16 +296,10 @@ fn a_rewritten_container_is_readable_by_no_group_that_could_not_read_it() {
 #[test]
 fn a_link_planted_by_another_user_never_leads_to_a_device() {
     const TEST: &str = "a_link_planted_by_another_user_never_leads_to_a_device";
-    if !running_as_root() {
-        skip(TEST, "a link of another owner needs root to make");
+    let Some(s) = as_root(TEST, "a link of another owner needs root to make") else {
         return;
-    }
-    let s = with_plaintext(1000);
-    fs::create_dir(s.path("shared")).unwrap();
-    s.set_mode("shared", 0o1777);
-    std::os::unix::fs::symlink("/dev/null", s.path("shared/out")).unwrap();
-    std::os::unix::fs::lchown(s.path("shared/out"), Some(UNPRIVILEGED), Some(UNPRIVILEGED))
-        .unwrap();
+    };
+    plant_link(&s, "/dev/null", "out");
     let before = s.names();
     let out = s.run(&["enc", "-q", "-k", "key", "x", "-o", "shared/out"]);
     let message = s.assert_refused(&out, &before, "-o a planted link to a device");
@@ -477,26 +485,16 @@ fn a_many_file_run_holds_at_most_a_kib_per_file() {
 #[test]
 fn rekey_never_follows_a_link_another_user_planted_in_a_sticky_directory() {
     const TEST: &str = "rekey_never_follows_a_link_another_user_planted_in_a_sticky_directory";
-    if !running_as_root() {
-        skip(TEST, "a link of another owner needs root to make");
+    let Some(s) = as_root(TEST, "a link of another owner needs root to make") else {
         return;
-    }
-    let s = with_plaintext(1000);
+    };
     assert_silent_success(
         &s.run(&["enc", "-q", "-k", "key", "x", "-o", "secret.paraes"]),
         "enc",
     );
     assert_success(&s.run(&["keygen", "-o", "key2"]), "keygen");
     let before = s.read("secret.paraes");
-    fs::create_dir(s.path("shared")).unwrap();
-    s.set_mode("shared", 0o1777);
-    std::os::unix::fs::symlink(s.path("secret.paraes"), s.path("shared/c.paraes")).unwrap();
-    std::os::unix::fs::lchown(
-        s.path("shared/c.paraes"),
-        Some(UNPRIVILEGED),
-        Some(UNPRIVILEGED),
-    )
-    .unwrap();
+    plant_link(&s, s.path("secret.paraes"), "c.paraes");
     let out = s.run(&[
         "rekey",
         "-q",
@@ -560,15 +558,10 @@ fn a_path_through_many_links_is_checked_in_linear_time() {
 #[test]
 fn keygen_follows_no_planted_link() {
     const TEST: &str = "keygen_follows_no_planted_link";
-    if !running_as_root() {
-        skip(TEST, "a link of another owner needs root to make");
+    let Some(s) = as_root(TEST, "a link of another owner needs root to make") else {
         return;
-    }
-    let s = with_plaintext(1000);
-    fs::create_dir(s.path("shared")).unwrap();
-    s.set_mode("shared", 0o1777);
-    std::os::unix::fs::symlink("/dev/null", s.path("shared/k")).unwrap();
-    std::os::unix::fs::lchown(s.path("shared/k"), Some(UNPRIVILEGED), Some(UNPRIVILEGED)).unwrap();
+    };
+    plant_link(&s, "/dev/null", "k");
     let out = s.run(&["keygen", "-o", "shared/k"]);
     assert!(
         !out.status.success(),
@@ -582,13 +575,10 @@ fn keygen_follows_no_planted_link() {
 #[test]
 fn keygen_refuses_no_own_link_to_a_colleagues_fifo() {
     const TEST: &str = "keygen_refuses_no_own_link_to_a_colleagues_fifo";
-    if !running_as_root() {
-        skip(TEST, "a FIFO of another owner needs root to make");
+    let Some(s) = as_root(TEST, "a FIFO of another owner needs root to make") else {
         return;
-    }
-    let s = with_plaintext(1000);
-    fs::create_dir(s.path("shared")).unwrap();
-    s.set_mode("shared", 0o1777);
+    };
+    shared_dir(&s);
     assert_success(&s.bash("mkfifo -m 666 fifo"), "mkfifo");
     std::os::unix::fs::chown(s.path("fifo"), Some(UNPRIVILEGED), Some(UNPRIVILEGED)).unwrap();
     std::os::unix::fs::symlink(s.path("fifo"), s.path("shared/mine")).unwrap();
