@@ -13,6 +13,7 @@ mod command_line_keys;
 mod command_line_signals;
 mod container;
 mod container_reference;
+mod fault_shim;
 mod faults;
 mod manual;
 mod many_files;
