@@ -135,9 +135,27 @@ impl<'a> Job<'a> {
         Job { offset, ..self }
     }
 
-    /// The same job for a buffer that starts `bytes` further into the stream.
+    /// The same job for a buffer that starts `bytes` further into the stream. A stream counter
+    /// is 128 bits wide while the byte offset is 64: past byte 2^64 the whole blocks move into
+    /// the counter (block `p / 16` of the stream is `counter + p / 16` either way), so a slice
+    /// beyond it never wraps back to the keystream of the stream's start.
     pub fn advanced(&self, bytes: u64) -> Job<'a> {
-        self.at(self.offset + bytes)
+        if let Some(offset) = self.offset.checked_add(bytes) {
+            return self.at(offset);
+        }
+        match self.counters {
+            Counters::Stream => {
+                let counter =
+                    u128::from_be_bytes(self.counter).wrapping_add(u128::from(self.offset / 16));
+                let rebased = self
+                    .with_counter(counter.to_be_bytes())
+                    .at(self.offset % 16);
+                rebased.at(rebased.offset + bytes)
+            }
+            // A GCM chunk's counter restarts with each chunk's nonce, and no chunked stream
+            // reaches 2^64 bytes (2^32 chunks of 16 KiB at most).
+            Counters::GcmChunks { .. } => panic!("a GCM chunk stream past byte 2^64"),
+        }
     }
 
     /// The same job in `direction`.
@@ -463,6 +481,36 @@ mod tests {
 
     /// The data slots of a records side are its records less their tags, and hold exactly the
     /// plaintext side's bytes.
+    /// A CTR job advanced past byte 2^64 of its stream keeps the 128-bit counter: block
+    /// `p / 16` is `counter + p / 16`, not the wrapped offset's block (which would reuse the
+    /// keystream of the stream's start); and the engine, whose threads each take a slice by
+    /// `advanced`, gives the bytes the single-threaded reference gives.
+    #[test]
+    fn advancing_past_byte_2_64_moves_the_whole_blocks_into_the_counter() {
+        let key = ExpandedKey::new(&crate::Key::new(&[7; 16]).unwrap());
+        let counter = [0xff; 16];
+        let job = Job::ctr(&key, counter, u64::MAX - 15);
+        let later = job.advanced(48);
+        let block = |job: &Job<'_>| {
+            u128::from_be_bytes(job.counter).wrapping_add(u128::from(job.offset / 16))
+        };
+        let expected = u128::from_be_bytes(counter).wrapping_add((1u128 << 60) + 2);
+        assert_eq!(block(&later), expected);
+        assert_eq!(block(&later.advanced(16)), expected.wrapping_add(1));
+
+        let two = crate::CpuEngine::new(Some(2)).unwrap();
+        let mut threaded = vec![0u8; 1 << 20];
+        crate::Engine::process(&two, &job, &mut threaded).unwrap();
+        // One thread, one call: its counter runs on in 128 bits by itself.
+        let one = crate::CpuEngine::new(Some(1)).unwrap();
+        let mut reference = vec![0u8; 1 << 20];
+        crate::Engine::process(&one, &job, &mut reference).unwrap();
+        assert!(
+            threaded == reference,
+            "the threads' slices past 2^64 differ"
+        );
+    }
+
     #[test]
     fn data_slots_skip_the_tags() {
         let (g, r, t) = (GCM_CHUNK_LEN, GCM_RECORD_LEN, GCM_TAG_LEN);
