@@ -257,6 +257,14 @@ fn cuda_records(
         })
         .map_err(device_error)?;
         work.finish()?;
+        // A copy the producer exported (IS_COPIED) is freed by its deleter when the array is
+        // dropped, yet work queued on the caller's stream still reads it: wait for that work
+        // first. (An array that is not a copy stays the caller's, alive past the call.)
+        if array.copied && work.caller.is_some() {
+            // Without the GIL: the stream's queued work may need it to finish.
+            py.detach(|| work.stream.synchronize())
+                .map_err(|e| errors::Error::new_err(e.to_string()))?;
+        }
         drop(array);
         let ready_on = match work.caller {
             Some(_) => Some((

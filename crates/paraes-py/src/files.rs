@@ -25,12 +25,34 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// Opens the input `src` for a job that writes `dst`: a regular file, FIFO or device, never
-/// the file `dst` names.
-fn open_input(src: &Path, dst: &Path) -> PyResult<Input> {
-    let input = Input::open(Some(src), InputKinds::FilesAndStreams).map_err(errors::file)?;
+/// Opens the input `src` for a job that writes `dst` (or takes the FIFO `fifo` opened there
+/// already): a regular file, FIFO or device, never the file `dst` names.
+fn open_input(src: &Path, fifo: Option<std::fs::File>, dst: &Path) -> PyResult<Input> {
+    let input = match fifo {
+        Some(file) => Input::File(file, src.to_path_buf()),
+        None => Input::open(Some(src), InputKinds::FilesAndStreams).map_err(errors::file)?,
+    };
     input.refuse_as_output(dst).map_err(errors::file)?;
     Ok(input)
+}
+
+/// Where `src` is a FIFO, opens it here, interruptibly (Ctrl-C raises `KeyboardInterrupt`
+/// while no writer has it open): the standard library's open retries after a signal, so a call
+/// blocked in it could not be interrupted. The job then reads this very descriptor.
+fn open_fifo_interruptibly(py: Python<'_>, src: &Path) -> PyResult<Option<std::fs::File>> {
+    use std::os::unix::fs::FileTypeExt;
+    if !std::fs::metadata(src).is_ok_and(|m| m.file_type().is_fifo()) {
+        return Ok(None);
+    }
+    let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC;
+    loop {
+        match py.detach(|| rustix::fs::open(src, flags, rustix::fs::Mode::empty())) {
+            Ok(fd) => return Ok(Some(std::fs::File::from(fd))),
+            Err(rustix::io::Errno::INTR) => py.check_signals()?,
+            // Whatever else, the job's own open says it in its words.
+            Err(_) => return Ok(None),
+        }
+    }
 }
 
 /// How a body of `len` bytes (`None`: a stream) runs on `engine`: in turn when small, else
@@ -112,8 +134,9 @@ fn encrypt_file<'py>(
     let read = args.files_read()?;
     let recipients = args.recipients()?;
     let engine = crate::engine()?;
+    let fifo = open_fifo_interruptibly(py, &src)?;
     let done = py.detach(|| {
-        let mut input = open_input(&src, &dst)?;
+        let mut input = open_input(&src, fifo, &dst)?;
         let mut output = containers::create_output(&dst, overwrite, &read)?;
         let (header, opened) = containers::seal(key_size, &recipients)?;
         containers::write_out(&mut output, &header)?;
@@ -157,8 +180,9 @@ fn decrypt_file<'py>(
     let read = args.files_read()?;
     let unlock = args.unlock()?;
     let engine = crate::engine()?;
+    let fifo = open_fifo_interruptibly(py, &src)?;
     let done = py.detach(|| {
-        let mut input = open_input(&src, &dst)?;
+        let mut input = open_input(&src, fifo, &dst)?;
         // Refused before anything is read: the output's checks come first.
         let output = containers::create_output(&dst, overwrite, &read)?;
         let input_name = input.name();

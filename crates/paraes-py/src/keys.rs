@@ -389,15 +389,17 @@ fn generate_key<'py>(py: Python<'py>, bits: u32) -> PyResult<Bound<'py, PyBytes>
 /// hybrid (ML-KEM-768 + X25519). Keep the identity text secret; give out the recipient.
 #[pyfunction]
 #[pyo3(signature = (*, pq = false))]
-fn generate_identity(pq: bool) -> PyResult<(String, String)> {
+fn generate_identity(py: Python<'_>, pq: bool) -> PyResult<(Py<PyString>, String)> {
     let identity = if pq {
         SecretIdentity::generate_hybrid()
     } else {
         SecretIdentity::generate_x25519()
     }
     .map_err(|e| errors::Error::new_err(e.to_string()))?;
+    // Python's string straight from the zeroizing text: no plain copy is left to free unwiped.
+    let secret = identity.to_secret_text();
     Ok((
-        identity.to_secret_text().to_string(),
+        PyString::new(py, &secret).unbind(),
         identity.recipient().to_string(),
     ))
 }
