@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -352,7 +352,7 @@ pub fn make_parents(dir: &Path, path: &Path) -> Result<Option<OwnedFd>> {
             }
         })?;
     }
-    let named = Path::new(&format!("/proc/self/fd/{}", at.as_raw_fd())).is_dir();
+    let named = paraes_files::fd_path(&at).is_dir();
     Ok(named.then_some(at))
 }
 

@@ -478,8 +478,8 @@ fn a_many_file_run_holds_at_most_a_kib_per_file() {
 
 /// Review of session 12's fixes (helper revc). `rekey` (and `upgrade`) take their container
 /// through `Taken::take`, which resolves the path's links in user space (`fs::canonicalize`,
-/// i.e. `realpath(3)`), where neither the kernel's `fs.protected_symlinks` nor
-/// `shared_dirs::refuse_planted_links` applies: a link another user planted in `/tmp`
+/// i.e. `realpath(3)`), where neither the kernel's `fs.protected_symlinks` nor paraes's own
+/// check of `-o`'s links (its first version, `refuse_planted_links`) applied: a link another user planted in `/tmp`
 /// (`/tmp/shared.paraes -> /home/victim/secret.paraes`) has the victim's *other* container
 /// rekeyed, e.g. opened to the recipient the victim meant to give `/tmp/shared.paraes` to.
 #[test]
@@ -513,11 +513,12 @@ fn rekey_never_follows_a_link_another_user_planted_in_a_sticky_directory() {
     );
 }
 
-/// `refuse_planted_links` (shared_dirs.rs) recurses into each link's target joined to the
+/// The first version of the check of `-o`'s links (`refuse_planted_links`, since replaced by
+/// `shared_dirs::resolve_links`) recursed into each link's target joined to the
 /// link's *unresolved* parent, so every link before it in the path is walked (and recursed
 /// into) again: a path of n links is 2^n walks. `-o d/d/.../d/out` with `d -> .` (30 of them,
 /// 31 links, within the kernel's 40) resolves at once in the kernel and in `realpath`, but
-/// paraes spins for hours (measured: n=20 5 s, each 2 more links x4).
+/// paraes spun for hours (measured: n=20 5 s, each 2 more links x4).
 #[test]
 fn a_path_through_many_links_is_checked_in_linear_time() {
     let s = with_plaintext(1000);

@@ -31,7 +31,7 @@ mod spread;
 pub use error::{one_line, FileError};
 pub use input::{check_regular, file_looks_armored, open_regular_file, Input, InputKinds};
 pub use leftovers::{leftovers, leftovers_warning};
-pub use output::{sync_directory, Output, OutputOptions, Reach, Temporary};
+pub use output::{fd_path, sync_directory, Output, OutputOptions, Reach, Temporary};
 pub use page_aligned::PageAlignedLarge;
 pub use positioned::widen_pipe;
 pub use reads::{fd_id, file_id, path_id, FilesRead};

@@ -130,8 +130,7 @@ impl Output {
             return Ok(Output::Stdout(stdout));
         };
         let at = match &options.within {
-            Some(dir) => Path::new(&format!("/proc/self/fd/{}", dir.as_raw_fd()))
-                .join(dest.file_name().unwrap_or_default()),
+            Some(dir) => fd_path(dir.as_ref()).join(dest.file_name().unwrap_or_default()),
             None => dest.to_path_buf(),
         };
         if options.derived_name {
@@ -402,6 +401,12 @@ pub fn sync_directory(dir: &Path) {
     }
 }
 
+/// The path `/proc` gives this process's open descriptor `fd`: the file (or directory) itself,
+/// whatever its names are now.
+pub fn fd_path(fd: &impl AsRawFd) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+}
+
 /// The directory a destination lives in.
 pub(crate) fn directory_of(dest: &Path) -> &Path {
     match dest.parent() {
@@ -424,7 +429,7 @@ fn anonymous_in(dir: &Path) -> io::Result<Option<File>> {
         Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOSYS) => return Ok(None),
         Err(e) => return Err(e.into()),
     };
-    let linkable = fs::metadata(format!("/proc/self/fd/{}", file.as_raw_fd())).is_ok();
+    let linkable = fs::metadata(fd_path(&file)).is_ok();
     Ok(linkable.then_some(file))
 }
 
@@ -459,9 +464,8 @@ fn named_in(dir: &Path, dest: &Path) -> io::Result<NamedTempFile> {
 /// it appeared meanwhile); with `force` over an existing file, linked to a hidden name and
 /// renamed over it (atomic for readers of `dest`).
 fn link_anonymous(file: &File, dest: &Path, force: bool) -> io::Result<()> {
-    let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
-    let link =
-        |to: &Path| rustix::fs::linkat(CWD, proc_path.as_str(), CWD, to, AtFlags::SYMLINK_FOLLOW);
+    let proc_path = fd_path(file);
+    let link = |to: &Path| rustix::fs::linkat(CWD, &proc_path, CWD, to, AtFlags::SYMLINK_FOLLOW);
     match link(dest) {
         Ok(()) => return Ok(()),
         Err(Errno::EXIST) if force => {}

@@ -21,10 +21,12 @@ const STICKY_AND_WRITABLE_BY_ALL: u32 = 0o1002;
 /// resolves `-o`'s links itself and opens FIFOs and devices without `O_CREAT`, so the kernel
 /// does not apply it for paraes. `what` says what the entry is ("a symbolic link", "a FIFO").
 pub fn refuse_if_planted(entry: &Path, meta: &Metadata, what: &str) -> Result<(), FileError> {
-    let dir = match entry.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    // Its directory (as output.rs's `directory_of`, which depends on this module).
+    let dir = entry
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let dir = dir.to_path_buf();
     let Ok(dir_meta) = fs::metadata(&dir) else {
         return Ok(());
     };
