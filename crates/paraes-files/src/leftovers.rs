@@ -24,12 +24,23 @@ pub fn leftovers(container: &Path) -> Vec<PathBuf> {
             let entry_name = entry.file_name();
             let entry_name = entry_name.to_string_lossy();
             entry_name.starts_with(".paraes-rekey.")
-                || (entry_name.starts_with(&ours) && entry_name.ends_with(".paraes-tmp"))
+                || entry_name
+                    .strip_prefix(&ours)
+                    .and_then(|rest| rest.strip_suffix(".paraes-tmp"))
+                    .is_some_and(is_random_part)
         })
         .map(|entry| entry.path())
         .collect();
     found.sort();
     found
+}
+
+/// Whether `part` is what a hidden temporary's name holds between `.NAME.` and `.paraes-tmp`:
+/// tempfile's 6 random letters and digits ([`crate::output`]'s `named_in`), or the 12 hex
+/// digits of an unnamed file's linked name (`link_anonymous`). Anything else is another file's
+/// (`.a.paraes.bak.XXXXXX.paraes-tmp` belongs to `a.paraes.bak`).
+fn is_random_part(part: &str) -> bool {
+    matches!(part.len(), 6 | 12) && part.bytes().all(|b| b.is_ascii_alphanumeric())
 }
 
 /// The warning about `stale` temporaries.
@@ -43,4 +54,38 @@ pub fn leftovers_warning(stale: &[PathBuf]) -> String {
         stale.len(),
         names.join(", ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only the temporaries of the container itself: `.NAME.` and the 6 or 12 characters of
+    /// a random part (tempfile's, or the linked name's hex) before `.paraes-tmp`. Before,
+    /// every name that began `.NAME.` was one, so the temporary of a file whose name merely
+    /// begins with the container's (`a.paraes.bak`) was reported as this container's.
+    #[test]
+    fn only_the_containers_own_temporaries_are_leftovers() {
+        let dir = tempfile::tempdir().unwrap();
+        let ours = [
+            ".a.paraes.Xy12Ab.paraes-tmp",
+            ".a.paraes.0123456789ab.paraes-tmp",
+        ];
+        let others = [
+            ".a.paraes.bak.Xy12Ab.paraes-tmp",
+            ".a.paraes.old.0123456789ab.paraes-tmp",
+            ".a.paraes..paraes-tmp",
+            ".a.paraes.Xy1-Ab.paraes-tmp",
+        ];
+        for name in ours.iter().chain(&others) {
+            fs::write(dir.path().join(name), b"").unwrap();
+        }
+        let found = leftovers(&dir.path().join("a.paraes"));
+        let expected: Vec<PathBuf> = {
+            let mut names: Vec<PathBuf> = ours.iter().map(|n| dir.path().join(n)).collect();
+            names.sort();
+            names
+        };
+        assert_eq!(found, expected);
+    }
 }
