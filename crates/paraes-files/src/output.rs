@@ -16,11 +16,10 @@ use std::sync::Arc;
 
 use rustix::fs::{AtFlags, Mode, OFlags, CWD};
 use rustix::io::Errno;
-use tempfile::NamedTempFile;
 
 use crate::armor::ArmorWriter;
 use crate::error::{special_kind, FileError};
-use crate::pending::{make_named, named_done, set_pending, Pending};
+use crate::pending::{make_named, named_done, set_pending, ListedTemp, Pending};
 
 /// How an output is made: one value, not a row of booleans.
 #[derive(Clone, Debug)]
@@ -90,7 +89,7 @@ pub enum Temporary {
     /// `O_TMPFILE`: no name until [`Output::commit`] links it.
     Anonymous(File),
     /// A named hidden file beside the destination (the fallback).
-    Named(NamedTempFile),
+    Named(ListedTemp),
 }
 
 /// Where the data goes.
@@ -353,14 +352,7 @@ impl Output {
                     .as_file()
                     .sync_all()
                     .map_err(|e| FileError::io(format!("writing {shown} failed"), e))?;
-                let temp_path = named.path().to_path_buf();
-                let persisted = if force {
-                    named.persist(&at)
-                } else {
-                    named.persist_noclobber(&at)
-                };
-                named_done(&temp_path);
-                persisted.map(|_| ()).map_err(|e| e.error)
+                named.persist(&at, force)
             }
         };
         set_pending(Pending::Nothing);
@@ -450,14 +442,13 @@ pub(crate) fn hidden_prefix(name: &OsStr) -> String {
 }
 
 /// A named hidden temporary beside `dest`, listed for a signal to remove.
-fn named_in(dir: &Path, dest: &Path) -> io::Result<NamedTempFile> {
-    let make = || {
+fn named_in(dir: &Path, dest: &Path) -> io::Result<ListedTemp> {
+    ListedTemp::make(|| {
         tempfile::Builder::new()
             .prefix(&hidden_prefix(dest.file_name().unwrap_or_default()))
             .suffix(".paraes-tmp")
             .tempfile_in(dir)
-    };
-    make_named(make, |named: &NamedTempFile| named.path().to_path_buf())
+    })
 }
 
 /// Gives the unnamed `file` the name `dest`: linked directly when `dest` is free (refused if

@@ -2,9 +2,12 @@
 //! front end that handles signals (the CLI) reads it to remove named temporaries and to say
 //! what was left. A process that installs no handler loses nothing by the record.
 
+use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
+use tempfile::NamedTempFile;
 
 /// What an interrupted job leaves behind.
 #[derive(Debug, Default)]
@@ -61,6 +64,67 @@ pub fn make_named<T>(
     Ok(made)
 }
 
+/// A named temporary file listed for a signal to remove ([`make_named`]), taken off the list
+/// however it ends: renamed into place ([`ListedTemp::persist`]) or removed when dropped.
+pub struct ListedTemp(Option<NamedTempFile>);
+
+impl ListedTemp {
+    /// Makes a named temporary by `make` and lists it ([`make_named`]).
+    pub fn make(make: impl FnOnce() -> io::Result<NamedTempFile>) -> io::Result<Self> {
+        make_named(make, |named| named.path().to_path_buf()).map(|named| ListedTemp(Some(named)))
+    }
+
+    fn named(&self) -> &NamedTempFile {
+        self.0
+            .as_ref()
+            .expect("a listed temporary until persisted or dropped")
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        self.named().path()
+    }
+
+    /// The open file.
+    pub fn as_file(&self) -> &File {
+        self.named().as_file()
+    }
+
+    /// The open file, to write.
+    pub fn as_file_mut(&mut self) -> &mut File {
+        self.0
+            .as_mut()
+            .expect("a listed temporary until persisted or dropped")
+            .as_file_mut()
+    }
+
+    /// Renames it to `dest` (over an existing file only where `replace`) and takes it off the
+    /// list; on an error it is removed.
+    pub fn persist(mut self, dest: &Path, replace: bool) -> io::Result<()> {
+        let named = self.0.take().expect("persisted once");
+        let path = named.path().to_path_buf();
+        let persisted = match replace {
+            true => named.persist(dest),
+            false => named.persist_noclobber(dest),
+        };
+        // On an error the returned temporary is dropped here, which removes it.
+        let persisted = persisted.map(drop).map_err(|e| e.error);
+        named_done(&path);
+        persisted
+    }
+}
+
+impl Drop for ListedTemp {
+    fn drop(&mut self) {
+        if let Some(named) = self.0.take() {
+            let path = named.path().to_path_buf();
+            // Removed first, then unlisted: a signal in between finds nothing to remove.
+            drop(named);
+            named_done(&path);
+        }
+    }
+}
+
 /// The named temporary `path` is gone (renamed into place or removed): a signal leaves it be.
 pub fn named_done(path: &Path) {
     named().paths.retain(|p| p != path);
@@ -76,4 +140,48 @@ pub fn clean_up_for_exit() -> Pending {
         let _ = std::fs::remove_file(path);
     }
     pending
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::{Output, OutputOptions, Reach};
+
+    fn listed(path: &Path) -> bool {
+        named().paths.iter().any(|p| p == path)
+    }
+
+    /// A named temporary that is dropped unwritten (the job failed) is removed, and taken off
+    /// the list a signal's clean-up removes: before, its path stayed listed for the rest of the
+    /// run (one entry per failed file of a many-file run), and a signal then removed whatever
+    /// had come to have that name since.
+    #[test]
+    fn a_dropped_named_temporary_leaves_the_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = OutputOptions {
+            reach: Reach::OtherMachines,
+            ..OutputOptions::default()
+        };
+        let mut output = Output::create(Some(&dir.path().join("out")), &options).unwrap();
+        output.writer().write_all(b"never committed").unwrap();
+        let temp = output.shared_path().expect("a named temporary");
+        assert!(temp.exists() && listed(&temp));
+        drop(output);
+        assert!(!temp.exists(), "removed on drop");
+        assert!(!listed(&temp), "{} is still listed", temp.display());
+    }
+
+    /// A committed one is off the list too.
+    #[test]
+    fn a_committed_named_temporary_leaves_the_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = OutputOptions {
+            reach: Reach::OtherMachines,
+            ..OutputOptions::default()
+        };
+        let output = Output::create(Some(&dir.path().join("out")), &options).unwrap();
+        let temp = output.shared_path().expect("a named temporary");
+        output.commit().unwrap();
+        assert!(!listed(&temp) && dir.path().join("out").exists());
+    }
 }
