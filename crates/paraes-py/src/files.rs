@@ -109,11 +109,12 @@ fn ran<'py>(py: Python<'py>, (moved, header_len): (Moved, u64)) -> PyResult<Boun
 }
 
 /// Encrypts the file `src` into a new container `dst` (format v3, as `paraes enc`), which opens
-/// with any of `keys`, `recipients` or `passphrase`. `src` may be a FIFO or device (read as a
+/// with any of `keys`, `recipients` or `passphrase`; `armor` writes it as ASCII armor (as
+/// `paraes enc -a`: written in order, as a stream). `src` may be a FIFO or device (read as a
 /// stream); `dst` is a regular file, which appears only when complete. Returns what ran (see
 /// [`ran`]).
 #[pyfunction]
-#[pyo3(signature = (src, dst, *, keys = None, recipients = None, passphrase = None, bits = 256, overwrite = false))]
+#[pyo3(signature = (src, dst, *, keys = None, recipients = None, passphrase = None, bits = 256, armor = false, overwrite = false))]
 #[allow(clippy::too_many_arguments)]
 fn encrypt_file<'py>(
     py: Python<'py>,
@@ -123,6 +124,7 @@ fn encrypt_file<'py>(
     recipients: Option<&Bound<'_, PyAny>>,
     passphrase: Option<&Bound<'_, PyAny>>,
     bits: u32,
+    armor: bool,
     overwrite: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let key_size = containers::key_size(bits)?;
@@ -137,7 +139,8 @@ fn encrypt_file<'py>(
     let fifo = open_fifo_interruptibly(py, &src)?;
     let done = py.detach(|| {
         let mut input = open_input(&src, fifo, &dst)?;
-        let mut output = containers::create_output(&dst, overwrite, &read)?;
+        let output = containers::create_output(&dst, overwrite, &read)?;
+        let mut output = if armor { output.armored() } else { output };
         let (header, opened) = containers::seal(key_size, &recipients)?;
         containers::write_out(&mut output, &header)?;
         let spec = opened.stream_spec(engine, Direction::Encrypt);
@@ -147,8 +150,9 @@ fn encrypt_file<'py>(
 }
 
 /// Decrypts the container `src` into `dst`; every chunk is authenticated before its plaintext
-/// is written, and `dst` appears only when the whole container was authentic. `src` may be a
-/// FIFO or device (read as a stream); `dst` is a regular file. `ssh_passphrase` unlocks the SSH
+/// is written, and `dst` appears only when the whole container was authentic. `src` may be
+/// ASCII-armored (told by its first line, as `paraes dec` does; a regular file's whole armor is
+/// checked first), a FIFO or a device (read as a stream); `dst` is a regular file. `ssh_passphrase` unlocks the SSH
 /// private keys among `identities` that have a passphrase (nothing is ever prompted for);
 /// `max_kdf_mib` caps the Argon2id work (MiB x passes) a file's passphrase stanzas may ask
 /// (default 3072, the CLI's `--max-kdf-mib`); `allow_unverified_slot` opens a format v2 file
@@ -182,7 +186,8 @@ fn decrypt_file<'py>(
     let engine = crate::engine()?;
     let fifo = open_fifo_interruptibly(py, &src)?;
     let done = py.detach(|| {
-        let mut input = open_input(&src, fifo, &dst)?;
+        let input = open_input(&src, fifo, &dst)?;
+        let mut input = input.dearmored().map_err(errors::file)?;
         // Refused before anything is read: the output's checks come first.
         let output = containers::create_output(&dst, overwrite, &read)?;
         let input_name = input.name();

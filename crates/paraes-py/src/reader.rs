@@ -59,6 +59,18 @@ fn fill(reader: &mut Seekable<'_>, buf: &mut [u8], name: &str) -> PyResult<usize
     Ok(filled)
 }
 
+/// Refuses an ASCII-armored container, which has no offsets to read at, saying what reads it.
+fn refuse_armor(file: &File, name: &str) -> PyResult<()> {
+    let armored = paraes_files::file_looks_armored(file)
+        .map_err(|e| errors::os_error(&e, &format!("reading {name} failed")))?;
+    if armored {
+        return Err(PyValueError::new_err(format!(
+            "{name} is an ASCII-armored container, which is read in order, not at offsets: decrypt it whole with paraes.decrypt_file (or paraes dec), or write it without armor"
+        )));
+    }
+    Ok(())
+}
+
 #[pymethods]
 impl Reader {
     #[new]
@@ -89,6 +101,7 @@ impl Reader {
             // A regular file only, opened without ever waiting on a FIFO: the reader reads at
             // offsets.
             let file = paraes_files::open_regular_file(&src).map_err(errors::file)?;
+            refuse_armor(&file, &name)?;
             let opened = containers::open_file(&file, &name, &unlock)?;
             ReaderCell::try_new(opened, |opened| {
                 SeekableReader::new(opened, engine, file)

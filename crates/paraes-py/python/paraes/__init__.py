@@ -180,7 +180,9 @@ class Reader(io.RawIOBase):
     checked when the reader opens, so :attr:`size` is authentic); a damaged chunk raises
     :class:`AuthenticationError` and returns none of its bytes. Wrap it in
     ``io.BufferedReader`` for line-oriented reading. Keys, identities, passphrase,
-    ssh_passphrase, max_kdf_mib and allow_unverified_slot are as for :func:`decrypt_file`.
+    ssh_passphrase, max_kdf_mib and allow_unverified_slot are as for :func:`decrypt_file`. An
+    ASCII-armored container is read in order only: it raises ``ValueError`` here (decrypt it
+    whole with :func:`decrypt_file`).
     """
 
     def __init__(

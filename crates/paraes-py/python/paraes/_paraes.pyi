@@ -87,11 +87,12 @@ def encrypt_file(
     recipients: Optional[Iterable[RecipientArg]] = None,
     passphrase: Optional[Passphrase] = None,
     bits: int = 256,
+    armor: bool = False,
     overwrite: bool = False,
 ) -> FileStats:
     """Encrypts src into a new container dst (format v3, as `paraes enc`), with many chunks in
     flight on max(2, threads()) workers, read and written at offsets where src is a regular file;
-    returns what ran."""
+    armor=True writes ASCII armor (as `paraes enc -a`, in order); returns what ran."""
 
 def decrypt_file(
     src: StrPath,
@@ -106,7 +107,7 @@ def decrypt_file(
     overwrite: bool = False,
 ) -> FileStats:
     """Decrypts the container src into dst, which appears only if all of it was authentic;
-    returns what ran (as encrypt_file).
+    returns what ran (as encrypt_file). src may be ASCII-armored (as `paraes dec` reads it).
 
     ssh_passphrase unlocks the SSH private keys among the identities that have one;
     max_kdf_mib caps the Argon2id work (MiB x passes) a passphrase stanza may ask (default

@@ -1,0 +1,57 @@
+"""ASCII-armored containers (`paraes enc -a`) from Python: `decrypt_file` reads them as the CLI's
+`dec` does, `encrypt_file(armor=True)` writes what the CLI reads, and `Reader` (which reads at
+offsets) refuses them in one clear line instead of calling them "not a paraes container"."""
+
+import pytest
+
+import paraes
+
+from conftest import seeded
+
+BEGIN = b"-----BEGIN PARAES ENCRYPTED FILE-----\n"
+
+
+@pytest.mark.parametrize("n", [0, 16384, 100_000])
+def test_the_cli_and_python_read_each_others_armor(tmp_path, cli, private, n):
+    key = paraes.generate_key()
+    key_file = private("k.key", key.hex() + "\n")
+    data = seeded(n, n + 7)
+    src = tmp_path / "p.bin"
+    src.write_bytes(data)
+    cli("enc", "-a", "-k", key_file, src, "-o", tmp_path / "cli.asc")
+    ran = paraes.decrypt_file(tmp_path / "cli.asc", tmp_path / "py.out", keys=[key])
+    assert (tmp_path / "py.out").read_bytes() == data
+    assert ran["bytes_out"] == n
+    paraes.encrypt_file(src, tmp_path / "py.asc", keys=[key], armor=True)
+    text = (tmp_path / "py.asc").read_bytes()
+    assert text.startswith(BEGIN) and text.endswith(b"-----END PARAES ENCRYPTED FILE-----\n")
+    assert all(len(line) <= 64 for line in text.splitlines())
+    cli("dec", "-k", key_file, tmp_path / "py.asc", "-o", tmp_path / "cli.out")
+    assert (tmp_path / "cli.out").read_bytes() == data
+    paraes.decrypt_file(tmp_path / "py.asc", tmp_path / "py2.out", keys=[key])
+    assert (tmp_path / "py2.out").read_bytes() == data
+
+
+def test_damaged_armor_is_refused_and_leaves_no_output(tmp_path):
+    key = paraes.generate_key()
+    src = tmp_path / "p.bin"
+    src.write_bytes(seeded(50_000, 3))
+    paraes.encrypt_file(src, tmp_path / "a.asc", keys=[key], armor=True)
+    lines = (tmp_path / "a.asc").read_bytes().splitlines(keepends=True)
+    middle = len(lines) // 2
+    lines[middle] = lines[middle][:10] + (b"B" if lines[middle][10:11] != b"B" else b"C") + lines[middle][11:]
+    (tmp_path / "bad.asc").write_bytes(b"".join(lines))
+    with pytest.raises(paraes.AuthenticationError):
+        paraes.decrypt_file(tmp_path / "bad.asc", tmp_path / "out", keys=[key])
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_reader_refuses_armor_in_one_clear_line(tmp_path):
+    key = paraes.generate_key()
+    src = tmp_path / "p.bin"
+    src.write_bytes(b"x" * 1000)
+    paraes.encrypt_file(src, tmp_path / "a.asc", keys=[key], armor=True)
+    with pytest.raises(ValueError) as refused:
+        paraes.Reader(tmp_path / "a.asc", keys=[key])
+    message = str(refused.value)
+    assert "armor" in message and "decrypt_file" in message and "\n" not in message, message
