@@ -147,6 +147,16 @@ mod tests {
     use super::*;
     use crate::output::{Output, OutputOptions, Reach};
 
+    /// An output at `dest` written to a named temporary (the fallback MPI ranks on other
+    /// machines need).
+    fn named_output(dest: &Path) -> Output {
+        let options = OutputOptions {
+            reach: Reach::OtherMachines,
+            ..OutputOptions::default()
+        };
+        Output::create(Some(dest), &options).unwrap()
+    }
+
     fn listed(path: &Path) -> bool {
         named().paths.iter().any(|p| p == path)
     }
@@ -158,11 +168,7 @@ mod tests {
     #[test]
     fn a_dropped_named_temporary_leaves_the_list() {
         let dir = tempfile::tempdir().unwrap();
-        let options = OutputOptions {
-            reach: Reach::OtherMachines,
-            ..OutputOptions::default()
-        };
-        let mut output = Output::create(Some(&dir.path().join("out")), &options).unwrap();
+        let mut output = named_output(&dir.path().join("out"));
         output.writer().write_all(b"never committed").unwrap();
         let temp = output.shared_path().expect("a named temporary");
         assert!(temp.exists() && listed(&temp));
@@ -175,11 +181,7 @@ mod tests {
     #[test]
     fn a_committed_named_temporary_leaves_the_list() {
         let dir = tempfile::tempdir().unwrap();
-        let options = OutputOptions {
-            reach: Reach::OtherMachines,
-            ..OutputOptions::default()
-        };
-        let output = Output::create(Some(&dir.path().join("out")), &options).unwrap();
+        let output = named_output(&dir.path().join("out"));
         let temp = output.shared_path().expect("a named temporary");
         output.commit().unwrap();
         assert!(!listed(&temp) && dir.path().join("out").exists());
