@@ -95,17 +95,18 @@ impl Naming {
 
 /// The inputs of `names`, with the files below directories when `recursive` (a directory
 /// without it stays an input, and fails as one), each named below an output directory as
-/// `naming` says (a directory's files below the directory's name). `wanted` says whether a
-/// file found inside a directory is taken, by its name (enc skips `.paraes` files, dec takes
-/// only them).
+/// `naming` says (a directory's files below the directory's name), handed to `each` in order
+/// as they are found (none are held here: a run of a million files keeps only what `each`
+/// keeps). `wanted` says whether a file found inside a directory is taken, by its name (enc
+/// skips `.paraes` files, dec takes only them).
 pub fn gather(
     names: Vec<PathBuf>,
     naming: Naming,
     recursive: bool,
     wanted: impl Fn(&Path) -> bool,
     skipped: &mut Skipped,
-) -> Vec<Found> {
-    let mut found = Vec::new();
+    mut each: impl FnMut(Found),
+) {
     for path in names {
         let relative = naming.relative(&path);
         if recursive && path.is_dir() {
@@ -114,28 +115,28 @@ pub fn gather(
                 (Naming::FileName, None) => PathBuf::new(),
                 _ => relative,
             };
-            walk(&path, &top, &wanted, skipped, &mut found);
+            walk(&path, &top, &wanted, skipped, &mut each);
         } else {
-            found.push(Found { path, relative });
+            each(Found { path, relative });
         }
     }
-    found
 }
 
-/// Adds the files below `dir` (whose output name is `relative`) to `found`, in name order; a
-/// directory that cannot be listed goes to `skipped.unlisted` and the walk goes on.
+/// Hands the files below `dir` (whose output name is `relative`) to `each`, in name order; a
+/// directory that cannot be listed goes to `skipped.unlisted` and the walk goes on. A
+/// directory's entries are held by name and kind only while it is walked.
 fn walk(
     dir: &Path,
     relative: &Path,
     wanted: &impl Fn(&Path) -> bool,
     skipped: &mut Skipped,
-    found: &mut Vec<Found>,
+    each: &mut impl FnMut(Found),
 ) {
     let listed = fs::read_dir(dir).and_then(|entries| {
         entries
             .map(|entry| {
                 let entry = entry?;
-                Ok((entry.file_name(), entry.path(), entry.file_type()?))
+                Ok((entry.file_name(), entry.file_type()?))
             })
             .collect::<std::io::Result<Vec<_>>>()
     });
@@ -150,21 +151,29 @@ fn walk(
         }
     };
     entries.sort_by(|a, b| a.0.cmp(&b.0));
-    for (file_name, path, kind) in entries {
-        let name = relative.join(file_name);
+    for (file_name, kind) in entries {
         if kind.is_symlink() {
             skipped.links += 1;
         } else if kind.is_dir() {
-            walk(&path, &name, wanted, skipped, found);
+            walk(
+                &dir.join(&file_name),
+                &relative.join(&file_name),
+                wanted,
+                skipped,
+                each,
+            );
         } else if !kind.is_file() {
             skipped.special += 1;
-        } else if !wanted(&path) {
-            skipped.wrong_suffix += 1;
         } else {
-            found.push(Found {
-                path,
-                relative: name,
-            });
+            let path = dir.join(&file_name);
+            if !wanted(&path) {
+                skipped.wrong_suffix += 1;
+            } else {
+                each(Found {
+                    path,
+                    relative: relative.join(file_name),
+                });
+            }
         }
     }
 }
@@ -191,12 +200,14 @@ mod tests {
         )
         .unwrap();
         let mut skipped = Skipped::default();
-        let found = gather(
+        let mut found = Vec::new();
+        gather(
             vec![top.clone()],
             Naming::FileName,
             true,
             |p| !p.as_os_str().as_bytes().ends_with(b".paraes"),
             &mut skipped,
+            |f| found.push(f),
         );
         let names: Vec<_> = found.iter().map(|f| f.relative.clone()).collect();
         assert_eq!(names, [PathBuf::from("top/b/c/y"), PathBuf::from("top/z")]);

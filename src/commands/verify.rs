@@ -34,11 +34,12 @@ pub fn run(plan: &VerifyPlan) -> Result<()> {
             crate::advice::one_line(why)
         );
     }
-    let files = many::Sized::new(plan.files.clone());
+    let files = many::Sized::new(plan.files.iter().map(|path| path.as_path()));
     let progress = Progress::start_many(&ui, files.total(), plan.files.len());
     let cores = paraes_core::cpus::usable().count;
     let mut count = many::for_each_file(
         &files,
+        |i| plan.files[i].as_path(),
         many::SMALL_FILE_WORKERS,
         &progress,
         |i, size, lines| {

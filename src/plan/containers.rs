@@ -13,7 +13,7 @@ use super::many::say_skipped;
 use super::{UpgradePlan, VerifyPlan};
 use crate::cli::{UpgradeArgs, VerifyArgs};
 use crate::files;
-use crate::files::{Found, Skipped};
+use crate::files::Skipped;
 
 /// Builds the plan of `verify`.
 pub(super) fn verify(args: &VerifyArgs) -> Result<VerifyPlan> {
@@ -73,12 +73,14 @@ pub(super) fn containers(
         );
     }
     let mut skipped = Skipped::default();
-    let found = files::gather(
+    let mut found = Vec::new();
+    files::gather(
         names,
         files::Naming::FileName,
         list.recursive,
         |p| p.as_os_str().as_bytes().ends_with(b".paraes"),
         &mut skipped,
+        |f| found.push(f.path),
     );
     say_skipped(&skipped, Direction::Decrypt, quiet);
     if found.is_empty() && skipped.unlisted.is_empty() {
@@ -88,7 +90,7 @@ pub(super) fn containers(
     let many = found.len() > 1 || list.recursive || list.files_from.is_some();
     let mut unlisted = skipped.unlisted;
     let mut files = Vec::with_capacity(found.len());
-    for Found { path, .. } in found {
+    for path in found {
         let refused = many
             .then(|| fs::metadata(&path).ok())
             .flatten()

@@ -60,83 +60,50 @@ pub(super) fn many_files(parts: &CryptInputs<'_>, runner: Runner) -> Result<File
     };
     let mut skipped = Skipped::default();
     let recursive = parts.list.recursive;
-    let mut found = files::gather(
-        parts.inputs.to_vec(),
-        Naming::FileName,
-        recursive,
-        wanted,
-        &mut skipped,
-    );
-    found.extend(files::gather(
-        listed,
-        Naming::WholePath,
-        recursive,
-        wanted,
-        &mut skipped,
-    ));
-    if parts.output_dir.is_some() {
-        refuse_climbing_names(command, &found)?;
-    }
-    say_skipped(&skipped, direction, parts.ui.quiet);
-    if found.is_empty() && skipped.unlisted.is_empty() {
-        bail!("no input files: nothing to do");
-    }
-    let mut jobs = Vec::with_capacity(found.len());
-    let mut refused = std::mem::take(&mut skipped.unlisted);
-    let list_id = parts.list.files_from.as_deref().and_then(path_id);
-    let mut outputs: HashMap<PathBuf, PathBuf> = HashMap::new();
-    let input_ids: HashMap<(u64, u64), &Path> = found
-        .iter()
-        .filter_map(|f| path_id(&f.path).map(|id| (id, f.path.as_path())))
-        .collect();
-    for Found { path, relative } in &found {
-        let named = match parts.output_dir {
-            Some(dir) => {
-                default_name(direction, relative, NamingFix::RunAlone).map(|name| dir.join(name))
-            }
-            None => default_name(direction, path, NamingFix::RunAlone),
-        };
-        let out = match named {
-            Ok(out) => out,
-            Err(e) => {
-                refused.push((path.clone(), format!("{e:#}")));
-                continue;
-            }
-        };
-        if let Some(first) = outputs.insert(landing(&out), path.clone()) {
-            bail!(
-                "{} and {} would both be written to {}: rename one, or run them separately",
-                first.display(),
-                path.display(),
-                out.display()
-            );
-        }
-        if let Some(input) = path_id(&out).and_then(|id| input_ids.get(&id)) {
-            bail!(
-                "{} (the output of {}) is the input {} of this run: writing it would destroy it; run them separately or use --output-dir",
-                out.display(),
-                path.display(),
-                input.display()
-            );
-        }
-        if list_id.is_some() && path_id(&out) == list_id {
-            bail!(
-                "{} (the output of {}) is the file list this run reads: writing it would destroy it; choose another --output-dir",
-                out.display(),
-                path.display()
-            );
-        }
-        let output = OutputTarget::Path {
-            path: out,
-            force: parts.force,
-            derived: true,
-        };
-        check_not_read(&output, Some(path), &parts.keys)?;
-        jobs.push(FileTask {
-            input: Some(path.clone()),
-            output,
+    let mut named = Named {
+        direction,
+        output_dir: parts.output_dir,
+        jobs: Vec::new(),
+        unnamed: Vec::new(),
+        climbing: None,
+    };
+    for (names, naming) in [
+        (parts.inputs.to_vec(), Naming::FileName),
+        (listed, Naming::WholePath),
+    ] {
+        files::gather(names, naming, recursive, wanted, &mut skipped, |found| {
+            named.add(found)
         });
     }
+    if let Some(path) = named.climbing {
+        usage!(
+            command,
+            "{}: a --files-from name with a '..' component cannot be mirrored below --output-dir (it could land outside it): list the names from a directory above them (cd there first), or drop --output-dir",
+            path.display()
+        );
+    }
+    say_skipped(&skipped, direction, parts.ui.quiet);
+    let Named {
+        mut jobs, unnamed, ..
+    } = named;
+    if jobs.is_empty() && unnamed.is_empty() && skipped.unlisted.is_empty() {
+        bail!("no input files: nothing to do");
+    }
+    jobs.shrink_to_fit();
+    check_outputs(&jobs, &unnamed, parts)?;
+    let mut refused = skipped.unlisted;
+    refused.extend(unnamed);
+    let jobs = jobs
+        .into_iter()
+        .map(|(input, out)| FileTask {
+            input: Some(input),
+            output: OutputTarget::Path {
+                path: out,
+                force: parts.force,
+                derived: true,
+            },
+        })
+        .collect();
     Ok(Files::Many {
         jobs,
         output_dir: parts.output_dir.map(Path::to_path_buf),
@@ -144,23 +111,113 @@ pub(super) fn many_files(parts: &CryptInputs<'_>, runner: Runner) -> Result<File
     })
 }
 
-/// Refuses, with --output-dir, an input whose name below it would climb out of it (a
-/// `--files-from` name with a `..` component): mirrored, it could land outside the directory,
-/// and flattened it would collide or surprise; the user names it from a directory above it.
-fn refuse_climbing_names(command: &'static str, found: &[Found]) -> Result<()> {
-    let climbing = found.iter().find(|f| {
-        f.relative
-            .components()
-            .any(|c| matches!(c, Component::ParentDir))
-    });
-    if let Some(Found { path, .. }) = climbing {
-        usage!(
-            command,
-            "{}: a --files-from name with a '..' component cannot be mirrored below --output-dir (it could land outside it): list the names from a directory above them (cd there first), or drop --output-dir",
-            path.display()
-        );
+/// The inputs of a many-file run as they are found, each with its output's name: what the
+/// plan holds per file is those two names, so a run of many files takes little memory each.
+struct Named<'a> {
+    direction: Direction,
+    output_dir: Option<&'a Path>,
+    /// Every input with an output name, and that name.
+    jobs: Vec<(PathBuf, PathBuf)>,
+    /// Inputs that could get no output name, with the reason: failures of the run.
+    unnamed: Vec<(PathBuf, String)>,
+    /// With --output-dir, the first input whose name below it would climb out of it (a
+    /// `--files-from` name with a `..` component): mirrored, it could land outside the
+    /// directory, and flattened it would collide or surprise; the user names it from a
+    /// directory above it.
+    climbing: Option<PathBuf>,
+}
+
+impl Named<'_> {
+    fn add(&mut self, Found { path, relative }: Found) {
+        let named = match self.output_dir {
+            Some(_) if self.climbing.is_some() => return,
+            Some(_) if relative.components().any(|c| c == Component::ParentDir) => {
+                self.climbing = Some(path);
+                return;
+            }
+            Some(dir) => default_name(self.direction, &relative, NamingFix::RunAlone)
+                .map(|name| dir.join(name)),
+            None => default_name(self.direction, &path, NamingFix::RunAlone),
+        };
+        match named {
+            Ok(out) => self.jobs.push((path, out)),
+            Err(e) => self.unnamed.push((path, format!("{e:#}"))),
+        }
+    }
+}
+
+/// Refuses, before anything is written, a run in which two inputs would write one output
+/// (also through `..` or a linked directory), an output is one of the run's inputs (or one
+/// that got no output name) or the file list, or an output is a file the run reads otherwise
+/// (a key file). Each output's landing place is kept as a 16-byte hash, not as a name.
+fn check_outputs(
+    jobs: &[(PathBuf, PathBuf)],
+    unnamed: &[(PathBuf, String)],
+    parts: &CryptInputs<'_>,
+) -> Result<()> {
+    let list_id = parts.list.files_from.as_deref().and_then(path_id);
+    let inputs = jobs.iter().map(|(input, _)| input);
+    let mut input_ids: HashMap<(u64, u64), usize> = HashMap::with_capacity(jobs.len());
+    for (i, input) in inputs
+        .chain(unnamed.iter().map(|(input, _)| input))
+        .enumerate()
+    {
+        if let Some(id) = path_id(input) {
+            input_ids.entry(id).or_insert(i);
+        }
+    }
+    let input_at = |i: usize| match jobs.get(i) {
+        Some((input, _)) => input,
+        None => &unnamed[i - jobs.len()].0,
+    };
+    let mut landings: HashMap<[u8; 16], usize> = HashMap::with_capacity(jobs.len());
+    for (i, (path, out)) in jobs.iter().enumerate() {
+        let landing = landing(out);
+        let key = landing_key(&landing);
+        match landings.get(&key) {
+            // The hash is 128 bits: a match is the same place, checked by name all the same.
+            Some(&first) if self::landing(&jobs[first].1) == landing => bail!(
+                "{} and {} would both be written to {}: rename one, or run them separately",
+                jobs[first].0.display(),
+                path.display(),
+                out.display()
+            ),
+            Some(_) => {}
+            None => {
+                landings.insert(key, i);
+            }
+        }
+        if let Some(&input) = path_id(out).and_then(|id| input_ids.get(&id)) {
+            bail!(
+                "{} (the output of {}) is the input {} of this run: writing it would destroy it; run them separately or use --output-dir",
+                out.display(),
+                path.display(),
+                input_at(input).display()
+            );
+        }
+        if list_id.is_some() && path_id(out) == list_id {
+            bail!(
+                "{} (the output of {}) is the file list this run reads: writing it would destroy it; choose another --output-dir",
+                out.display(),
+                path.display()
+            );
+        }
+        let output = OutputTarget::Path {
+            path: out.clone(),
+            force: parts.force,
+            derived: true,
+        };
+        check_not_read(&output, Some(path), &parts.keys)?;
     }
     Ok(())
+}
+
+/// A 128-bit hash of a landing place's name, by which [`check_outputs`] tells them apart.
+fn landing_key(landing: &Path) -> [u8; 16] {
+    let hash = blake3::hash(landing.as_os_str().as_bytes());
+    let mut key = [0u8; 16];
+    key.copy_from_slice(&hash.as_bytes()[..16]);
+    key
 }
 
 /// Where `out` lands: its deepest directory that exists, with links and `..` resolved, and the

@@ -43,23 +43,20 @@ pub enum Size {
     Large,
 }
 
-/// The files of a run with their sizes (`None`: cannot be read now; such a file fails on its
-/// own when opened), each looked up once.
+/// The sizes of a run's files (`None`: cannot be read now; such a file fails on its own when
+/// opened), each looked up once, in the run's order (the names stay with the plan).
 pub struct Sized {
-    /// The files.
-    pub files: Vec<PathBuf>,
     /// Their sizes.
     pub sizes: Vec<Option<u64>>,
 }
 
 impl Sized {
     /// Looks up the size of each of `files`.
-    pub fn new(files: Vec<PathBuf>) -> Self {
+    pub fn new<'a>(files: impl Iterator<Item = &'a Path>) -> Self {
         let sizes = files
-            .iter()
             .map(|path| fs::metadata(path).ok().map(|m| m.len()))
             .collect();
-        Sized { files, sizes }
+        Sized { sizes }
     }
 
     /// Their total size (for the display and the summary).
@@ -120,22 +117,23 @@ impl InOrder {
     }
 }
 
-/// Runs `work` on every file of `files`: the small ones concurrently on `workers` threads,
-/// then the large ones in turn on this thread. `work` returns the input bytes done (for the
+/// Runs `work` on every file of `sized` (file `i` is `name(i)`): the small ones concurrently
+/// on `workers` threads, then the large ones in turn on this thread. `work` returns the input bytes done (for the
 /// display; a pipelined `work` moves the display itself and returns 0) and puts what it has to
 /// say into the file's [`FileLines`]. A failure adds one line naming the file. Each file's
 /// lines are printed in the order of `files`, whichever finishes first. Returns how many
 /// succeeded and failed.
-pub fn for_each_file(
+pub fn for_each_file<'n>(
     sized: &Sized,
+    name: impl Fn(usize) -> &'n Path + Sync,
     workers: usize,
     progress: &Progress,
     work: impl Fn(usize, Size, &mut FileLines) -> Result<u64> + Sync,
 ) -> FileCount {
-    let (files, sizes) = (&sized.files, &sized.sizes);
+    let sizes = &sized.sizes;
     let is_small = |i: usize| sizes[i].is_none_or(|len| len <= SMALL_FILE);
-    let small: Vec<usize> = (0..files.len()).filter(|&i| is_small(i)).collect();
-    let large: Vec<usize> = (0..files.len()).filter(|&i| !is_small(i)).collect();
+    let small: Vec<usize> = (0..sizes.len()).filter(|&i| is_small(i)).collect();
+    let large: Vec<usize> = (0..sizes.len()).filter(|&i| !is_small(i)).collect();
     let count = Mutex::new((
         FileCount::default(),
         InOrder {
@@ -143,7 +141,7 @@ pub fn for_each_file(
             waiting: BTreeMap::new(),
         },
     ));
-    let total = files.len();
+    let total = sizes.len();
     let run = |i: usize, size: Size| {
         let mut lines = FileLines::default();
         let outcome = work(i, size, &mut lines);
@@ -158,7 +156,7 @@ pub fn for_each_file(
                 count.failed += 1;
                 lines.err(format!(
                     "paraes: error: {}: {}",
-                    crate::advice::one_line(&files[i].display().to_string()),
+                    crate::advice::one_line(&name(i).display().to_string()),
                     crate::advice::error_line(&e)
                 ));
             }
@@ -218,50 +216,55 @@ pub fn run(
             crate::advice::one_line(why)
         );
     }
-    let inputs = Sized::new(
-        jobs.iter()
-            .map(|job| job.input.clone().unwrap_or_default())
-            .collect(),
-    );
+    let input = |i: usize| jobs[i].input.as_deref().unwrap_or(Path::new(""));
+    let inputs = Sized::new((0..jobs.len()).map(input));
     let progress = Progress::start_many(&plan.ui, inputs.total(), jobs.len());
     let written = AtomicU64::new(0);
     let directories = Mutex::new(BTreeSet::new());
-    let mut count = for_each_file(&inputs, SMALL_FILE_WORKERS, &progress, |i, size, lines| {
-        let file = &jobs[i];
-        let within = match (output_dir, &file.output) {
-            (Some(dir), OutputTarget::Path { path, .. }) => make_parents(dir, path)?.map(Arc::new),
-            _ => None,
-        };
-        let mut job = prepare::prepare(
-            plan,
-            &credentials,
-            file,
-            Reach::ThisMachine,
-            within,
-            ArmoredInput::Decoded,
-        )?;
-        if let Some(warning) = job.warning.take() {
-            lines.err(warning);
-        }
-        let spread = match size {
-            Size::Small => Spread::InTurn,
-            Size::Large => Spread::Workers(workers),
-        };
-        let done = local::crypt_prepared(
-            plan,
-            job,
-            engine.as_ref(),
-            spread,
-            &progress,
-            Some(&directories),
-        )?;
-        written.fetch_add(done.written, Ordering::Relaxed);
-        Ok(match size {
-            Size::Small => done.read,
-            // The pipeline moved the display itself.
-            Size::Large => 0,
-        })
-    });
+    let mut count = for_each_file(
+        &inputs,
+        input,
+        SMALL_FILE_WORKERS,
+        &progress,
+        |i, size, lines| {
+            let file = &jobs[i];
+            let within = match (output_dir, &file.output) {
+                (Some(dir), OutputTarget::Path { path, .. }) => {
+                    make_parents(dir, path)?.map(Arc::new)
+                }
+                _ => None,
+            };
+            let mut job = prepare::prepare(
+                plan,
+                &credentials,
+                file,
+                Reach::ThisMachine,
+                within,
+                ArmoredInput::Decoded,
+            )?;
+            if let Some(warning) = job.warning.take() {
+                lines.err(warning);
+            }
+            let spread = match size {
+                Size::Small => Spread::InTurn,
+                Size::Large => Spread::Workers(workers),
+            };
+            let done = local::crypt_prepared(
+                plan,
+                job,
+                engine.as_ref(),
+                spread,
+                &progress,
+                Some(&directories),
+            )?;
+            written.fetch_add(done.written, Ordering::Relaxed);
+            Ok(match size {
+                Size::Small => done.read,
+                // The pipeline moved the display itself.
+                Size::Large => 0,
+            })
+        },
+    );
     crate::engines::say_fallback(engine.as_ref());
     count.failed += refused.len();
     // The new names are durable once their directories are: each synced once, not per file.
