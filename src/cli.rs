@@ -174,16 +174,22 @@ pub struct UnlockArgs {
     pub allow_unverified_slot: bool,
 }
 
-/// The options of `dec` and `verify` that can open a container: at least one is required.
-const UNLOCK_SOURCES: [&str; 7] = [
-    "key_file",
-    "key",
-    "key_fd",
-    "key_env",
-    "passphrase",
-    "passphrase_file",
-    "identity",
-];
+/// The group of the options of `dec` and `verify` that can open a container: at least one is
+/// required.
+fn unlock_sources() -> clap::ArgGroup {
+    clap::ArgGroup::new("key_source")
+        .required(true)
+        .multiple(true)
+        .args([
+            "key_file",
+            "key",
+            "key_fd",
+            "key_env",
+            "passphrase",
+            "passphrase_file",
+            "identity",
+        ])
+}
 
 /// Where the names of many inputs come from, shared by `enc`, `dec` and `verify`.
 #[derive(Args, Debug, Default)]
@@ -276,9 +282,7 @@ pub struct EncArgs {
 
 /// The options of `dec`.
 #[derive(Args, Debug)]
-#[command(group(
-    clap::ArgGroup::new("key_source").required(true).multiple(true).args(UNLOCK_SOURCES)
-))]
+#[command(group(unlock_sources()))]
 pub struct DecArgs {
     /// Input files; none or "-" reads standard input. Several run concurrently in one process.
     pub input: Vec<PathBuf>,
@@ -338,9 +342,7 @@ pub struct DecArgs {
 
 /// The options of `verify`.
 #[derive(Args, Debug)]
-#[command(group(
-    clap::ArgGroup::new("key_source").required(true).multiple(true).args(UNLOCK_SOURCES)
-))]
+#[command(group(unlock_sources()))]
 pub struct VerifyArgs {
     /// Containers to check.
     pub input: Vec<PathBuf>,

@@ -193,46 +193,26 @@ mod tests {
     #[test]
     fn selection_examples() {
         use KernelKind::*;
-        assert_eq!(
-            KernelVariant::Base.kernel_name(128, CtrFused),
-            "aes128_ctr_fused"
-        );
-        assert_eq!(
-            KernelVariant::Pair.kernel_name(128, EcbDecrypt),
-            "aes128_ecb_decrypt_pair"
-        );
-        assert_eq!(
-            KernelVariant::Pair.kernel_name(256, CtrFused),
-            "aes256_ctr_fused"
-        );
-        assert_eq!(
-            KernelVariant::R1.kernel_name(128, EcbEncrypt),
-            "aes128_ecb_encrypt"
-        );
-        assert_eq!(
-            KernelVariant::PairR1.kernel_name(128, CtrKeystream),
-            "aes128_ctr_keystream_pair_r1"
-        );
-        assert_eq!(
-            KernelVariant::PairR1.kernel_name(128, EcbEncrypt),
-            "aes128_ecb_encrypt_pair"
-        );
-        assert_eq!(
-            KernelVariant::Lb5.kernel_name(128, CtrFused),
-            "aes128_ctr_fused_lb5"
-        );
-        assert_eq!(
-            KernelVariant::Lb5.kernel_name(128, CtrKeystream),
-            "aes128_ctr_keystream"
-        );
-        assert_eq!(
-            KernelVariant::PairR1.kernel_name(128, CtrFusedGcm),
-            "aes128_ctr_fused_gcm"
-        );
-        assert_eq!(
-            KernelVariant::Lb5.kernel_name(256, CtrKeystreamGcm),
-            "aes256_ctr_keystream_gcm"
-        );
+        use KernelVariant::*;
+        let examples = [
+            (Base, 128, CtrFused, "aes128_ctr_fused"),
+            (Pair, 128, EcbDecrypt, "aes128_ecb_decrypt_pair"),
+            (Pair, 256, CtrFused, "aes256_ctr_fused"),
+            (R1, 128, EcbEncrypt, "aes128_ecb_encrypt"),
+            (PairR1, 128, CtrKeystream, "aes128_ctr_keystream_pair_r1"),
+            (PairR1, 128, EcbEncrypt, "aes128_ecb_encrypt_pair"),
+            (Lb5, 128, CtrFused, "aes128_ctr_fused_lb5"),
+            (Lb5, 128, CtrKeystream, "aes128_ctr_keystream"),
+            (PairR1, 128, CtrFusedGcm, "aes128_ctr_fused_gcm"),
+            (Lb5, 256, CtrKeystreamGcm, "aes256_ctr_keystream_gcm"),
+        ];
+        for (variant, bits, kind, name) in examples {
+            assert_eq!(
+                variant.kernel_name(bits, kind),
+                name,
+                "{variant}, {bits} bits, {kind:?}"
+            );
+        }
         assert_eq!(dynamic_shared_bytes("aes128_ctr_fused_pair_r1"), 65536);
         assert_eq!(dynamic_shared_bytes("aes128_ctr_fused_gcm"), 0);
         assert_eq!(dynamic_shared_bytes("aes128_ecb_decrypt_pair"), 73728);

@@ -114,6 +114,30 @@ trait ManagedTensor: Sized {
     fn flags(&self) -> u64;
 }
 
+/// The members of [`ManagedTensor`] that only read or write a field both layouts have under
+/// the same name (`deleter`, `dl_tensor`, `manager_ctx`): written once, expanded in each impl.
+macro_rules! same_named_fields {
+    () => {
+        unsafe fn deleter(managed: *const Self) -> Option<unsafe extern "C" fn(*mut Self)> {
+            // SAFETY: the caller's contract: `managed` is a live tensor of this layout, or (a
+            // versioned one) of another major version, which keeps `deleter` where 1.x does.
+            unsafe { addr_of!((*managed).deleter).read() }
+        }
+
+        fn dl_tensor(&self) -> &DlTensor {
+            &self.dl_tensor
+        }
+
+        fn dl_tensor_mut(&mut self) -> &mut DlTensor {
+            &mut self.dl_tensor
+        }
+
+        fn set_manager_ctx(&mut self, manager_ctx: *mut c_void) {
+            self.manager_ctx = manager_ctx;
+        }
+    };
+}
+
 impl ManagedTensor for DlManagedTensor {
     const NAME: &'static CStr = c"dltensor";
     const USED_NAME: &'static CStr = c"used_dltensor";
@@ -130,22 +154,7 @@ impl ManagedTensor for DlManagedTensor {
         None
     }
 
-    unsafe fn deleter(managed: *const Self) -> Option<unsafe extern "C" fn(*mut Self)> {
-        // SAFETY: the caller's contract: `managed` is a live tensor of this layout.
-        unsafe { addr_of!((*managed).deleter).read() }
-    }
-
-    fn dl_tensor(&self) -> &DlTensor {
-        &self.dl_tensor
-    }
-
-    fn dl_tensor_mut(&mut self) -> &mut DlTensor {
-        &mut self.dl_tensor
-    }
-
-    fn set_manager_ctx(&mut self, manager_ctx: *mut c_void) {
-        self.manager_ctx = manager_ctx;
-    }
+    same_named_fields!();
 
     fn flags(&self) -> u64 {
         0 // DLPack 0.x has no flags: its tensors are writable, and not copies.
@@ -171,22 +180,7 @@ impl ManagedTensor for DlManagedTensorVersioned {
         Some(unsafe { addr_of!((*managed).version).read() })
     }
 
-    unsafe fn deleter(managed: *const Self) -> Option<unsafe extern "C" fn(*mut Self)> {
-        // SAFETY: the caller's contract; `deleter` is where every major version keeps it.
-        unsafe { addr_of!((*managed).deleter).read() }
-    }
-
-    fn dl_tensor(&self) -> &DlTensor {
-        &self.dl_tensor
-    }
-
-    fn dl_tensor_mut(&mut self) -> &mut DlTensor {
-        &mut self.dl_tensor
-    }
-
-    fn set_manager_ctx(&mut self, manager_ctx: *mut c_void) {
-        self.manager_ctx = manager_ctx;
-    }
+    same_named_fields!();
 
     fn flags(&self) -> u64 {
         self.flags

@@ -238,10 +238,7 @@ fn seal_message<'py>(
     context: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let (variant, key) = message_key(key)?;
-    let context = match context {
-        Some(c) => Exported::new(c, "the context")?.bytes().to_vec(),
-        None => Vec::new(),
-    };
+    let context = message_context(context)?;
     let input = Exported::new(plaintext, "plaintext")?;
     let data = input.bytes();
     let mut salt = [0u8; cobblestone::SALT_LEN];
@@ -252,29 +249,12 @@ fn seal_message<'py>(
         return Ok(PyBytes::new(py, &sealed));
     }
     let keys = MessageKeys::derive(variant, &key, &salt, &context).map_err(errors::message)?;
-    let cipher = keys.chunks();
     let (out, buf) = fresh_bytes(py, cobblestone::sealed_len(data.len() as u64) as usize)?;
-    let (prefix, mut records) = buf.split_at_mut(cobblestone::PREFIX_LEN);
+    let (prefix, records) = buf.split_at_mut(cobblestone::PREFIX_LEN);
     prefix[..cobblestone::SALT_LEN].copy_from_slice(&salt);
     prefix[cobblestone::SALT_LEN..].copy_from_slice(keys.commitment());
-    let engine = crate::engine()?;
-    let spec = StreamSpec::message(
-        engine,
-        Direction::Encrypt,
-        &cipher,
-        pipeline::DEFAULT_CHUNK_SIZE,
-    );
-    py.detach(|| {
-        pipeline::run_segment(
-            &spec,
-            Segment::WHOLE,
-            Stages::Threaded,
-            &mut &data[..],
-            &mut records,
-            &|_| {},
-        )
-    })
-    .map_err(|e| errors::pipeline(e, "the plaintext", "the message"))?;
+    let names = ("the plaintext", "the message");
+    run_message(py, &keys, Direction::Encrypt, data, records, names)?;
     Ok(out)
 }
 
@@ -289,10 +269,7 @@ fn open_message<'py>(
     context: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let (variant, key) = message_key(key)?;
-    let context = match context {
-        Some(c) => Exported::new(c, "the context")?.bytes().to_vec(),
-        None => Vec::new(),
-    };
+    let context = message_context(context)?;
     let input = Exported::new(message, "message")?;
     let data = input.bytes();
     if data.len() < THREADED_FROM {
@@ -313,27 +290,46 @@ fn open_message<'py>(
         return Err(errors::message(cobblestone::CobblestoneError::Truncated));
     };
     let plaintext_len = (chunks - 1) * cobblestone::CHUNK_LEN as u64 + last_len;
+    let (out, buf) = fresh_bytes(py, plaintext_len as usize)?;
+    let names = ("the message", "the plaintext");
+    run_message(py, &keys, Direction::Decrypt, records, buf, names)?;
+    Ok(out)
+}
+
+/// The `context` argument of `seal_message` and `open_message`: its bytes, or none.
+fn message_context(context: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<u8>> {
+    match context {
+        Some(c) => Ok(Exported::new(c, "the context")?.bytes().to_vec()),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Seals (`Direction::Encrypt`: plaintext in, chunk records out) or opens (records in,
+/// plaintext out) a large message's body on the engine, threaded and without the GIL; `names`
+/// are what an error calls the input and the output.
+fn run_message(
+    py: Python<'_>,
+    keys: &MessageKeys,
+    direction: Direction,
+    mut input: &[u8],
+    mut output: &mut [u8],
+    names: (&str, &str),
+) -> PyResult<()> {
     let cipher = keys.chunks();
-    let (out, mut buf) = fresh_bytes(py, plaintext_len as usize)?;
     let engine = crate::engine()?;
-    let spec = StreamSpec::message(
-        engine,
-        Direction::Decrypt,
-        &cipher,
-        pipeline::DEFAULT_CHUNK_SIZE,
-    );
+    let spec = StreamSpec::message(engine, direction, &cipher, pipeline::DEFAULT_CHUNK_SIZE);
     py.detach(|| {
         pipeline::run_segment(
             &spec,
             Segment::WHOLE,
             Stages::Threaded,
-            &mut &records[..],
-            &mut buf,
+            &mut input,
+            &mut output,
             &|_| {},
         )
     })
-    .map_err(|e| errors::pipeline(e, "the message", "the plaintext"))?;
-    Ok(out)
+    .map_err(|e| errors::pipeline(e, names.0, names.1))?;
+    Ok(())
 }
 
 /// One AES key for `paraes.pyaes`: single blocks (pyaes's `AES`), and the key of its CTR.
