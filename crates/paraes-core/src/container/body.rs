@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 
 use crate::engine::{Direction, Engine, Mode};
-use crate::pipeline::{self, Chunk, ChunkReader, PipelineError, Segment, StreamSpec};
+use crate::pipeline::{self, Chunk, ChunkReader, PipelineError, Segment, StreamSpec, Workers};
 use crate::positioned::ReadAt;
 
 use super::{
@@ -328,7 +328,7 @@ pub fn verify_file(
     let layout = info
         .layout(file_len)
         .map_err(|_| PipelineError::Truncated(info.truncated_chunk(file_len)))?;
-    let (per_thread, segments) = runs(layout.chunks, threads);
+    let (per_thread, segments) = runs(layout.chunks, threads, layout.record_len);
     let spec = &spec;
     std::thread::scope(|scope| {
         let runs: Vec<_> = (0..segments)
@@ -371,11 +371,15 @@ pub fn verify_file(
     })
 }
 
-/// How [`verify_file`] cuts `chunks` for `threads` threads: chunks per run, and runs (at most
-/// [`pipeline::BUFFERS`]; every run holds at least one chunk: 5 chunks on 4 threads are
-/// 2, 2, 1).
-fn runs(chunks: u64, threads: usize) -> (u64, u64) {
-    let threads = threads.clamp(1, pipeline::BUFFERS) as u64;
+/// How [`verify_file`] cuts `chunks` of `record` bytes each for `threads` threads: chunks per
+/// run, and runs (at most [`pipeline::BUFFERS`], and fewer for records over a window, as the
+/// pipeline's workers are ([`Workers::for_record`]), since each run holds one record; every
+/// run holds at least one chunk: 5 chunks on 4 threads are 2, 2, 1).
+fn runs(chunks: u64, threads: usize, record: u64) -> (u64, u64) {
+    let record = usize::try_from(record).unwrap_or(usize::MAX);
+    let threads = Workers::new(threads.clamp(1, pipeline::BUFFERS))
+        .for_record(record)
+        .threads as u64;
     let per_run = chunks.div_ceil(threads);
     (per_run, chunks.div_ceil(per_run))
 }
@@ -647,11 +651,16 @@ mod tests {
 
     #[test]
     fn verify_runs_at_most_one_buffer_per_pipeline_buffer_whatever_the_core_count() {
-        assert_eq!(runs(5, 4), (2, 3));
-        assert_eq!(runs(1, 64), (1, 1));
+        let record = (1 << 20) + 16;
+        assert_eq!(runs(5, 4, record), (2, 3));
+        assert_eq!(runs(1, 64, record), (1, 1));
+        // Records over a window (a v2 file of 64 MiB chunks) run on fewer threads, as the
+        // pipeline's workers do: 8 runs held 8 chunks of 64 MiB.
+        assert_eq!(runs(1000, 64, (64 << 20) + 16), (1000, 1));
+        assert_eq!(runs(1000, 8, (8 << 20) + 16), (500, 2));
         for threads in [1, 2, 8, 9, 64, 1024] {
             for chunks in [1, 7, 8, 9, 1000, 1 << 30] {
-                let (per_run, count) = runs(chunks, threads);
+                let (per_run, count) = runs(chunks, threads, record);
                 assert!(
                     count <= pipeline::BUFFERS as u64,
                     "{chunks} chunks on {threads}"

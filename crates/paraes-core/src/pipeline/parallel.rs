@@ -114,7 +114,7 @@ impl Workers {
     /// [`WINDOW`] (a large `--chunk-size`, or a v2 file whose header declares large chunks), so
     /// that their windows take no more memory than `threads` windows of [`WINDOW`] would (and
     /// one worker at least).
-    pub(super) fn for_record(self, record: usize) -> Self {
+    pub fn for_record(self, record: usize) -> Self {
         let threads = match record.div_ceil(WINDOW) {
             0 | 1 => self.threads,
             windows => (self.threads / windows).max(1),
