@@ -92,7 +92,7 @@ pub(super) fn many_files(parts: &CryptInputs<'_>, runner: Runner) -> Result<File
     jobs.shrink_to_fit();
     check_outputs(&jobs, &unnamed, parts)?;
     let mut refused = skipped.unlisted;
-    refused.extend(unnamed);
+    refused.extend(unnamed.into_iter().map(|(_, input, why)| (input, why)));
     let jobs = jobs
         .into_iter()
         .map(|(input, out)| FileTask {
@@ -118,8 +118,9 @@ struct Named<'a> {
     output_dir: Option<&'a Path>,
     /// Every input with an output name, and that name.
     jobs: Vec<(PathBuf, PathBuf)>,
-    /// Inputs that could get no output name, with the reason: failures of the run.
-    unnamed: Vec<(PathBuf, String)>,
+    /// Inputs that could get no output name, with the reason: failures of the run. Each with
+    /// how many of `jobs` were found before it, so the inputs' order is kept.
+    unnamed: Vec<(usize, PathBuf, String)>,
     /// With --output-dir, the first input whose name below it would climb out of it (a
     /// `--files-from` name with a `..` component): mirrored, it could land outside the
     /// directory, and flattened it would collide or surprise; the user names it from a
@@ -141,7 +142,7 @@ impl Named<'_> {
         };
         match named {
             Ok(out) => self.jobs.push((path, out)),
-            Err(e) => self.unnamed.push((path, format!("{e:#}"))),
+            Err(e) => self.unnamed.push((self.jobs.len(), path, format!("{e:#}"))),
         }
     }
 }
@@ -152,23 +153,32 @@ impl Named<'_> {
 /// (a key file). Each output's landing place is kept as a 16-byte hash, not as a name.
 fn check_outputs(
     jobs: &[(PathBuf, PathBuf)],
-    unnamed: &[(PathBuf, String)],
+    unnamed: &[(usize, PathBuf, String)],
     parts: &CryptInputs<'_>,
 ) -> Result<()> {
     let list_id = parts.list.files_from.as_deref().and_then(path_id);
-    let inputs = jobs.iter().map(|(input, _)| input);
+    // Input `i` is `jobs[i]`, or `unnamed[i - jobs.len()]`. A file given under two names is
+    // shown by the last of them in the order they were found (each replaces the one before).
     let mut input_ids: HashMap<(u64, u64), usize> = HashMap::with_capacity(jobs.len());
-    for (i, input) in inputs
-        .chain(unnamed.iter().map(|(input, _)| input))
-        .enumerate()
-    {
+    let mut note = |i: usize, input: &Path| {
         if let Some(id) = path_id(input) {
-            input_ids.entry(id).or_insert(i);
+            input_ids.insert(id, i);
         }
+    };
+    let mut next_job = 0;
+    for (k, (jobs_before, input, _)) in unnamed.iter().enumerate() {
+        for (j, (job_input, _)) in jobs.iter().enumerate().take(*jobs_before).skip(next_job) {
+            note(j, job_input);
+        }
+        next_job = *jobs_before;
+        note(jobs.len() + k, input);
+    }
+    for (j, (job_input, _)) in jobs.iter().enumerate().skip(next_job) {
+        note(j, job_input);
     }
     let input_at = |i: usize| match jobs.get(i) {
         Some((input, _)) => input,
-        None => &unnamed[i - jobs.len()].0,
+        None => &unnamed[i - jobs.len()].1,
     };
     let mut landings: HashMap<[u8; 16], usize> = HashMap::with_capacity(jobs.len());
     for (i, (path, out)) in jobs.iter().enumerate() {

@@ -596,3 +596,40 @@ fn keygen_refuses_no_own_link_to_a_colleagues_fifo() {
     drop(reader);
     assert_success(&out, "keygen -o this user's own link to a colleague's FIFO");
 }
+
+/// A file given twice (two names, or two hard links) that is also another input's output is
+/// named as it was before the many-file plan kept its names apart (session 13): by the last of
+/// its names in the order the inputs were given, whether or not that name got an output name
+/// of its own. The rewrite named the first, and put inputs without an output name after all
+/// the others.
+#[test]
+fn an_output_that_is_an_input_given_twice_is_named_by_its_last_name() {
+    let s = with_plaintext(10);
+    s.write("a", b"a");
+    s.write("a.paraes", b"precious");
+    let out = s.run(&["enc", "-q", "-k", "key", "a", "a.paraes", "./a.paraes"]);
+    let err = assert_error(&out, "output is an input given twice");
+    assert!(
+        err.contains("a.paraes (the output of a) is the input ./a.paraes of this run"),
+        "{err}"
+    );
+    // q.paraes is a second name of x; x gets no output name (dec of a name without .paraes).
+    s.write("x.paraes", b"not a container");
+    fs::hard_link(s.path("x"), s.path("q.paraes")).unwrap();
+    for (order, shown) in [
+        (["q.paraes", "x", "x.paraes"], "x"),
+        (["x", "q.paraes", "x.paraes"], "q.paraes"),
+    ] {
+        let mut args = vec!["dec", "-q", "-k", "key"];
+        args.extend(order);
+        let err = assert_error(&s.run(&args), "output is an unnamed input");
+        assert!(
+            err.contains(&format!(
+                "x (the output of x.paraes) is the input {shown} of this run"
+            )),
+            "{order:?}: {err}"
+        );
+    }
+    assert_eq!(s.read("a.paraes"), b"precious");
+    assert_eq!(s.read("x"), seeded_bytes(1, 10));
+}
