@@ -187,9 +187,10 @@ fn decrypt_file<'py>(
     let fifo = open_fifo_interruptibly(py, &src)?;
     let done = py.detach(|| {
         let input = open_input(&src, fifo, &dst)?;
-        let mut input = input.dearmored().map_err(errors::file)?;
-        // Refused before anything is read: the output's checks come first.
+        // Refused before anything is read: the output's checks come first (before the first
+        // bytes of a FIFO are waited for, or a file's whole armor is read).
         let output = containers::create_output(&dst, overwrite, &read)?;
+        let mut input = input.dearmored().map_err(errors::file)?;
         let input_name = input.name();
         let (opened, mut input) = match input.file().filter(|_| input.len().is_some()) {
             // A regular file: its body is read at offsets from after the header.

@@ -55,3 +55,39 @@ def test_the_reader_refuses_armor_in_one_clear_line(tmp_path):
         paraes.Reader(tmp_path / "a.asc", keys=[key])
     message = str(refused.value)
     assert "armor" in message and "decrypt_file" in message and "\n" not in message, message
+
+
+def test_the_output_is_checked_before_armor_is_read(tmp_path):
+    """decrypt_file refuses its output before it reads anything (files.rs: "the output's
+    checks come first"); reading armor was put before that check, so a destination that exists
+    was refused only after the whole armor was read (a damaged armor said so instead), and
+    from a FIFO only once the writer had written or gone."""
+    import os
+    import threading
+    import time
+
+    key = paraes.generate_key()
+    src = tmp_path / "p.bin"
+    src.write_bytes(b"x" * 1000)
+    paraes.encrypt_file(src, tmp_path / "a.asc", keys=[key], armor=True)
+    lines = (tmp_path / "a.asc").read_bytes().splitlines(keepends=True)
+    lines[1] = b"!" + lines[1][1:]
+    (tmp_path / "bad.asc").write_bytes(b"".join(lines))
+    (tmp_path / "out").write_bytes(b"kept")
+    with pytest.raises(FileExistsError):
+        paraes.decrypt_file(tmp_path / "bad.asc", tmp_path / "out", keys=[key])
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+
+    def hold_open():
+        with open(fifo, "wb"):
+            time.sleep(3)
+
+    writer = threading.Thread(target=hold_open, daemon=True)
+    writer.start()
+    started = time.monotonic()
+    with pytest.raises(FileExistsError):
+        paraes.decrypt_file(fifo, tmp_path / "out", keys=[key])
+    assert time.monotonic() - started < 2, "the refusal waited for the FIFO's writer"
+    writer.join(10)
+    assert (tmp_path / "out").read_bytes() == b"kept"
