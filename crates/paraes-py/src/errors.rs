@@ -10,6 +10,7 @@ use std::io;
 use paraes_core::cobblestone::CobblestoneError;
 use paraes_core::container::ContainerError;
 use paraes_core::pipeline::PipelineError;
+use paraes_files::armor::ArmorError;
 use paraes_files::keys::KeyFileError;
 use paraes_files::FileError;
 use pyo3::exceptions::{
@@ -38,8 +39,16 @@ pyo3::create_exception!(
     "None of the given keys, passphrases or identities opens this file or message."
 );
 
-/// An `OSError` (its subclass by errno) for `e`, saying what failed.
+/// An `OSError` (its subclass by errno) for `e`, saying what failed; damaged ASCII armor
+/// (cut, extended or not base64) is damaged data, as a damaged binary container is:
+/// [`AuthenticationError`].
 pub fn os_error(e: &io::Error, what: &str) -> PyErr {
+    if let Some(armor) = e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<ArmorError>())
+    {
+        return AuthenticationError::new_err(one_line(&format!("{what}: {armor}")));
+    }
     let text = e.to_string();
     // Python shows the errno itself ("[Errno 2] ..."): drop Rust's " (os error 2)".
     let text = match (e.raw_os_error(), text.rfind(" (os error ")) {

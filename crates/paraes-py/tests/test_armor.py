@@ -91,3 +91,44 @@ def test_the_output_is_checked_before_armor_is_read(tmp_path):
     assert time.monotonic() - started < 2, "the refusal waited for the FIFO's writer"
     writer.join(10)
     assert (tmp_path / "out").read_bytes() == b"kept"
+
+
+def test_damaged_armor_raises_authentication_error_as_a_damaged_container_does(tmp_path):
+    """A cut, extended or garbled armor is damaged data, as a cut or extended binary container
+    is (AuthenticationError: "damaged, truncated, reordered or tampered with"), from a file or a
+    FIFO; it raised a bare OSError ("reading X failed: the armor ends before its end line"),
+    which `except paraes.AuthenticationError` misses and which says I/O failed."""
+    import os
+    import threading
+
+    key = paraes.generate_key()
+    src = tmp_path / "p.bin"
+    src.write_bytes(seeded(100_000, 5))
+    paraes.encrypt_file(src, tmp_path / "a.asc", keys=[key], armor=True)
+    text = (tmp_path / "a.asc").read_bytes()
+    for what, damaged in [
+        ("no end line", text[: text.rindex(b"-----END")]),
+        ("cut in the middle", text[: len(text) // 2]),
+        ("data after the end line", text + b"junk\n"),
+        ("a line that is not base64", text[:60] + b"!" + text[61:]),
+    ]:
+        (tmp_path / "bad.asc").write_bytes(damaged)
+        with pytest.raises(paraes.AuthenticationError):
+            paraes.decrypt_file(tmp_path / "bad.asc", tmp_path / "out", keys=[key])
+        fifo = tmp_path / "in.fifo"
+        os.mkfifo(fifo)
+
+        def write():
+            try:
+                with open(fifo, "wb") as f:
+                    f.write(damaged)
+            except BrokenPipeError:
+                pass
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        with pytest.raises(paraes.AuthenticationError):
+            paraes.decrypt_file(fifo, tmp_path / "out", keys=[key])
+        writer.join(30)
+        os.unlink(fifo)
+        assert not (tmp_path / "out").exists(), what
