@@ -40,11 +40,15 @@ fn write_secret(output: Option<&Path>, force: bool, text: &str) -> Result<()> {
 /// identity file (`-y`).
 pub fn run(args: &KeygenArgs) -> Result<()> {
     if let Some(path) = &args.recipient_of {
-        for identity in crate::keys::read_identity_file(path, &crate::run::prepare::warner(false))?
-        {
-            println!("{}", identity.recipient());
-        }
-        return Ok(());
+        let identities =
+            crate::keys::read_identity_file(path, &crate::run::prepare::warner(false))?;
+        // A full disk or a reader that left (`| head`) is an error to report, not a panic.
+        let mut out = std::io::stdout().lock();
+        return identities
+            .iter()
+            .try_for_each(|identity| writeln!(out, "{}", identity.recipient()))
+            .and_then(|()| out.flush())
+            .context("writing standard output failed");
     }
     if args.x25519 || args.pq {
         let identity = if args.pq {
