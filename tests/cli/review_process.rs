@@ -4,7 +4,9 @@
 use std::fs::File;
 use std::process::{Output, Stdio};
 
-use crate::common::{assert_error, assert_success, seeded_bytes, stderr, Scratch};
+use crate::common::{
+    assert_error, assert_success, blocked_reading, seeded_bytes, skip, stderr, wait_until, Scratch,
+};
 
 /// A directory with a key file `key`, an identity file `id`, and `x.paraes` sealed for both.
 fn with_container() -> Scratch {
@@ -68,4 +70,55 @@ fn a_full_or_closed_standard_output_is_an_error_not_a_panic() {
             stderr(&out)
         );
     }
+}
+
+/// The soft and hard limits of `/proc/PID/limits`'s line starting with `name`.
+fn limits(pid: &str, name: &str) -> (String, String) {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = text.lines().find(|l| l.starts_with(name)).unwrap();
+    let fields: Vec<&str> = line[name.len()..].split_whitespace().collect();
+    (fields[0].to_owned(), fields[1].to_owned())
+}
+
+/// A core dump wrote all of paraes's memory to disk, keys and passphrases included, before they
+/// were wiped: Ctrl-\ (SIGQUIT) while `paraes enc -k key` waited for its input left a `core`
+/// file holding the raw key (found with `ulimit -c unlimited`, the soft limit of many desktop
+/// distributions, whose systemd-coredump keeps dumps for days). paraes sets its core file size
+/// limit to 0, soft and hard, before it reads any secret.
+#[test]
+fn no_core_dump_can_hold_a_key() {
+    const TEST: &str = "no_core_dump_can_hold_a_key";
+    if limits("self", "Max core file size").1 == "0" {
+        skip(
+            TEST,
+            "the hard core file size limit is 0 here: no limit to lower",
+        );
+        return;
+    }
+    let s = Scratch::new();
+    s.key_file("key", 256, 1, true);
+    // The shell raises its soft limit to the hard one, then becomes paraes, which waits for
+    // its input after reading the key.
+    let mut child = std::process::Command::new("bash")
+        .args([
+            "-c",
+            r#"ulimit -S -c "$(ulimit -H -c)" && exec "$PARAES" enc -q -k key -o out"#,
+        ])
+        .env("PARAES", crate::common::bin())
+        .current_dir(s.path(""))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    wait_until(10, "paraes reading its input", || blocked_reading(pid, 0));
+    let (soft, hard) = limits(&pid.to_string(), "Max core file size");
+    drop(child.stdin.take());
+    assert_success(&child.wait_with_output().unwrap(), "enc of nothing");
+    assert_eq!(
+        (soft.as_str(), hard.as_str()),
+        ("0", "0"),
+        "core file size limits"
+    );
 }
