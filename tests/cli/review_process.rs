@@ -122,3 +122,41 @@ fn no_core_dump_can_hold_a_key() {
         "core file size limits"
     );
 }
+
+/// `paraes ARGS` with standard error `/dev/full` (a full disk: every message fails).
+fn run_with_full_stderr(s: &Scratch, args: &[&str]) -> Output {
+    s.command(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(File::options().write(true).open("/dev/full").unwrap())
+        .output()
+        .expect("paraes runs")
+}
+
+/// `eprintln!` panics when standard error cannot be written: with `2>/dev/full` (or a reader
+/// of `2>&1 |` that left), a warning (a key file others can read) ended `enc` with status 101
+/// and no output, `-v`'s summary turned a finished job into status 101, and an error exited
+/// 101 instead of 1. A message standard error cannot take is dropped now, except a raw
+/// stream's random IV: without it the stream could not be decrypted, so none is made.
+#[test]
+fn a_standard_error_that_cannot_be_written_is_no_panic() {
+    let s = Scratch::new();
+    s.key_file("key", 256, 1, true);
+    s.write("x", &seeded_bytes(3, 1000));
+    s.set_mode("key", 0o644);
+    let out = run_with_full_stderr(&s, &["enc", "-k", "key", "x", "-o", "warned"]);
+    assert!(out.status.success(), "a warning: {:?}", out.status);
+    assert!(s.exists("warned"), "a warning: no output");
+    s.set_mode("key", 0o600);
+    let out = run_with_full_stderr(&s, &["enc", "-v", "-k", "key", "x", "-o", "summed"]);
+    assert!(
+        out.status.success() && s.exists("summed"),
+        "-v: {:?}",
+        out.status
+    );
+    let out = run_with_full_stderr(&s, &["dec", "-k", "key", "missing.paraes"]);
+    assert_eq!(out.status.code(), Some(1), "an error");
+    let out = run_with_full_stderr(&s, &["enc", "--raw", "ctr", "-k", "key", "x", "-o", "raw"]);
+    assert_eq!(out.status.code(), Some(1), "a raw stream's IV");
+    assert!(!s.exists("raw"), "a raw stream whose IV was not shown");
+}
