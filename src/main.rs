@@ -38,7 +38,6 @@ mod signals;
 mod units;
 mod usage;
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -100,8 +99,7 @@ fn execute(plan: Plan) -> Result<()> {
         Plan::Completions(shell) => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "paraes", &mut script);
-            std::io::stdout().write_all(&script)?;
-            Ok(())
+            progress::print_out(&script)
         }
         Plan::Man(dir) => commands::man::run(dir.as_deref()),
     }

@@ -113,7 +113,7 @@ impl Progress {
     pub fn println_out(&self, line: &str) {
         let mut failure = self.out_failed.lock().unwrap_or_else(|e| e.into_inner());
         if failure.is_none() {
-            *failure = self.bar.suspend(|| print_out(&format!("{line}\n"))).err();
+            *failure = self.bar.suspend(|| print_out(format!("{line}\n"))).err();
         }
     }
 
@@ -139,9 +139,9 @@ impl Progress {
 
 /// Writes `text` to standard output: a full disk or a reader that left (`| head`) is an error
 /// to report (main ends a broken pipe quietly), never a panic as `print!` makes it.
-pub fn print_out(text: &str) -> Result<()> {
+pub fn print_out(text: impl AsRef<[u8]>) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
+    out.write_all(text.as_ref())
         .and_then(|()| out.flush())
         .context("writing standard output failed")
 }

@@ -27,11 +27,13 @@ fn with_container() -> Scratch {
 }
 
 /// The commands that print their report on standard output.
-const PRINTING: [&[&str]; 4] = [
+const PRINTING: [&[&str]; 6] = [
     &["info", "x.paraes"],
     &["info", "--json", "x.paraes"],
     &["verify", "-k", "key", "x.paraes"],
     &["keygen", "-y", "id"],
+    &["completions", "bash"],
+    &["man"],
 ];
 
 /// `paraes ARGS` with standard output `stdout`.
@@ -48,7 +50,8 @@ fn run_into(s: &Scratch, args: &[&str], stdout: impl Into<Stdio>) -> Output {
 /// `paraes verify *.paraes | head -1` and `paraes keygen -y id | true` ended in a panic with
 /// a backtrace and exit status 101 (verify's from a worker thread, "a scoped thread
 /// panicked"). A full disk is one `paraes: error:` line and status 1; a reader that left is
-/// the normal end it is for `dec | head` (status 0, nothing said).
+/// the normal end it is for `dec | head` (status 0, nothing said). (`completions` and `man`
+/// did not panic, but their error did not say what could not be written.)
 #[test]
 fn a_full_or_closed_standard_output_is_an_error_not_a_panic() {
     let s = with_container();
