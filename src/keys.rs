@@ -6,7 +6,7 @@
 //! the unlock set (dec, rekey) or the one raw key (--raw). Secrets stay in zeroizing buffers.
 
 use std::fs;
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -47,9 +47,15 @@ impl KeyPlan {
             Some(PassphraseSource::Prompt) => crate::prompt::passphrase(confirm)?,
             Some(PassphraseSource::File(path)) => {
                 let (file, name) = open_secret(path, "passphrase file", warn)?;
-                first_line(file, &name)?
+                first_line(not_a_terminal(file, &name, TYPED_PASSPHRASE)?, &name)?
             }
-            Some(PassphraseSource::Stdin) => first_line(stdin_unbuffered()?, "standard input")?,
+            Some(PassphraseSource::Stdin) => {
+                let stdin = stdin_unbuffered()?;
+                first_line(
+                    not_a_terminal(stdin, "standard input", TYPED_PASSPHRASE)?,
+                    "standard input",
+                )?
+            }
         };
         if let Some(warning) = short_passphrase_warning(&passphrase).filter(|_| confirm) {
             warn(&warning);
@@ -161,17 +167,23 @@ fn read_key(source: &KeySource, warn: Warn<'_>) -> Result<Key> {
     match source {
         KeySource::File(path) => {
             let (file, name) = open_secret(path, "key file", warn)?;
-            Ok(key_from_reader(file, &name)?)
+            Ok(key_from_reader(
+                not_a_terminal(file, &name, TYPED_KEY)?,
+                &name,
+            )?)
         }
-        KeySource::Stdin => Ok(key_from_reader(
-            stdin_unbuffered()?,
-            "the key on standard input",
-        )?),
+        KeySource::Stdin => {
+            let name = "the key on standard input";
+            let stdin = not_a_terminal(stdin_unbuffered()?, "standard input", TYPED_KEY)?;
+            Ok(key_from_reader(stdin, name)?)
+        }
         KeySource::Fd(fd) => {
             // Reopening /dev/fd/N reads the descriptor without taking ownership of it.
             let path = PathBuf::from(format!("/dev/fd/{fd}"));
             let file = fs::File::open(&path)
                 .with_context(|| format!("cannot read the key from file descriptor {fd} (is it open? e.g. --key-fd 3 3<my.key)"))?;
+            let name = format!("file descriptor {fd}");
+            let file = not_a_terminal(file, &name, TYPED_KEY)?;
             Ok(key_from_reader(
                 file,
                 &format!("the key on file descriptor {fd}"),
@@ -190,6 +202,21 @@ fn read_key(source: &KeySource, warn: Warn<'_>) -> Result<Key> {
             Ok(key_from_hex(text.as_bytes(), "--key")?)
         }
     }
+}
+
+/// What to do instead of typing a passphrase where it shows.
+const TYPED_PASSPHRASE: &str =
+    "use -p, which asks for the passphrase on the terminal without echo (--passphrase-file - is for a pipe)";
+/// What to do instead of typing a key where it shows.
+const TYPED_KEY: &str = "pipe the key in, or give it with --key-file, --key-fd or --key-env";
+
+/// `file`, unless it is a terminal: a secret typed there shows on the screen (and in its
+/// scrollback) as it is typed, since nothing turns the echo off. `-p` asks without echo.
+fn not_a_terminal(file: fs::File, name: &str, instead: &str) -> Result<fs::File> {
+    if file.is_terminal() {
+        bail!("{name} is a terminal, where a secret shows as it is typed: {instead}");
+    }
+    Ok(file)
 }
 
 /// Standard input without std's buffer (which would keep a copy of the secret for the life of

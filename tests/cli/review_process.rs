@@ -198,3 +198,36 @@ fn ctrl_backslash_cleans_up_as_ctrl_c_does() {
     );
     assert_eq!(s.names(), before, "SIGQUIT left a file behind");
 }
+
+/// `--passphrase-file -` and `-k -` read a terminal on standard input as they read a pipe,
+/// with the terminal's echo on: the passphrase or key showed on the screen (and in its
+/// scrollback, a `script` log, a shared screen) as it was typed, where `-p` asks without echo.
+/// A terminal is refused as the source of a passphrase or key, with what to do instead.
+#[test]
+fn a_secret_is_never_read_from_a_terminal_with_echo_on() {
+    let s = Scratch::new();
+    s.key_file("key", 256, 1, true);
+    s.write("x", b"data");
+    for (args, advice) in [
+        ("enc --passphrase-file - x -o p.paraes", "use -p"),
+        ("enc -k - x -o k.paraes", "pipe the key in"),
+        ("enc --key-fd 0 x -o k.paraes", "pipe the key in"),
+    ] {
+        // Under `script`, standard input is a terminal (a pseudo-terminal script reads).
+        let out = std::process::Command::new("script")
+            .args(["-qec", &format!("\"$PARAES\" {args}"), "/dev/null"])
+            .env("PARAES", crate::common::bin())
+            .current_dir(s.path(""))
+            .stdin(Stdio::null())
+            .output()
+            .expect("the `script` command (util-linux) runs");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{args}: {text}");
+        assert!(
+            text.contains("is a terminal, where a secret shows as it is typed")
+                && text.contains(advice),
+            "{args}: {text}"
+        );
+    }
+    assert!(!s.exists("p.paraes") && !s.exists("k.paraes"));
+}
