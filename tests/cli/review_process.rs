@@ -231,3 +231,46 @@ fn a_secret_is_never_read_from_a_terminal_with_echo_on() {
     }
     assert!(!s.exists("p.paraes") && !s.exists("k.paraes"));
 }
+
+/// SIGHUP usually comes when the terminal is gone, and with it standard error: the signal
+/// thread's message then failed, and `eprintln!` panicked in that thread, which ended without
+/// exiting the process. paraes went on as if nothing had come (a blocked `enc` kept waiting,
+/// its named temporaries already removed). Measured with standard error `/dev/full`: the
+/// process still ran a second after SIGHUP; now it exits 129 at once.
+#[test]
+fn a_hangup_with_standard_error_gone_still_ends_paraes() {
+    let s = Scratch::new();
+    s.key_file("key", 256, 1, true);
+    let before = s.names();
+    let mut child = s
+        .command(&["enc", "-k", "key", "-o", "out.paraes"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(File::options().write(true).open("/dev/full").unwrap())
+        .spawn()
+        .unwrap();
+    let (pid, dir) = (child.id(), s.path(""));
+    wait_until(20, "paraes with its output open, reading", || {
+        unfinished_output(pid, &dir).is_some() && blocked_reading(pid, 0)
+    });
+    let input = child.stdin.take();
+    send_signal(pid, "HUP");
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > std::time::Duration::from_secs(5) {
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    drop(input);
+    let status = status.or_else(|| child.wait().ok());
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(129),
+        "still running 5 s after SIGHUP, then {status:?}"
+    );
+    assert_eq!(s.names(), before);
+}
