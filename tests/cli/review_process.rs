@@ -274,3 +274,32 @@ fn a_hangup_with_standard_error_gone_still_ends_paraes() {
     );
     assert_eq!(s.names(), before);
 }
+
+/// `paraes keygen > my.key` under the usual umask (022) makes a key file of mode 0644, readable
+/// by every user, without a word (`-o my.key` makes one of mode 0600). keygen warns when its
+/// standard output is a file other users can read, as age-keygen does.
+#[test]
+fn keygen_warns_when_its_secret_goes_to_a_file_others_can_read() {
+    let s = Scratch::new();
+    for (args, mode, warned) in [
+        (&["keygen"][..], 0o644, true),
+        (&["keygen", "--x25519"], 0o640, true),
+        (&["keygen", "-o", "-"], 0o604, true),
+        (&["keygen"], 0o600, false),
+    ] {
+        s.write("shared.key", b"");
+        s.set_mode("shared.key", mode);
+        let file = File::options()
+            .write(true)
+            .open(s.path("shared.key"))
+            .unwrap();
+        let out = run_into(&s, args, file);
+        let err = assert_success(&out, &format!("{args:?} > file of mode {mode:o}"));
+        assert_eq!(
+            err.contains("other users can read"),
+            warned,
+            "{args:?} > file of mode {mode:o}: {err}"
+        );
+        assert!(s.read("shared.key").len() > 60, "the secret was written");
+    }
+}
