@@ -17,8 +17,8 @@ use paraes_core::container::{
 };
 use paraes_core::{Key, KeySize};
 use paraes_files::keys::{
-    key_from_hex, key_from_reader, read_recipients_file, readable_by_others,
-    short_passphrase_warning,
+    key_from_hex, key_from_reader, read_recipients_file, readable_by_others, secret_contents,
+    short_passphrase_warning, SecretContents,
 };
 use zeroize::Zeroizing;
 
@@ -47,14 +47,13 @@ impl KeyPlan {
             Some(PassphraseSource::Prompt) => crate::prompt::passphrase(confirm)?,
             Some(PassphraseSource::File(path)) => {
                 let (file, name) = open_secret(path, "passphrase file", warn)?;
-                first_line(not_a_terminal(file, &name, TYPED_PASSPHRASE)?, &name)?
+                let file = not_a_terminal(file, &name, TYPED_PASSPHRASE)?;
+                first_line(file, &name, confirm)?
             }
             Some(PassphraseSource::Stdin) => {
                 let stdin = stdin_unbuffered()?;
-                first_line(
-                    not_a_terminal(stdin, "standard input", TYPED_PASSPHRASE)?,
-                    "standard input",
-                )?
+                let stdin = not_a_terminal(stdin, "standard input", TYPED_PASSPHRASE)?;
+                first_line(stdin, "standard input", confirm)?
             }
         };
         if let Some(warning) = short_passphrase_warning(&passphrase).filter(|_| confirm) {
@@ -249,8 +248,9 @@ fn warn_if_readable(meta: &fs::Metadata, what: &str, path: &Path, warn: Warn<'_>
     }
 }
 
-/// The first line of a passphrase source.
-fn first_line(reader: impl Read, name: &str) -> Result<Zeroizing<Vec<u8>>> {
+/// The first line of a passphrase source; one that anyone may know is refused when `sealing`
+/// (what is already sealed with it still opens).
+fn first_line(reader: impl Read, name: &str, sealing: bool) -> Result<Zeroizing<Vec<u8>>> {
     let mut contents = Zeroizing::new(Vec::with_capacity(MAX_PASSPHRASE_FILE as usize));
     reader
         .take(MAX_PASSPHRASE_FILE)
@@ -261,7 +261,36 @@ fn first_line(reader: impl Read, name: &str) -> Result<Zeroizing<Vec<u8>>> {
     if line.is_empty() {
         bail!("the passphrase from {name} is empty: put the passphrase on its first line");
     }
+    if sealing {
+        refuse_public_first_line(&contents, line, name)?;
+    }
     Ok(Zeroizing::new(line.to_vec()))
+}
+
+/// Refuses a passphrase file whose first line anyone may know: an identity file's (its comment,
+/// the same in every one), a PEM file's (`-----BEGIN OPENSSH PRIVATE KEY-----`, a certificate's),
+/// a public key (a recipient). Taken as the passphrase, it would open what it sealed for all.
+fn refuse_public_first_line(contents: &[u8], line: &[u8], name: &str) -> Result<()> {
+    if secret_contents(contents) == SecretContents::Identities {
+        bail!(
+            "{name} holds an identity, not a passphrase, and its first line is no secret: give it \
+             with -i to open a file, its recipient (`paraes keygen -y FILE`) with -r to encrypt"
+        );
+    }
+    let text = std::str::from_utf8(line).unwrap_or_default().trim();
+    if text.starts_with("-----BEGIN ") {
+        bail!(
+            "the first line of {name} is a PEM header, the same in every such file, not a \
+             passphrase: a private key (an SSH key) goes with -i, a public key with -r"
+        );
+    }
+    if text.parse::<PublicRecipient>().is_ok() {
+        bail!(
+            "the first line of {name} is a public key (a recipient), not a passphrase: anyone \
+             who has it could open the file: encrypt to it with -r"
+        );
+    }
+    Ok(())
 }
 
 /// The identities of an identity file (paraes's, or an OpenSSH private key, whose passphrase

@@ -303,3 +303,38 @@ fn keygen_warns_when_its_secret_goes_to_a_file_others_can_read() {
         assert!(s.read("shared.key").len() > 60, "the secret was written");
     }
 }
+
+/// `--passphrase-file` takes a file's first line. Given an identity file (`me.id`), an SSH
+/// private key or a public key by mistake, that line is public: `# paraes identity (X25519);
+/// keep this file secret`, `-----BEGIN OPENSSH PRIVATE KEY-----`, the recipient itself. enc
+/// sealed the file for it, and anyone opened it with `echo '-----BEGIN OPENSSH PRIVATE
+/// KEY-----' | paraes dec --passphrase-file -`. Sealing with such a line is refused; what was
+/// sealed with one still opens (checked by hand: dec is not refused).
+#[test]
+fn a_passphrase_file_whose_first_line_is_public_is_refused() {
+    let s = with_container();
+    let recipient = String::from_utf8(s.run(&["keygen", "-y", "id"]).stdout).unwrap();
+    s.secret("id.pub", recipient.as_bytes());
+    s.secret(
+        "id_ed25519",
+        b"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n",
+    );
+    s.secret(
+        "cert.pem",
+        b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+    );
+    for (file, says) in [
+        ("id", "holds an identity, not a passphrase"),
+        ("id_ed25519", "is a PEM header"),
+        ("cert.pem", "is a PEM header"),
+        ("id.pub", "is a public key (a recipient)"),
+    ] {
+        let out = s.run(&["enc", "--passphrase-file", file, "x", "-o", "sealed"]);
+        let message = assert_error(&out, &format!("--passphrase-file {file}"));
+        assert!(
+            message.contains(says),
+            "--passphrase-file {file}: {message}"
+        );
+        assert!(!s.exists("sealed"), "--passphrase-file {file}: sealed");
+    }
+}
