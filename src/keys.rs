@@ -6,7 +6,7 @@
 //! the unlock set (dec, rekey) or the one raw key (--raw). Secrets stay in zeroizing buffers.
 
 use std::fs;
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,8 +17,8 @@ use paraes_core::container::{
 };
 use paraes_core::{Key, KeySize};
 use paraes_files::keys::{
-    key_from_hex, key_from_reader, read_recipients_file, readable_by_others,
-    short_passphrase_warning,
+    key_from_hex, key_from_reader, read_recipients_file, readable_by_others, secret_contents,
+    short_passphrase_warning, SecretContents,
 };
 use zeroize::Zeroizing;
 
@@ -47,9 +47,14 @@ impl KeyPlan {
             Some(PassphraseSource::Prompt) => crate::prompt::passphrase(confirm)?,
             Some(PassphraseSource::File(path)) => {
                 let (file, name) = open_secret(path, "passphrase file", warn)?;
-                first_line(file, &name)?
+                let file = not_a_terminal(file, &name, TYPED_PASSPHRASE)?;
+                first_line(file, &name, confirm)?
             }
-            Some(PassphraseSource::Stdin) => first_line(stdin_unbuffered()?, "standard input")?,
+            Some(PassphraseSource::Stdin) => {
+                let stdin = stdin_unbuffered()?;
+                let stdin = not_a_terminal(stdin, "standard input", TYPED_PASSPHRASE)?;
+                first_line(stdin, "standard input", confirm)?
+            }
         };
         if let Some(warning) = short_passphrase_warning(&passphrase).filter(|_| confirm) {
             warn(&warning);
@@ -161,17 +166,23 @@ fn read_key(source: &KeySource, warn: Warn<'_>) -> Result<Key> {
     match source {
         KeySource::File(path) => {
             let (file, name) = open_secret(path, "key file", warn)?;
-            Ok(key_from_reader(file, &name)?)
+            Ok(key_from_reader(
+                not_a_terminal(file, &name, TYPED_KEY)?,
+                &name,
+            )?)
         }
-        KeySource::Stdin => Ok(key_from_reader(
-            stdin_unbuffered()?,
-            "the key on standard input",
-        )?),
+        KeySource::Stdin => {
+            let name = "the key on standard input";
+            let stdin = not_a_terminal(stdin_unbuffered()?, "standard input", TYPED_KEY)?;
+            Ok(key_from_reader(stdin, name)?)
+        }
         KeySource::Fd(fd) => {
             // Reopening /dev/fd/N reads the descriptor without taking ownership of it.
             let path = PathBuf::from(format!("/dev/fd/{fd}"));
             let file = fs::File::open(&path)
                 .with_context(|| format!("cannot read the key from file descriptor {fd} (is it open? e.g. --key-fd 3 3<my.key)"))?;
+            let name = format!("file descriptor {fd}");
+            let file = not_a_terminal(file, &name, TYPED_KEY)?;
             Ok(key_from_reader(
                 file,
                 &format!("the key on file descriptor {fd}"),
@@ -190,6 +201,21 @@ fn read_key(source: &KeySource, warn: Warn<'_>) -> Result<Key> {
             Ok(key_from_hex(text.as_bytes(), "--key")?)
         }
     }
+}
+
+/// What to do instead of typing a passphrase where it shows.
+const TYPED_PASSPHRASE: &str =
+    "use -p, which asks for the passphrase on the terminal without echo (--passphrase-file - is for a pipe)";
+/// What to do instead of typing a key where it shows.
+const TYPED_KEY: &str = "pipe the key in, or give it with --key-file, --key-fd or --key-env";
+
+/// `file`, unless it is a terminal: a secret typed there shows on the screen (and in its
+/// scrollback) as it is typed, since nothing turns the echo off. `-p` asks without echo.
+fn not_a_terminal(file: fs::File, name: &str, instead: &str) -> Result<fs::File> {
+    if file.is_terminal() {
+        bail!("{name} is a terminal, where a secret shows as it is typed: {instead}");
+    }
+    Ok(file)
 }
 
 /// Standard input without std's buffer (which would keep a copy of the secret for the life of
@@ -222,8 +248,9 @@ fn warn_if_readable(meta: &fs::Metadata, what: &str, path: &Path, warn: Warn<'_>
     }
 }
 
-/// The first line of a passphrase source.
-fn first_line(reader: impl Read, name: &str) -> Result<Zeroizing<Vec<u8>>> {
+/// The first line of a passphrase source; one that anyone may know is refused when `sealing`
+/// (what is already sealed with it still opens).
+fn first_line(reader: impl Read, name: &str, sealing: bool) -> Result<Zeroizing<Vec<u8>>> {
     let mut contents = Zeroizing::new(Vec::with_capacity(MAX_PASSPHRASE_FILE as usize));
     reader
         .take(MAX_PASSPHRASE_FILE)
@@ -234,7 +261,36 @@ fn first_line(reader: impl Read, name: &str) -> Result<Zeroizing<Vec<u8>>> {
     if line.is_empty() {
         bail!("the passphrase from {name} is empty: put the passphrase on its first line");
     }
+    if sealing {
+        refuse_public_first_line(&contents, line, name)?;
+    }
     Ok(Zeroizing::new(line.to_vec()))
+}
+
+/// Refuses a passphrase file whose first line anyone may know: an identity file's (its comment,
+/// the same in every one), a PEM file's (`-----BEGIN OPENSSH PRIVATE KEY-----`, a certificate's),
+/// a public key (a recipient). Taken as the passphrase, it would open what it sealed for all.
+fn refuse_public_first_line(contents: &[u8], line: &[u8], name: &str) -> Result<()> {
+    if secret_contents(contents) == SecretContents::Identities {
+        bail!(
+            "{name} holds an identity, not a passphrase, and its first line is no secret: give it \
+             with -i to open a file, its recipient (`paraes keygen -y FILE`) with -r to encrypt"
+        );
+    }
+    let text = std::str::from_utf8(line).unwrap_or_default().trim();
+    if text.starts_with("-----BEGIN ") {
+        bail!(
+            "the first line of {name} is a PEM header, the same in every such file, not a \
+             passphrase: a private key (an SSH key) goes with -i, a public key with -r"
+        );
+    }
+    if text.parse::<PublicRecipient>().is_ok() {
+        bail!(
+            "the first line of {name} is a public key (a recipient), not a passphrase: anyone \
+             who has it could open the file: encrypt to it with -r"
+        );
+    }
+    Ok(())
 }
 
 /// The identities of an identity file (paraes's, or an OpenSSH private key, whose passphrase

@@ -5,6 +5,25 @@
 //! runners: local, many files, range, MPI), `commands/` (the other subcommands), and the shared
 //! pieces (engines, output, progress, advice). ARCHITECTURE.md has the map.
 
+/// std's `eprintln!`, which panics when standard error cannot be written (`2>/dev/full`, a
+/// reader that left): a warning then ended the job with status 101 and no output. A message
+/// standard error cannot take is dropped instead (nothing else could be done with it); what
+/// must reach the user (a raw stream's IV) is written with its error handled.
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `eprint!` as [`eprintln!`] is: never a panic.
+macro_rules! eprint {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod advice;
 mod cli;
 mod commands;
@@ -19,7 +38,6 @@ mod signals;
 mod units;
 mod usage;
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -81,8 +99,7 @@ fn execute(plan: Plan) -> Result<()> {
         Plan::Completions(shell) => {
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "paraes", &mut script);
-            std::io::stdout().write_all(&script)?;
-            Ok(())
+            progress::print_out(&script)
         }
         Plan::Man(dir) => commands::man::run(dir.as_deref()),
     }

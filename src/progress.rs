@@ -3,10 +3,12 @@
 //! terminal (the first to take a lock on it: `paraes enc | paraes dec` draws once); and the
 //! final summary (`-v`: a line; `--stats json`: one JSON object), both on standard error.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::os::fd::AsFd;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use rustix::fs::FlockOperation;
 use rustix::io::Errno;
@@ -21,6 +23,8 @@ const PROGRESS_MIN: u64 = 64 << 20;
 pub struct Progress {
     bar: ProgressBar,
     started: Instant,
+    /// Why a line for standard output could not be written.
+    out_failed: Mutex<Option<anyhow::Error>>,
 }
 
 impl Progress {
@@ -53,6 +57,7 @@ impl Progress {
         Progress {
             bar,
             started: Instant::now(),
+            out_failed: Mutex::new(None),
         }
     }
 
@@ -78,6 +83,7 @@ impl Progress {
         Progress {
             bar,
             started: Instant::now(),
+            out_failed: Mutex::new(None),
         }
     }
 
@@ -101,9 +107,22 @@ impl Progress {
         self.bar.set_message(format!("{done}/{total}"));
     }
 
-    /// Prints `line` on standard output without tearing the display.
+    /// Prints `line` on standard output without tearing the display. Once a line could not
+    /// be written (a full disk, a reader that left), the rest are dropped and the failure is
+    /// kept for [`Progress::output_failure`].
     pub fn println_out(&self, line: &str) {
-        self.bar.suspend(|| println!("{line}"));
+        let mut failure = self.out_failed.lock().unwrap_or_else(|e| e.into_inner());
+        if failure.is_none() {
+            *failure = self.bar.suspend(|| print_out(format!("{line}\n"))).err();
+        }
+    }
+
+    /// Why standard output could not be written, if a line of [`Progress::println_out`] failed.
+    pub fn output_failure(&self) -> Option<anyhow::Error> {
+        self.out_failed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     }
 
     /// Prints `line` on standard error without tearing the display.
@@ -116,6 +135,15 @@ impl Progress {
         self.bar.finish_and_clear();
         self.started.elapsed().as_secs_f64()
     }
+}
+
+/// Writes `text` to standard output: a full disk or a reader that left (`| head`) is an error
+/// to report (main ends a broken pipe quietly), never a panic as `print!` makes it.
+pub fn print_out(text: impl AsRef<[u8]>) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_ref())
+        .and_then(|()| out.flush())
+        .context("writing standard output failed")
 }
 
 /// Takes a lock on the terminal behind stderr, held until this process ends. POSIX record

@@ -95,10 +95,14 @@ fn ask_on(tty: File, prompt: &str) -> Result<Zeroizing<Vec<u8>>> {
         .map_err(std::io::Error::from)
         .and_then(|()| (&tty).write_all(prompt.as_bytes()))
         .and_then(|()| read_line(&tty));
-    // Restore before looking at the outcome: the terminal is never left without echo.
-    let saved = SAVED.lock().unwrap_or_else(|e| e.into_inner()).take();
-    if let Some((tty, settings)) = saved {
-        let _ = termios::tcsetattr(&tty, OptionalActions::Now, &settings);
+    // Restore before looking at the outcome: the terminal is never left without echo. Under
+    // the lock, so that a signal thread that finds nothing to restore exits only after this
+    // has restored it (else Ctrl-C just after Enter could exit between the two).
+    {
+        let mut saved = SAVED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((tty, settings)) = saved.take() {
+            let _ = termios::tcsetattr(&tty, OptionalActions::Now, &settings);
+        }
     }
     answer.context("reading the passphrase from the terminal failed")
 }

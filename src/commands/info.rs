@@ -9,6 +9,8 @@
 //! container (docs/FORMAT.md, "ASCII armor") is decoded to its end, so its armor is checked and
 //! its length known.
 
+use std::io::Write;
+
 use anyhow::{bail, Context, Result};
 use paraes_core::container::{
     stanza_names, Access, BodyLayout, ContainerError, HeaderInfo, LayoutError, StanzaKind,
@@ -57,19 +59,11 @@ pub fn run(args: &InfoArgs) -> Result<()> {
         .path()
         .map(paraes_files::leftovers)
         .unwrap_or_default();
-    if args.json {
-        let mut facts = as_json(info, layout.as_ref(), stale.len());
-        facts["armored"] = json!(armored);
-        println!("{facts}");
-    } else {
-        print_text(info, layout.as_ref());
-        if armored {
-            println!("armor:        ASCII armor (docs/FORMAT.md), read whole: well formed");
-        }
-        if !stale.is_empty() {
-            println!("leftovers:    {}", paraes_files::leftovers_warning(&stale));
-        }
-    }
+    // A full disk or a reader that left (`| head`) is an error to report, not a panic.
+    let mut out = std::io::stdout().lock();
+    print_facts(&mut out, args.json, info, layout.as_ref(), armored, &stale)
+        .and_then(|()| out.flush())
+        .context("writing standard output failed")?;
     if let Some(Err(why)) = layout {
         bail!(
             "{} is damaged: {why}, so it was truncated or had bytes appended",
@@ -79,68 +73,117 @@ pub fn run(args: &InfoArgs) -> Result<()> {
     Ok(())
 }
 
+/// The facts, as JSON or as text, with the armor and the leftovers found beside the file.
+fn print_facts(
+    out: &mut impl Write,
+    json: bool,
+    info: &HeaderInfo,
+    layout: Option<&Result<BodyLayout, LayoutError>>,
+    armored: bool,
+    stale: &[std::path::PathBuf],
+) -> std::io::Result<()> {
+    if json {
+        let mut facts = as_json(info, layout, stale.len());
+        facts["armored"] = json!(armored);
+        return writeln!(out, "{facts}");
+    }
+    print_text(out, info, layout)?;
+    if armored {
+        writeln!(
+            out,
+            "armor:        ASCII armor (docs/FORMAT.md), read whole: well formed"
+        )?;
+    }
+    if !stale.is_empty() {
+        writeln!(
+            out,
+            "leftovers:    {}",
+            paraes_files::leftovers_warning(stale)
+        )?;
+    }
+    Ok(())
+}
+
 /// The facts as text, one per line.
-fn print_text(info: &HeaderInfo, layout: Option<&Result<BodyLayout, LayoutError>>) {
-    println!("format:       paraes container v{}", info.version);
+fn print_text(
+    out: &mut impl Write,
+    info: &HeaderInfo,
+    layout: Option<&Result<BodyLayout, LayoutError>>,
+) -> std::io::Result<()> {
+    writeln!(out, "format:       paraes container v{}", info.version)?;
     if info.is_message() {
-        println!(
+        writeln!(
+            out,
             "body:         Cobblestone-{} (C2SP chunked encryption, AES-{}-GCM) from byte {}",
             info.params.key_size, info.params.key_size, info.header_len
-        );
+        )?;
     } else {
-        println!(
+        writeln!(
+            out,
             "mode:         AES-{}-{}",
             info.params.key_size, info.params.mode
-        );
-        println!("chunk size:   {} bytes", info.params.chunk_size);
+        )?;
+        writeln!(out, "chunk size:   {} bytes", info.params.chunk_size)?;
         let counter_name = match info.params.mode {
             Mode::Ctr => "counter:",
             Mode::Ecb => "nonce:",
         };
-        println!("{counter_name:<14}{}", hex::encode(info.counter));
+        writeln!(out, "{counter_name:<14}{}", hex::encode(info.counter))?;
     }
     match &info.access {
-        Access::V1(V1KeySource::RawKey) => println!("key:          raw key"),
-        Access::V1(V1KeySource::Passphrase(p)) => println!(
+        Access::V1(V1KeySource::RawKey) => writeln!(out, "key:          raw key")?,
+        Access::V1(V1KeySource::Passphrase(p)) => writeln!(
+            out,
             "key:          passphrase, Argon2id m={} KiB t={} p={} salt={}",
             p.memory_kib,
             p.iterations,
             p.lanes,
             hex::encode(p.salt)
-        ),
+        )?,
         Access::Slots { slots, ignored } => {
             for slot in slots {
-                println!(
+                writeln!(
+                    out,
                     "slot {}:       generation {}: {}",
                     slot.position,
                     slot.generation,
                     list_stanzas(&slot.stanzas)
-                );
-                println!(
+                )?;
+                writeln!(
+                    out,
                     "              named: {}",
                     stanza_names(&slot.stanzas).join(", ")
-                );
+                )?;
             }
             if slots.len() > 1 {
-                println!("              (two slots: a key shows whether both are authentic)");
+                writeln!(
+                    out,
+                    "              (two slots: a key shows whether both are authentic)"
+                )?;
             }
             for (position, why) in ignored {
-                println!(
+                writeln!(
+                    out,
                     "slot {position}:       ignored: does not parse ({})",
                     crate::advice::one_line(why)
-                );
+                )?;
             }
         }
     }
     match layout {
-        Some(Ok(layout)) => println!(
+        Some(Ok(layout)) => writeln!(
+            out,
             "chunks:       {} ({} bytes of ciphertext)",
             layout.chunks, layout.ciphertext_len
-        ),
-        Some(Err(why)) => println!("chunks:       INVALID: {why}"),
+        )?,
+        Some(Err(why)) => writeln!(out, "chunks:       INVALID: {why}")?,
         None => {}
     }
-    println!("authenticity: not checked (that needs the key: paraes dec)");
+    writeln!(
+        out,
+        "authenticity: not checked (that needs the key: paraes dec)"
+    )?;
+    Ok(())
 }
 
 /// One stanza as a JSON object: its name in its slot (what `rekey --remove` takes), its kind

@@ -7,6 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use paraes_core::container::{self, SecretIdentity};
 use paraes_core::KeySize;
+use rustix::fs::FileType;
 use zeroize::Zeroizing;
 
 use crate::cli::KeygenArgs;
@@ -16,9 +17,12 @@ use paraes_files::{Output, OutputOptions};
 /// standard output.
 fn write_secret(output: Option<&Path>, force: bool, text: &str) -> Result<()> {
     match output.filter(|p| *p != Path::new("-")) {
-        None => std::io::stdout()
-            .write_all(text.as_bytes())
-            .context("writing the key failed"),
+        None => {
+            warn_if_others_can_read_stdout();
+            std::io::stdout()
+                .write_all(text.as_bytes())
+                .context("writing the key failed")
+        }
         Some(path) => {
             let mut file = Output::create(
                 Some(path),
@@ -36,15 +40,35 @@ fn write_secret(output: Option<&Path>, force: bool, text: &str) -> Result<()> {
     }
 }
 
+/// Warns when standard output is a file other users can read: `paraes keygen > my.key` under
+/// the usual umask (022) makes one of mode 0644, which `-o` never does.
+fn warn_if_others_can_read_stdout() {
+    let Ok(stat) = rustix::fs::fstat(std::io::stdout()) else {
+        return;
+    };
+    let mode = stat.st_mode & 0o7777;
+    let regular = FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile;
+    if regular && mode & 0o077 != 0 {
+        crate::run::prepare::warner(false)(&format!(
+            "standard output is a file other users can read (mode {mode:04o}), and so is the \
+             secret written to it: chmod 600 it, or use -o FILE, which makes one of mode 0600"
+        ));
+    }
+}
+
 /// `keygen`: a symmetric key, an identity (`--x25519`, `--pq`), or the recipients of an
 /// identity file (`-y`).
 pub fn run(args: &KeygenArgs) -> Result<()> {
     if let Some(path) = &args.recipient_of {
-        for identity in crate::keys::read_identity_file(path, &crate::run::prepare::warner(false))?
-        {
-            println!("{}", identity.recipient());
-        }
-        return Ok(());
+        let identities =
+            crate::keys::read_identity_file(path, &crate::run::prepare::warner(false))?;
+        // A full disk or a reader that left (`| head`) is an error to report, not a panic.
+        let mut out = std::io::stdout().lock();
+        return identities
+            .iter()
+            .try_for_each(|identity| writeln!(out, "{}", identity.recipient()))
+            .and_then(|()| out.flush())
+            .context("writing standard output failed");
     }
     if args.x25519 || args.pq {
         let identity = if args.pq {

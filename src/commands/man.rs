@@ -18,8 +18,7 @@ pub fn run(dir: Option<&Path>) -> Result<()> {
         // Rendered whole, then written: a closed pipe (`| head`) is a normal end, not a panic.
         None => {
             let (_, page) = pages()?.swap_remove(0);
-            std::io::stdout().write_all(&page)?;
-            Ok(())
+            crate::progress::print_out(&page)
         }
         Some(dir) => write_pages(dir),
     }

@@ -61,9 +61,12 @@ pub fn run(plan: &VerifyPlan) -> Result<()> {
             Ok(bytes)
         },
     );
+    let out_failed = progress.output_failure();
     progress.finish();
     count.failed += plan.unlisted.len();
-    many::outcome(Some(count))
+    many::outcome(Some(count))?;
+    // Every file was checked; the `OK` lines could not all be written.
+    out_failed.map_or(Ok(()), Err)
 }
 
 /// Checks one container on `threads` threads; returns its size, and the stanza slot that

@@ -2,7 +2,7 @@
 //! container header sealed or the existing one read and opened, the output prepared. Every
 //! runner starts from a [`Prepared`] job.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex};
 
@@ -437,11 +437,14 @@ fn refuse_container_as_raw(input: &mut Input) -> Result<()> {
     );
 }
 
-/// A random raw CTR IV, printed on stderr so the stream can be decrypted.
+/// A random raw CTR IV, printed on stderr so the stream can be decrypted (without it, no
+/// stream is made: it could not be decrypted).
 fn fresh_iv() -> Result<[u8; 16]> {
     let mut iv = [0u8; 16];
     container::random_bytes(&mut iv)?;
-    eprintln!("iv: {}", hex::encode(iv));
+    writeln!(std::io::stderr(), "iv: {}", hex::encode(iv)).context(
+        "cannot print the IV on standard error, which decrypting needs: give one with --iv",
+    )?;
     Ok(iv)
 }
 

@@ -30,6 +30,7 @@ mod raw;
 mod rekey_race;
 mod rekey_ways;
 mod review_outputs;
+mod review_process;
 mod roundtrip;
 mod secrets;
 #[cfg(feature = "mpi")]

@@ -51,10 +51,14 @@ pub(crate) fn mpi_bytes(bytes: &[u8]) -> &[u8] {
     }
 }
 
-/// [`mpi_bytes`] for a buffer MPI writes into: the vector gets an allocation, so that even
-/// when it is empty its slice is at a real address.
+/// [`mpi_bytes`] for a buffer MPI writes into: a vector without an allocation gets one, so
+/// that even when it is empty its slice is at a real address. One that has an allocation keeps
+/// it: moved, it would leave a copy of its bytes (the assignment's key, on rank 0) unwiped in
+/// the memory it left.
 pub(crate) fn mpi_bytes_mut(bytes: &mut Vec<u8>) -> &mut [u8] {
-    bytes.reserve(1);
+    if bytes.capacity() == 0 {
+        bytes.reserve(1);
+    }
     &mut bytes[..]
 }
 
@@ -284,5 +288,17 @@ mod tests {
             full.as_ptr(),
             "a full buffer is itself"
         );
+    }
+
+    /// Rank 0 broadcasts the assignment, which holds the file key, from a vector exactly as
+    /// long as its allocation (`to_vec`): moved to a larger one, it would leave an unwiped copy
+    /// of the key in the memory it left (the wiped copy is the new one).
+    #[test]
+    fn a_full_buffer_is_handed_to_mpi_where_it_is() {
+        let mut secret = vec![7u8; 40];
+        assert_eq!(secret.capacity(), secret.len(), "what the test is about");
+        let at = secret.as_ptr();
+        assert_eq!(mpi_bytes_mut(&mut secret).as_ptr(), at);
+        assert_eq!(secret.as_ptr(), at);
     }
 }

@@ -24,6 +24,7 @@ use paraes_core::{AesImpl, Engine, Key};
 
 use crate::cli::BenchArgs;
 use crate::engines::{self, BenchEngine};
+use crate::progress::print_out;
 use crate::usage::UsageError;
 
 mod choices;
@@ -69,7 +70,7 @@ fn from_json(args: &BenchArgs, path: &Path) -> Result<()> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("--from-json: cannot read {}", path.display()))?;
     let doc = Document::from_json(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
-    print!("{}", summary::markdown(&doc, 4));
+    print_out(summary::markdown(&doc, 4))?;
     if let Some(out) = &args.csv {
         write_file(out, &doc.csv())?;
     }
@@ -210,10 +211,10 @@ fn write_reports(
         text.push_str(&format!("\nbaseline: paraes beside openssl\n\n{beside}"));
     }
     if choices.json_to_stdout {
-        print!("{}", doc.json());
+        print_out(doc.json())?;
         eprint!("{text}");
     } else {
-        print!("{text}");
+        print_out(&text)?;
         if let Some(path) = &args.json {
             write_file(path, &doc.json())?;
         }
