@@ -165,6 +165,28 @@ fn a_standard_error_that_cannot_be_written_is_no_panic() {
     assert!(!s.exists("raw"), "a raw stream whose IV was not shown");
 }
 
+/// `enc -k key -o out.paraes` reading from a pipe, its output open and nothing read yet, with
+/// `stderr`; and the pipe's end, to hold open until it has exited (an end of input would let
+/// it finish the job).
+fn enc_waiting_for_input(
+    s: &Scratch,
+    stderr: Stdio,
+) -> (std::process::Child, Option<std::process::ChildStdin>) {
+    let mut child = s
+        .command(&["enc", "-k", "key", "-o", "out.paraes"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    let (pid, dir) = (child.id(), s.path(""));
+    wait_until(20, "paraes with its output open, reading", || {
+        unfinished_output(pid, &dir).is_some() && blocked_reading(pid, 0)
+    });
+    let input = child.stdin.take();
+    (child, input)
+}
+
 /// Ctrl-\ (SIGQUIT) killed paraes at once, skipping the clean-up the other signals get: an
 /// `enc --recursive --output-dir --force` over 2,000 existing outputs, sent SIGQUIT after 0.15
 /// to 0.75 s, left a hidden `.NAME.*.paraes-tmp` copy in 1 run of 3 (the one `--force` renames
@@ -175,20 +197,8 @@ fn ctrl_backslash_cleans_up_as_ctrl_c_does() {
     let s = Scratch::new();
     s.key_file("key", 256, 1, true);
     let before = s.names();
-    let mut child = s
-        .command(&["enc", "-k", "key", "-o", "out.paraes"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (pid, dir) = (child.id(), s.path(""));
-    wait_until(20, "paraes with its output open, reading", || {
-        unfinished_output(pid, &dir).is_some() && blocked_reading(pid, 0)
-    });
-    // Its input stays open until it has exited: an end of input would let it finish the job.
-    let input = child.stdin.take();
-    send_signal(pid, "QUIT");
+    let (child, input) = enc_waiting_for_input(&s, Stdio::piped());
+    send_signal(child.id(), "QUIT");
     let out = child.wait_with_output().unwrap();
     drop(input);
     assert_eq!(out.status.code(), Some(131), "SIGQUIT: {}", stderr(&out));
@@ -242,19 +252,9 @@ fn a_hangup_with_standard_error_gone_still_ends_paraes() {
     let s = Scratch::new();
     s.key_file("key", 256, 1, true);
     let before = s.names();
-    let mut child = s
-        .command(&["enc", "-k", "key", "-o", "out.paraes"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(File::options().write(true).open("/dev/full").unwrap())
-        .spawn()
-        .unwrap();
-    let (pid, dir) = (child.id(), s.path(""));
-    wait_until(20, "paraes with its output open, reading", || {
-        unfinished_output(pid, &dir).is_some() && blocked_reading(pid, 0)
-    });
-    let input = child.stdin.take();
-    send_signal(pid, "HUP");
+    let full = File::options().write(true).open("/dev/full").unwrap();
+    let (mut child, input) = enc_waiting_for_input(&s, full.into());
+    send_signal(child.id(), "HUP");
     let started = std::time::Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
