@@ -89,3 +89,29 @@ mod tests {
         assert_eq!(found, expected);
     }
 }
+
+#[cfg(test)]
+mod long_names {
+    use super::*;
+    use crate::output::{Output, OutputOptions, Reach};
+
+    /// Names that share the first 200 bytes a hidden temporary repeats (`N.paraes` and
+    /// `N.paraes.bak`, N that long) had one temporary prefix, so a temporary of one was
+    /// reported as the other's; the cut names now carry a hash of the whole name.
+    #[test]
+    fn long_names_that_share_their_start_keep_their_own_temporaries() {
+        let dir = tempfile::tempdir().unwrap();
+        let stem = "n".repeat(200);
+        let options = OutputOptions {
+            reach: Reach::OtherMachines,
+            ..OutputOptions::default()
+        };
+        let container = dir.path().join(format!("{stem}.paraes"));
+        let other = dir.path().join(format!("{stem}.paraes.bak"));
+        let unfinished = Output::create(Some(&other), &options).unwrap();
+        let temp = unfinished.shared_path().expect("a named temporary");
+        assert!(temp.file_name().unwrap().len() <= 255);
+        assert_eq!(leftovers(&container), Vec::<PathBuf>::new());
+        assert_eq!(leftovers(&other), vec![temp]);
+    }
+}

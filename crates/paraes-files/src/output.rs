@@ -425,20 +425,27 @@ fn anonymous_in(dir: &Path) -> io::Result<Option<File>> {
     Ok(linkable.then_some(file))
 }
 
-/// The most bytes of a file's name that its hidden temporaries repeat: with the dots, the 12
-/// random characters and `.paraes-tmp`, a temporary's name stays within the 255 bytes a name
-/// may have, however long the file's own name is.
+/// The most bytes of a file's name that its hidden temporaries repeat: with the dots, a
+/// 16-digit hash, the 12 random characters and `.paraes-tmp`, a temporary's name stays within
+/// the 255 bytes a name may have, however long the file's own name is.
 const HIDDEN_STEM: usize = 200;
 
-/// How the hidden temporaries of the file named `name` begin: `.NAME.`, the name cut (at a
-/// character) to [`HIDDEN_STEM`] bytes.
+/// How the hidden temporaries of the file named `name` begin: `.NAME.`; where the name is
+/// longer than [`HIDDEN_STEM`] bytes or not UTF-8, `.CUT~HASH.`: the name cut (at a character,
+/// its bytes not UTF-8 shown as U+FFFD) and 16 hex digits of its BLAKE3 hash, so two names that
+/// share their first bytes (or differ only in bytes that are not UTF-8) never share a prefix
+/// (which [`crate::leftovers`] finds temporaries by).
 pub(crate) fn hidden_prefix(name: &OsStr) -> String {
-    let name = name.to_string_lossy();
-    let mut end = name.len().min(HIDDEN_STEM);
-    while !name.is_char_boundary(end) {
+    let shown = name.to_string_lossy();
+    let mut end = shown.len().min(HIDDEN_STEM);
+    while !shown.is_char_boundary(end) {
         end -= 1;
     }
-    format!(".{}.", &name[..end])
+    if end == shown.len() && name.to_str().is_some() {
+        return format!(".{shown}.");
+    }
+    let hash = blake3::hash(name.as_encoded_bytes());
+    format!(".{}~{}.", &shown[..end], hex::encode(&hash.as_bytes()[..8]))
 }
 
 /// A named hidden temporary beside `dest`, listed for a signal to remove.
