@@ -124,6 +124,12 @@ impl<W: Write> ArmorWriter<W> {
         &self.inner
     }
 
+    /// The writer the text goes to, to take what was written to it so far (the text goes on
+    /// after it, in order).
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.inner
+    }
+
     /// Writes the last line and the end line, flushes, and gives back the inner writer.
     pub fn finish(mut self) -> io::Result<W> {
         if self.filled > 0 {

@@ -1,13 +1,15 @@
 //! `paraes.Writer`: a writable stream that encrypts what is written to it into a container
-//! (format v3), into a file named by a path (which gets its name only on `close()`) or a
-//! Python binary file object. One call at a time; `abort()` and `closed` work at any time.
+//! (format v3, or its ASCII armor), into a file named by a path (which gets its name only on
+//! `close()`) or a Python binary file object. One call at a time; `abort()` and `closed` work at any time.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 
 use paraes_core::container::Opened;
 use paraes_core::pipeline::{self, Chunk};
 use paraes_core::Direction;
+use paraes_files::armor::ArmorWriter;
 use paraes_files::Output;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -28,6 +30,9 @@ enum Sink {
 struct WriterState {
     opened: Opened,
     sink: Sink,
+    /// For a Python sink written as ASCII armor: the armor, whose text is sent on as it comes
+    /// (a file sink's [`Output`] is armored itself).
+    armor: Option<ArmorWriter<Vec<u8>>>,
     /// Plaintext not yet sealed: at most one batch, held until more data shows it is not
     /// the last.
     pending: Vec<u8>,
@@ -60,8 +65,20 @@ impl WriterState {
                 self.pending = sealed;
                 Ok(None)
             }
-            Sink::Python(_) => Ok(Some(sealed)),
+            Sink::Python(_) => self.for_python(sealed).map(Some),
         }
+    }
+
+    /// What a Python sink is sent for the container's bytes `bytes`: them, or their armor's
+    /// text so far.
+    fn for_python(&mut self, bytes: Vec<u8>) -> PyResult<Vec<u8>> {
+        let Some(armor) = &mut self.armor else {
+            return Ok(bytes);
+        };
+        armor
+            .write_all(&bytes)
+            .map_err(|e| errors::os_error(&e, "armoring the output"))?;
+        Ok(std::mem::take(armor.get_mut()))
     }
 
     /// Adds `data`, sealing every batch that more data follows; returns what a Python sink must
@@ -243,7 +260,7 @@ impl Writer {
 #[pymethods]
 impl Writer {
     #[new]
-    #[pyo3(signature = (dst, *, keys = None, recipients = None, passphrase = None, bits = 256, overwrite = false))]
+    #[pyo3(signature = (dst, *, keys = None, recipients = None, passphrase = None, bits = 256, armor = false, overwrite = false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -252,6 +269,7 @@ impl Writer {
         recipients: Option<&Bound<'_, PyAny>>,
         passphrase: Option<&Bound<'_, PyAny>>,
         bits: u32,
+        armor: bool,
         overwrite: bool,
     ) -> PyResult<Self> {
         let key_size = containers::key_size(bits)?;
@@ -268,13 +286,15 @@ impl Writer {
                 PyTypeError::new_err("dst is a path (str or os.PathLike) or a binary file object")
             })?;
             py.detach(|| {
-                let mut output = containers::create_output(&dst, overwrite, &read)?;
+                let output = containers::create_output(&dst, overwrite, &read)?;
+                let mut output = if armor { output.armored() } else { output };
                 let (header, opened) = containers::seal(key_size, &recipients)?;
                 let name = output.name();
                 containers::write_out(&mut output, &header)?;
                 Ok::<_, PyErr>(WriterState {
                     opened,
                     sink: Sink::File(output),
+                    armor: None,
                     pending: Vec::new(),
                     index: 0,
                     name,
@@ -283,14 +303,16 @@ impl Writer {
         } else {
             let (header, opened) = py.detach(|| containers::seal(key_size, &recipients))?;
             let sink = dst.clone().unbind();
-            send(py, &sink, &header)?;
-            WriterState {
+            let mut state = WriterState {
                 opened,
-                sink: Sink::Python(sink),
+                sink: Sink::Python(sink.clone_ref(py)),
+                armor: armor.then(|| ArmorWriter::new(Vec::new())),
                 pending: Vec::new(),
                 index: 0,
                 name: "the output stream".into(),
-            }
+            };
+            send(py, &sink, &state.for_python(header)?)?;
+            state
         };
         Ok(Writer {
             slot: Mutex::new(Slot::Idle(Box::new(state))),
@@ -343,8 +365,15 @@ impl Writer {
                 }
                 output.commit().map_err(errors::file)
             }),
-            Sink::Python(sink) => {
-                send(py, &sink, &sealed)?;
+            Sink::Python(ref sink) => {
+                let sink = sink.clone_ref(py);
+                send(py, &sink, &state.for_python(sealed)?)?;
+                if let Some(armor) = state.armor.take() {
+                    let end = armor
+                        .finish()
+                        .map_err(|e| errors::os_error(&e, "armoring the output"))?;
+                    send(py, &sink, &end)?;
+                }
                 if sink.bind(py).hasattr("flush")? {
                     sink.bind(py).call_method0("flush")?;
                 }

@@ -2,6 +2,8 @@
 `dec` does, `encrypt_file(armor=True)` writes what the CLI reads, and `Reader` (which reads at
 offsets) refuses them in one clear line instead of calling them "not a paraes container"."""
 
+import io
+
 import pytest
 
 import paraes
@@ -132,3 +134,22 @@ def test_damaged_armor_raises_authentication_error_as_a_damaged_container_does(t
         writer.join(30)
         os.unlink(fifo)
         assert not (tmp_path / "out").exists(), what
+
+
+@pytest.mark.parametrize("n", [0, 100, 16384, 200_000])
+def test_the_writer_writes_armor_to_a_path_and_to_a_file_object(tmp_path, cli, private, n):
+    key = paraes.generate_key()
+    key_file = private("k.key", key.hex() + "\n")
+    data = seeded(n, n + 11)
+    with paraes.Writer(tmp_path / "w.asc", keys=[key], armor=True) as w:
+        w.write(data[: n // 3])
+        w.write(data[n // 3:])
+    sink = io.BytesIO()
+    with paraes.Writer(sink, keys=[key], armor=True) as w:
+        w.write(data)
+    for text in ((tmp_path / "w.asc").read_bytes(), sink.getvalue()):
+        assert text.startswith(BEGIN) and text.endswith(b"-----END PARAES ENCRYPTED FILE-----\n")
+        assert all(len(line) <= 64 for line in text.splitlines())
+        (tmp_path / "t.asc").write_bytes(text)
+        cli("dec", "-k", key_file, tmp_path / "t.asc", "-o", tmp_path / "t.out", "--force")
+        assert (tmp_path / "t.out").read_bytes() == data

@@ -95,7 +95,8 @@ class Writer(io.RawIOBase):
     One call at a time: a call made while another runs (from another thread, or from the file
     object's own ``write()``) raises ``RuntimeError``; :meth:`abort` and :attr:`closed` work at
     any time, from any thread (a call in progress then fails and discards the container).
-    Keys, recipients and passphrase are as for :func:`encrypt_file`.
+    Keys, recipients and passphrase are as for :func:`encrypt_file`; ``armor=True`` writes the
+    container as ASCII armor (as ``paraes enc -a``; its end line comes on :meth:`close`).
     """
 
     def __init__(
@@ -106,6 +107,7 @@ class Writer(io.RawIOBase):
         recipients: Iterable[Union[str, "os.PathLike[str]"]] = (),
         passphrase: Optional[Union[str, bytes]] = None,
         bits: int = 256,
+        armor: bool = False,
         overwrite: bool = False,
     ) -> None:
         super().__init__()
@@ -117,6 +119,7 @@ class Writer(io.RawIOBase):
             recipients=list(recipients),
             passphrase=passphrase,
             bits=bits,
+            armor=armor,
             overwrite=overwrite,
         )
 

@@ -199,6 +199,7 @@ class Writer:
         recipients: Optional[Iterable[RecipientArg]] = None,
         passphrase: Optional[Passphrase] = None,
         bits: int = 256,
+        armor: bool = False,
         overwrite: bool = False,
     ) -> None: ...
     def write(self, data: Buffer) -> int: ...
