@@ -70,13 +70,15 @@ impl WriterState {
     }
 
     /// What a Python sink is sent for the container's bytes `bytes`: them, or their armor's
-    /// text so far.
+    /// text so far (all of it but a line not yet full, so the sink gets what it would unarmored,
+    /// and a sink that takes no bytes fails at once).
     fn for_python(&mut self, bytes: Vec<u8>) -> PyResult<Vec<u8>> {
         let Some(armor) = &mut self.armor else {
             return Ok(bytes);
         };
         armor
             .write_all(&bytes)
+            .and_then(|()| armor.flush())
             .map_err(|e| errors::os_error(&e, "armoring the output"))?;
         Ok(std::mem::take(armor.get_mut()))
     }

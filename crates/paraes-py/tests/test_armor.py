@@ -153,3 +153,14 @@ def test_the_writer_writes_armor_to_a_path_and_to_a_file_object(tmp_path, cli, p
         (tmp_path / "t.asc").write_bytes(text)
         cli("dec", "-k", key_file, tmp_path / "t.asc", "-o", tmp_path / "t.out", "--force")
         assert (tmp_path / "t.out").read_bytes() == data
+
+
+def test_an_armored_writer_sends_the_header_at_once():
+    """The begin line and the header's text go to the file object when the writer is made,
+    as the binary header does (a text sink fails there, not 64 KiB later)."""
+    sink = io.BytesIO()
+    w = paraes.Writer(sink, keys=[paraes.generate_key()], armor=True)
+    assert sink.getvalue().startswith(BEGIN) and len(sink.getvalue()) > len(BEGIN)
+    w.abort()
+    with pytest.raises(TypeError):
+        paraes.Writer(io.StringIO(), keys=[paraes.generate_key()], armor=True)

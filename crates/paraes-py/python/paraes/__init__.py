@@ -88,8 +88,8 @@ class Writer(io.RawIOBase):
     ``overwrite=True``, and only if it is a regular file. Leaving a ``with`` block by an
     exception, calling :meth:`abort`, an error, or dropping the writer without closing it
     leaves a destination path untouched. A file object keeps what was already written to it
-    (the header and every sealed chunk): that is not a complete container, and it fails to
-    decrypt as truncated; its ``write()`` must return how many bytes it took (``None``, a
+    (the header and every sealed chunk; with ``armor=True``, their text but a line not yet
+    full): that is not a complete container, and it fails to decrypt as truncated; its ``write()`` must return how many bytes it took (``None``, a
     non-blocking stream's "nothing", is an error).
 
     One call at a time: a call made while another runs (from another thread, or from the file
