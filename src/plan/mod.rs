@@ -39,6 +39,7 @@ use crypt::dec;
 use crypt::enc;
 pub use engine::settings as engine_settings;
 pub use keys::{KeyPlan, KeySource, PassphraseSource};
+pub use naming::output_through_links;
 use rekey::rekey;
 pub use rekey::{RekeyChange, RekeyPlan};
 

@@ -115,9 +115,14 @@ pub(super) fn is_fd_path(path: &Path) -> bool {
 /// directory (`/tmp`) is refused, as the kernel refuses `cp` to follow it. A name must be a
 /// file name (not `dir/`).
 pub(super) fn through_links(path: &Path) -> Result<PathBuf> {
+    output_through_links("-o", path)
+}
+
+/// [`through_links`] for the path given to option `flag` (`-o`, `bench --json`).
+pub fn output_through_links(flag: &str, path: &Path) -> Result<PathBuf> {
     if path.as_os_str().as_bytes().ends_with(b"/") || path.file_name().is_none() {
         bail!(
-            "-o {} names a directory, not a file: give a file name",
+            "{flag} {} names a directory, not a file: give a file name",
             path.display()
         );
     }
@@ -135,7 +140,7 @@ pub(super) fn through_links(path: &Path) -> Result<PathBuf> {
         // A link to a pipe or terminal (/dev/stdout on a pipe): written in place, as a stream.
         Err(_) if fs::metadata(path).is_ok() => Ok(path.to_path_buf()),
         Err(_) => bail!(
-            "-o {} is a symbolic link to nothing: give the path it should point to",
+            "{flag} {} is a symbolic link to nothing: give the path it should point to",
             path.display()
         ),
     }

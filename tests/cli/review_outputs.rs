@@ -633,3 +633,55 @@ fn an_output_that_is_an_input_given_twice_is_named_by_its_last_name() {
     assert_eq!(s.read("a.paraes"), b"precious");
     assert_eq!(s.read("x"), seeded_bytes(1, 10));
 }
+
+/// `bench --json`, `--csv` and `--plot PATH` wrote their reports with `std::fs::write` (and the
+/// plot library's own file), which follow links and truncate: a link another user planted in a
+/// shared directory (`/tmp/report.csv -> /home/victim/file`) had its target replaced by the
+/// report, and a write that failed half-way left half a report. The reports now go through the
+/// file layer, as every other output: a planted link is refused, a report appears whole.
+#[test]
+fn bench_reports_follow_no_planted_link() {
+    const TEST: &str = "bench_reports_follow_no_planted_link";
+    let Some(s) = as_root(TEST, "a link of another owner needs root to make") else {
+        return;
+    };
+    let quick = [
+        "bench",
+        "--quick",
+        "-b",
+        "cpu",
+        "-m",
+        "ctr",
+        "--sizes",
+        "16KiB",
+        "--repeat",
+        "1",
+        "--baseline",
+        "none",
+    ];
+    assert_success(
+        &s.run(&[&quick[..], &["--json", "run.json"]].concat()),
+        "bench --json run.json",
+    );
+    s.write("important", b"the victim's file");
+    plant_link(&s, s.path("important"), "report");
+    for args in [
+        &[&quick[..], &["--json", "shared/report"]].concat(),
+        &["bench", "--from-json", "run.json", "--csv", "shared/report"][..],
+        &[
+            "bench",
+            "--from-json",
+            "run.json",
+            "--plot",
+            "shared/report",
+        ][..],
+    ] {
+        let out = s.run(args);
+        assert!(
+            s.read("important") == b"the victim's file",
+            "{args:?} wrote through a link another user planted (status {:?})",
+            out.status.code()
+        );
+        assert_error(&out, &format!("{args:?}"));
+    }
+}

@@ -3,7 +3,6 @@
 //! Simulated engines are drawn at their simulated throughput; the legend sits right of the plot.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use plotters::prelude::*;
 
@@ -130,10 +129,10 @@ fn series_label(key: &SeriesKey, many_ciphers: bool, simulated: bool) -> String 
     label
 }
 
-/// Draws `rows` as an SVG at `path`: x = bytes, y = GB/s, both log-scaled, one line per engine,
-/// implementation and thread count (and mode/bits when the rows hold more than one), with a
-/// min-max band from the samples. The error is one line.
-pub fn svg(rows: &[Row], path: &Path) -> Result<(), String> {
+/// Draws `rows` as SVG text (the caller writes it where it goes): x = bytes, y = GB/s, both
+/// log-scaled, one line per engine, implementation and thread count (and mode/bits when the
+/// rows hold more than one), with a min-max band from the samples. The error is one line.
+pub fn svg(rows: &[Row]) -> Result<String, String> {
     if rows.is_empty() {
         return Err("nothing to plot: no rows were measured".into());
     }
@@ -180,104 +179,107 @@ pub fn svg(rows: &[Row], path: &Path) -> Result<(), String> {
     let legend_width = (longest as u32 * 7 + 60).clamp(160, 520);
     let (width, height) = (720 + legend_width, 600u32);
 
-    let err = |e: &dyn std::fmt::Display| format!("could not draw {}: {e}", path.display());
-    let root = SVGBackend::new(path, (width, height)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let (plot_area, legend_area) = root.split_horizontally(width - legend_width);
-    let caption = if many_ciphers {
-        "paraes bench: throughput vs buffer size".to_string()
-    } else {
-        format!(
-            "paraes bench: AES-{}-{}, throughput vs buffer size",
-            rows[0].bits,
-            rows[0].mode.to_ascii_uppercase()
-        )
-    };
-    let mut chart = ChartBuilder::on(&plot_area)
-        .caption(caption, ("sans-serif", 20))
-        .margin(16)
-        .x_label_area_size(48)
-        .y_label_area_size(64)
-        .build_cartesian_2d(
-            (x_lo..x_hi).log_scale().with_key_points(xs),
-            (y_lo..y_hi)
-                .log_scale()
-                .with_key_points(ys.iter().map(|(v, _)| *v).collect()),
-        )
-        .map_err(|e| err(&e))?;
-    chart
-        .configure_mesh()
-        .x_desc("buffer size (bytes per call)")
-        .y_desc("throughput (GB/s, 1e9 bytes/s)")
-        .x_label_formatter(&|x| axis_bytes(*x))
-        .y_label_formatter(&|y| {
-            let decimals = y_decimals
-                .iter()
-                .find(|(v, _)| (v - y).abs() <= 1e-9 * v.abs())
-                .map_or(3, |(_, d)| *d);
-            format!("{y:.decimals$}")
-        })
-        .draw()
-        .map_err(|e| err(&e))?;
-
-    let mut legend = Vec::new();
-    for (i, ((_, (_, mut points)), label)) in series.into_iter().zip(labels).enumerate() {
-        points.sort_by(|a, b| a.x.total_cmp(&b.x));
-        let color = Palette99::pick(i).to_rgba();
-        // The spread: a band between the slowest and fastest samples, and a bar at each point.
-        if points.len() > 1 {
-            let band: Vec<(f64, f64)> = points
-                .iter()
-                .map(|p| (p.x, p.high))
-                .chain(points.iter().rev().map(|p| (p.x, p.low)))
-                .collect();
-            chart
-                .draw_series(std::iter::once(Polygon::new(
-                    band,
-                    color.mix(0.15).filled(),
-                )))
-                .map_err(|e| err(&e))?;
-        }
-        chart
-            .draw_series(points.iter().filter(|p| p.high > p.low).map(|p| {
-                PathElement::new(vec![(p.x, p.low), (p.x, p.high)], color.stroke_width(1))
-            }))
-            .map_err(|e| err(&e))?;
-        chart
-            .draw_series(
-                LineSeries::new(points.iter().map(|p| (p.x, p.y)), color.stroke_width(2))
-                    .point_size(3),
+    let err = |e: &dyn std::fmt::Display| format!("could not draw the plot: {e}");
+    let mut text = String::new();
+    {
+        let root = SVGBackend::with_string(&mut text, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let (plot_area, legend_area) = root.split_horizontally(width - legend_width);
+        let caption = if many_ciphers {
+            "paraes bench: throughput vs buffer size".to_string()
+        } else {
+            format!(
+                "paraes bench: AES-{}-{}, throughput vs buffer size",
+                rows[0].bits,
+                rows[0].mode.to_ascii_uppercase()
+            )
+        };
+        let mut chart = ChartBuilder::on(&plot_area)
+            .caption(caption, ("sans-serif", 20))
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(64)
+            .build_cartesian_2d(
+                (x_lo..x_hi).log_scale().with_key_points(xs),
+                (y_lo..y_hi)
+                    .log_scale()
+                    .with_key_points(ys.iter().map(|(v, _)| *v).collect()),
             )
             .map_err(|e| err(&e))?;
-        legend.push((label, color));
-    }
+        chart
+            .configure_mesh()
+            .x_desc("buffer size (bytes per call)")
+            .y_desc("throughput (GB/s, 1e9 bytes/s)")
+            .x_label_formatter(&|x| axis_bytes(*x))
+            .y_label_formatter(&|y| {
+                let decimals = y_decimals
+                    .iter()
+                    .find(|(v, _)| (v - y).abs() <= 1e-9 * v.abs())
+                    .map_or(3, |(_, d)| *d);
+                format!("{y:.decimals$}")
+            })
+            .draw()
+            .map_err(|e| err(&e))?;
 
-    // The legend, right of the plot area so it never covers data.
-    let font = ("sans-serif", 13).into_font();
-    legend_area
-        .draw(&Text::new(
-            "median; band: min-max of the samples",
-            (8, 40),
-            font.clone().color(&BLACK.mix(0.7)),
-        ))
-        .map_err(|e| err(&e))?;
-    for (i, (label, color)) in legend.iter().enumerate() {
-        let y = 66 + 20 * i as i32;
+        let mut legend = Vec::new();
+        for (i, ((_, (_, mut points)), label)) in series.into_iter().zip(labels).enumerate() {
+            points.sort_by(|a, b| a.x.total_cmp(&b.x));
+            let color = Palette99::pick(i).to_rgba();
+            // The spread: a band between the slowest and fastest samples, and a bar at each point.
+            if points.len() > 1 {
+                let band: Vec<(f64, f64)> = points
+                    .iter()
+                    .map(|p| (p.x, p.high))
+                    .chain(points.iter().rev().map(|p| (p.x, p.low)))
+                    .collect();
+                chart
+                    .draw_series(std::iter::once(Polygon::new(
+                        band,
+                        color.mix(0.15).filled(),
+                    )))
+                    .map_err(|e| err(&e))?;
+            }
+            chart
+                .draw_series(points.iter().filter(|p| p.high > p.low).map(|p| {
+                    PathElement::new(vec![(p.x, p.low), (p.x, p.high)], color.stroke_width(1))
+                }))
+                .map_err(|e| err(&e))?;
+            chart
+                .draw_series(
+                    LineSeries::new(points.iter().map(|p| (p.x, p.y)), color.stroke_width(2))
+                        .point_size(3),
+                )
+                .map_err(|e| err(&e))?;
+            legend.push((label, color));
+        }
+
+        // The legend, right of the plot area so it never covers data.
+        let font = ("sans-serif", 13).into_font();
         legend_area
-            .draw(&PathElement::new(
-                vec![(8, y), (32, y)],
-                color.stroke_width(2),
+            .draw(&Text::new(
+                "median; band: min-max of the samples",
+                (8, 40),
+                font.clone().color(&BLACK.mix(0.7)),
             ))
             .map_err(|e| err(&e))?;
-        legend_area
-            .draw(&Circle::new((20, y), 3, color.filled()))
-            .map_err(|e| err(&e))?;
-        legend_area
-            .draw(&Text::new(label.as_str(), (40, y - 7), font.clone()))
-            .map_err(|e| err(&e))?;
+        for (i, (label, color)) in legend.iter().enumerate() {
+            let y = 66 + 20 * i as i32;
+            legend_area
+                .draw(&PathElement::new(
+                    vec![(8, y), (32, y)],
+                    color.stroke_width(2),
+                ))
+                .map_err(|e| err(&e))?;
+            legend_area
+                .draw(&Circle::new((20, y), 3, color.filled()))
+                .map_err(|e| err(&e))?;
+            legend_area
+                .draw(&Text::new(label.as_str(), (40, y - 7), font.clone()))
+                .map_err(|e| err(&e))?;
+        }
+        root.present().map_err(|e| err(&e))?;
     }
-    root.present().map_err(|e| err(&e))?;
-    Ok(())
+    Ok(text)
 }
 
 #[cfg(test)]
@@ -297,8 +299,6 @@ mod tests {
 
     #[test]
     fn writes_a_non_empty_svg_with_bands_and_a_legend_outside() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("plot.svg");
         let mut rows: Vec<Row> = [1usize, 4, 16]
             .iter()
             .flat_map(|k| {
@@ -338,8 +338,7 @@ mod tests {
         sim.sim_gbps = Some(100.0);
         sim.sim_seconds = Some(4096.0 * 8.0 / 100e9);
         rows.push(sim);
-        svg(&rows, &path).unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = svg(&rows).unwrap();
         assert!(text.starts_with("<svg"), "{}", &text[..text.len().min(80)]);
         assert!(text.contains("cpu aesni, 2 threads"));
         assert!(text.contains("sunway-sim/pipelined, 256 simulated cores"));
@@ -354,8 +353,6 @@ mod tests {
     /// CTR and GCM rows in one plot: one line each, the legend naming the mode and bits.
     #[test]
     fn ctr_and_gcm_lines_are_told_apart() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("gcm.svg");
         let rows: Vec<Row> = [16usize, 64]
             .iter()
             .flat_map(|k| {
@@ -391,8 +388,7 @@ mod tests {
                 ]
             })
             .collect();
-        svg(&rows, &path).unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = svg(&rows).unwrap();
         assert!(
             text.contains("cpu vaes512, 1 thread, ctr-256"),
             "no ctr line"
@@ -406,8 +402,7 @@ mod tests {
             "no openssl gcm line"
         );
         let gcm_only: Vec<Row> = rows.into_iter().filter(|r| r.mode == "gcm").collect();
-        svg(&gcm_only, &path).unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = svg(&gcm_only).unwrap();
         assert!(
             text.contains("AES-256-GCM, throughput vs buffer size"),
             "no gcm caption"
@@ -416,8 +411,6 @@ mod tests {
 
     #[test]
     fn one_size_still_has_labelled_axes() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("one.svg");
         let rows = [Row::new(
             "cpu",
             "portable",
@@ -427,8 +420,7 @@ mod tests {
             1,
             s(23000.0 / 1e9),
         )];
-        svg(&rows, &path).unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = svg(&rows).unwrap();
         assert!(text.contains("\n23000 B\n"), "no x tick");
         assert!(
             text.contains("\n1\n") && text.contains("\n0.5\n"),
@@ -456,7 +448,6 @@ mod tests {
 
     #[test]
     fn no_rows_is_an_error() {
-        let dir = tempfile::tempdir().unwrap();
-        assert!(svg(&[], &dir.path().join("p.svg")).is_err());
+        assert!(svg(&[]).is_err());
     }
 }

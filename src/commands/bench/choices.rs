@@ -151,6 +151,9 @@ pub(super) fn parse_impls(
 /// existing file is opened for writing without truncating it, a new one is created and removed
 /// again, so a failed check leaves nothing behind.
 pub(super) fn check_output(flag: &str, path: &Path) -> Result<()> {
+    // Through its links as the report will be written: a planted one is refused before any
+    // measuring.
+    let path = &crate::plan::output_through_links(flag, path)?;
     let existed = path.symlink_metadata().is_ok();
     let opened = if existed {
         OpenOptions::new().write(true).open(path)

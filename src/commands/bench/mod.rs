@@ -21,6 +21,7 @@ use paraes_bench::{
 };
 use paraes_core::pipeline::{self, DEFAULT_CHUNK_SIZE};
 use paraes_core::{AesImpl, Engine, Key};
+use paraes_files::{Output, OutputOptions};
 
 use crate::cli::BenchArgs;
 use crate::engines::{self, BenchEngine};
@@ -72,10 +73,14 @@ fn from_json(args: &BenchArgs, path: &Path) -> Result<()> {
     let doc = Document::from_json(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
     print_out(summary::markdown(&doc, 4))?;
     if let Some(out) = &args.csv {
-        write_file(out, &doc.csv())?;
+        write_file("--csv", out, &doc.csv())?;
     }
     if let Some(out) = &args.plot {
-        plot::svg(&doc.rows, out).map_err(|e| anyhow!(e))?;
+        write_file(
+            "--plot",
+            out,
+            &plot::svg(&doc.rows).map_err(|e| anyhow!(e))?,
+        )?;
     }
     Ok(())
 }
@@ -216,18 +221,36 @@ fn write_reports(
     } else {
         print_out(&text)?;
         if let Some(path) = &args.json {
-            write_file(path, &doc.json())?;
+            write_file("--json", path, &doc.json())?;
         }
     }
     if let Some(path) = &args.csv {
-        write_file(path, &doc.csv())?;
+        write_file("--csv", path, &doc.csv())?;
     }
     if let Some(path) = &args.plot {
-        plot::svg(&doc.rows, path).map_err(|e| anyhow!(e))?;
+        write_file(
+            "--plot",
+            path,
+            &plot::svg(&doc.rows).map_err(|e| anyhow!(e))?,
+        )?;
     }
     Ok(())
 }
 
-fn write_file(path: &Path, contents: &str) -> Result<()> {
-    std::fs::write(path, contents).with_context(|| format!("cannot write {}", path.display()))
+/// Writes the report `contents` to `path` (of option `flag`) as every output of paraes is
+/// written: through its links as `-o` follows them (one another user planted in a shared
+/// directory refused), and appearing whole or not at all (an existing file replaced).
+fn write_file(flag: &str, path: &Path, contents: &str) -> Result<()> {
+    let path = crate::plan::output_through_links(flag, path)?;
+    let options = OutputOptions {
+        replace: true,
+        binary: false,
+        ..OutputOptions::default()
+    };
+    let mut output = Output::create(Some(&path), &options)?;
+    output
+        .writer()
+        .write_all(contents.as_bytes())
+        .with_context(|| format!("{flag}: cannot write {}", path.display()))?;
+    Ok(output.commit()?)
 }
