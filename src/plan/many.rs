@@ -197,7 +197,9 @@ fn check_outputs(
                 landings.insert(key, i);
             }
         }
-        if let Some(&input) = path_id(out).and_then(|id| input_ids.get(&id)) {
+        // One look at the output per file: an existing one may be an input or the list.
+        let out_id = path_id(out);
+        if let Some(&input) = out_id.and_then(|id| input_ids.get(&id)) {
             bail!(
                 "{} (the output of {}) is the input {} of this run: writing it would destroy it; run them separately or use --output-dir",
                 out.display(),
@@ -205,7 +207,7 @@ fn check_outputs(
                 input_at(input).display()
             );
         }
-        if list_id.is_some() && path_id(out) == list_id {
+        if list_id.is_some() && out_id == list_id {
             bail!(
                 "{} (the output of {}) is the file list this run reads: writing it would destroy it; choose another --output-dir",
                 out.display(),
