@@ -20,7 +20,9 @@ use crate::error::GpuError;
 pub mod files;
 pub mod records;
 
-pub use files::{load_container, load_container_into, save_container, Loaded, Saved};
+pub use files::{
+    load_container, load_container_into, save_container, upload_body_only, Loaded, Saved,
+};
 pub use records::ChunkSpan;
 
 /// Why a device-memory call failed: each a one-line message that says what to do.

@@ -8,6 +8,7 @@ mod calibrate;
 mod records;
 mod schedule;
 mod timing;
+mod timing_records;
 
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -25,6 +26,7 @@ use crate::plan::{self, GcmLayout, RoundKeyWords};
 pub(crate) use records::first_failure;
 use schedule::{PieceJob, Slot};
 pub use timing::{CopyDirection, KernelTiming};
+pub use timing_records::RecordsStep;
 
 /// Kernel kinds per key size.
 const KINDS: usize = KernelKind::ALL.len();

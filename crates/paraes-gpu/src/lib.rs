@@ -30,7 +30,7 @@ pub mod xor;
 
 pub use device_memory::{ChunkSpan, DeviceMemory, DeviceMemoryError, GpuEvent, GpuStream};
 pub use driver::{driver_installed, probe, DeviceInfo, STANDIN_ENV, STANDIN_NAME};
-pub use engine::{CopyDirection, GpuEngine, KernelTiming};
+pub use engine::{CopyDirection, GpuEngine, KernelTiming, RecordsStep};
 pub use error::GpuError;
 pub use image::{ImageChoice, KernelImage, ModuleReport};
 pub use kernels::{KernelKind, RECORDS_KERNELS};

@@ -95,3 +95,36 @@ fn records_match_the_cpu_engine_and_tampering_leaves_the_output_alone() {
         }
     }
 }
+
+/// The benchmark's records timing (issue 38's kernel rows): each step of both variants runs its
+/// kernels, times every repetition, and passes its own checks of the result (the first record
+/// against the CPU's Cobblestone, every tag verified, the opened bytes equal to the plaintext).
+#[test]
+fn records_timing_runs_each_step_and_checks_its_result() {
+    let gpu = gpu();
+    let mut rng = SplitMix64::new(0x7173);
+    for variant in [Variant::Cobblestone128, Variant::Cobblestone256] {
+        let bits = variant.key_size().bytes() * 8;
+        let ik = rng.bytes(bits / 8);
+        let cipher = MessageKeys::derive(variant, &ik, &rng.array(), b"timing")
+            .unwrap()
+            .chunks();
+        for step in paraes_gpu::RecordsStep::ALL {
+            let timing = gpu
+                .time_records(&cipher, step, 3 * CHUNK_LEN + 100, 2)
+                .unwrap_or_else(|e| panic!("Cobblestone-{bits} {step:?}: {e}"));
+            assert_eq!(timing.seconds.len(), 2, "{step:?}");
+            assert!(timing.seconds.iter().all(|t| *t >= 0.0), "{step:?}");
+            let expect = match step {
+                paraes_gpu::RecordsStep::Seal => format!("aes{bits}_gcm_seal"),
+                paraes_gpu::RecordsStep::Open => {
+                    format!("aes{bits}_gcm_verify+aes{bits}_gcm_open")
+                }
+                paraes_gpu::RecordsStep::VerifyOnly => format!("aes{bits}_gcm_verify"),
+                paraes_gpu::RecordsStep::CtrOnly => format!("aes{bits}_gcm_open"),
+            };
+            assert_eq!(timing.kernel, expect);
+            assert!(timing.threads.is_multiple_of(32) && timing.grid >= 1, "{timing:?}");
+        }
+    }
+}

@@ -1,13 +1,15 @@
 //! v3 container files to and from device memory: [`load_container`] (and
 //! [`load_container_into`] a caller's buffer) decrypts a container's body straight into device
 //! memory, so the plaintext never exists in host memory; [`save_container`] seals device
-//! memory into a new container file. The header is read and the file key unwrapped by
+//! memory into a new container file; [`upload_body_only`] is the loader with decryption turned
+//! off, a benchmark's baseline. The header is read and the file key unwrapped by
 //! paraes-core's container API exactly as every other reader does (`UnverifiedHeader::read`,
 //! `open` with an [`Unlock`]); new containers are sealed by `container::seal`; the output file is
 //! paraes-files' [`Output`], which takes its name only when whole.
 //!
-//! The body goes up in pieces of whole records (the engine's piece size), read by the host into
-//! one of two pinned buffers while the device verifies and decrypts the other; the tags'
+//! The body goes up in pieces of whole records (the engine's piece size), read by the host (1
+//! MiB reads in parallel, on every core) into one of two pinned buffers while the device
+//! verifies and decrypts the other; the tags'
 //! verdicts stay on the device until the last piece is in, then every one is checked. If any
 //! fails, or anything else fails once decryption began, the device buffer is zeroed before the
 //! error returns, so no unauthenticated plaintext is left to use.
@@ -20,6 +22,7 @@ use paraes_core::cobblestone::{CHUNK_LEN, RECORD_LEN};
 use paraes_core::container::{self, BodyAccess, Opened, Recipient, Unlock, UnverifiedHeader};
 use paraes_core::KeySize;
 use paraes_files::{Output, OutputOptions};
+use rayon::prelude::*;
 
 use super::records::{ChunkSpan, RecordsRun};
 use super::{DeviceMemory, DeviceMemoryError, GpuStream};
@@ -154,6 +157,24 @@ pub fn load_container_into(
     decrypt_body(engine, &file, memory, stream)
 }
 
+/// [`load_container`]'s reads and copies with decryption turned off: the body of `path` read
+/// in the loader's pieces (by the same parallel reads) and copied up into its staging buffers,
+/// nothing verified, decrypted or kept. The baseline a benchmark holds the loader's speed
+/// against; returns the record bytes that went up.
+pub fn upload_body_only(
+    engine: &GpuEngine,
+    path: &Path,
+    unlock: &Unlock,
+    stream: &GpuStream,
+) -> Result<u64, DeviceMemoryError> {
+    let file = OpenedFile::open(path, unlock)?;
+    let layout = file.span().records_layout(file.records_len)?;
+    let run = RecordsRun::new(engine, &stream.stream, &file.span(), layout);
+    upload_body(&file, &run, stream, |_, _| Ok(()))?;
+    stream.synchronize()?;
+    Ok(layout.records_len())
+}
+
 /// Streams `file`'s body up and opens it into `memory` (module docs); zeroes `memory` on a
 /// failure once decryption began.
 fn decrypt_body(
@@ -176,30 +197,8 @@ fn decrypt_body(
     let run = RecordsRun::new(engine, &stream.stream, &span, layout);
     let result = (|| -> Result<Option<u64>, DeviceMemoryError> {
         let mut verdicts = run.verdicts()?;
-        let (per, pieces) = run.pieces();
-        let piece_len = run
-            .sizes(RecordsKind::Verify, (0, per.min(layout.chunks)))
-            .0;
-        let ctx = stream.stream.context();
-        let mut slots = Vec::with_capacity(2);
-        for _ in 0..2 {
-            let pinned = PinnedBuffer::new(ctx, piece_len)?;
-            slots.push((pinned, DeviceBuffer::new(&stream.stream, piece_len)?));
-        }
         let output = memory.buffer_mut();
-        for (p, (from, n)) in pieces.enumerate() {
-            let (pinned, staging) = &mut slots[p % 2];
-            let reads = run.sizes(RecordsKind::Verify, (from, n)).0;
-            // Waits for this buffer's previous copy up, then reads the next records into it.
-            let bytes = &mut pinned.bytes_mut()?[..reads];
-            let at = file.body_start + from * RECORD_LEN as u64;
-            file.file
-                .read_exact_at(bytes, at)
-                .map_err(|source| DeviceMemoryError::Io {
-                    what: format!("reading {}", file.name),
-                    source,
-                })?;
-            stream.stream.copy_to_device(staging, 0, pinned, reads)?;
+        upload_body(file, &run, stream, |(from, n), staging| {
             let index = from as usize;
             run.launch(
                 RecordsKind::Verify,
@@ -213,7 +212,8 @@ fn decrypt_body(
                 (staging, 0),
                 (&mut *output, index * CHUNK_LEN),
             )?;
-        }
+            Ok(())
+        })?;
         Ok(run.first_failure(&verdicts)?)
     })();
     let failure = match result {
@@ -227,6 +227,49 @@ fn decrypt_body(
     memory.zero(stream)?;
     stream.synchronize()?;
     Err(failure)
+}
+
+/// Bytes each of the parallel reads of a piece asks for.
+const READ_LEN: usize = 1 << 20;
+
+/// Reads `file`'s body up in `run`'s pieces of whole records, through two pinned buffers (the
+/// host reads one piece, on every core, while the device works on the other), and after each
+/// piece's copy up enqueues `then(piece, staging)`: the piece's chunks and the device buffer
+/// that holds its records, on `stream`.
+fn upload_body(
+    file: &OpenedFile,
+    run: &RecordsRun<'_>,
+    stream: &GpuStream,
+    mut then: impl FnMut((u64, u64), &DeviceBuffer) -> Result<(), DeviceMemoryError>,
+) -> Result<(), DeviceMemoryError> {
+    let (per, pieces) = run.pieces();
+    let piece_len = run
+        .sizes(RecordsKind::Verify, (0, per.min(run.layout.chunks)))
+        .0;
+    let ctx = stream.stream.context();
+    let mut slots = Vec::with_capacity(2);
+    for _ in 0..2 {
+        let pinned = PinnedBuffer::new(ctx, piece_len)?;
+        slots.push((pinned, DeviceBuffer::new(&stream.stream, piece_len)?));
+    }
+    for (p, (from, n)) in pieces.enumerate() {
+        let (pinned, staging) = &mut slots[p % 2];
+        let reads = run.sizes(RecordsKind::Verify, (from, n)).0;
+        // Waits for this buffer's previous copy up, then reads the next records into it.
+        let bytes = &mut pinned.bytes_mut()?[..reads];
+        let at = file.body_start + from * RECORD_LEN as u64;
+        bytes
+            .par_chunks_mut(READ_LEN)
+            .enumerate()
+            .try_for_each(|(k, part)| file.file.read_exact_at(part, at + (k * READ_LEN) as u64))
+            .map_err(|source| DeviceMemoryError::Io {
+                what: format!("reading {}", file.name),
+                source,
+            })?;
+        stream.stream.copy_to_device(staging, 0, pinned, reads)?;
+        then((from, n), staging)?;
+    }
+    Ok(())
 }
 
 /// Seals all of `memory` (plaintext) into a new v3 container `dst` for `recipients` (keys,

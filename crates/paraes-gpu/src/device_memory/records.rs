@@ -200,6 +200,11 @@ impl<'a> RecordsRun<'a> {
         }
     }
 
+    /// The AES rounds of the span's key (10 or 14).
+    pub(crate) fn rounds(&self) -> usize {
+        self.rounds
+    }
+
     /// Chunks per piece (the engine's piece size) and the pieces of the span, in order.
     pub(crate) fn pieces(&self) -> (u64, impl DoubleEndedIterator<Item = (u64, u64)>) {
         let per = self.engine.records_per_piece() as u64;

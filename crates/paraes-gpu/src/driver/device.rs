@@ -399,6 +399,11 @@ impl Kernel {
             .map_err(|e| GpuError::driver("binding the CUDA context", e))
     }
 
+    /// Its entry point's name in kernels/aes.cu.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
     /// The most threads per block it was compiled for.
     pub(crate) fn max_threads(&self) -> u32 {
         self.shape.max_threads

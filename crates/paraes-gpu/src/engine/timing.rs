@@ -227,13 +227,17 @@ impl GpuEngine {
     }
 
     /// Runs `f` under the panic guard.
-    fn timed<T>(&self, f: impl FnOnce() -> Result<T, GpuError>) -> Result<T, GpuError> {
+    pub(super) fn timed<T>(&self, f: impl FnOnce() -> Result<T, GpuError>) -> Result<T, GpuError> {
         crate::driver::guard("timing on the GPU", f)
     }
 
     /// `bytes` of device memory on `stream`, filled with pseudo-random data (never time on
     /// zeros).
-    fn device_random(&self, stream: &Stream, bytes: usize) -> Result<DeviceBuffer, GpuError> {
+    pub(super) fn device_random(
+        &self,
+        stream: &Stream,
+        bytes: usize,
+    ) -> Result<DeviceBuffer, GpuError> {
         let mut buffer = DeviceBuffer::new(stream, bytes)?;
         let staging_len = bytes.clamp(16, 64 << 20);
         let mut staging = PinnedBuffer::new(self.device.context(), staging_len)?;
