@@ -13,6 +13,8 @@
 #                                                 with tests/testkit/manifest.json and
 #                                                 tests/testkit/ssh/manifest.json (every
 #                                                 stanza kind, X-Wing and SSH included)
+#      gpu_bench --cobblestone --quick            the device runs' issue-38 benchmark at toy
+#                                                 sizes, so it cannot rot without a GPU
 #   3. scripts/test-mpi.sh                       the MPI backend under MPICH's mpiexec and
 #                                                 Open MPI's mpirun (-n 1 to 4), a build per
 #                                                 library (MPICC=mpicc.LIB, scripts/mpi-cargo.sh),
@@ -101,6 +103,22 @@ fi
 
 step "the second implementation (written from docs/FORMAT.md alone) over the v3 testkit"
 "$PARAES_PYCA" scripts/second-reader/run_testkit.py
+
+# The device runs' benchmark must not rot between the rare sessions that have a GPU: its
+# Cobblestone section (issue 38: the records kernels, the v3 body end to end, a container
+# loaded into device memory) at toy sizes, each figure checked as on a GPU; on the stand-in
+# every line says it is not a GPU.
+step "gpu_bench's Cobblestone section at toy sizes (the CUDA stand-in where there is no driver)"
+standin=()
+if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
+  lib=$(ls -t target/tmp/libcuda-standin.so-* 2>/dev/null | head -1)
+  [ -n "$lib" ] || { echo "the tests built no CUDA stand-in (target/tmp/libcuda-standin.so-*)" >&2; exit 1; }
+  standin=(env "PARAES_CUDA_STANDIN=$PWD/$lib")
+fi
+smoke="$(mktemp -d)"
+"${standin[@]}" cargo run -q --profile ci -p paraes-gpu --example gpu_bench -- --cobblestone \
+  --quick --reps 2 --kernel-bytes 1048576 --load-bytes 3000000 --shm "$smoke" --json "$smoke/c.json"
+rm -rf "$smoke"
 
 # The MPI backend under MPICH and then Open MPI, each build checked with ldd to link its
 # library, with ranks started by that library's launcher and by Slurm's srun on a one-node

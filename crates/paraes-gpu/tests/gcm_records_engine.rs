@@ -124,7 +124,10 @@ fn records_timing_runs_each_step_and_checks_its_result() {
                 paraes_gpu::RecordsStep::CtrOnly => format!("aes{bits}_gcm_open"),
             };
             assert_eq!(timing.kernel, expect);
-            assert!(timing.threads.is_multiple_of(32) && timing.grid >= 1, "{timing:?}");
+            assert!(
+                timing.threads.is_multiple_of(32) && timing.grid >= 1,
+                "{timing:?}"
+            );
         }
     }
 }

@@ -16,6 +16,9 @@ pub(crate) struct Args {
     pub(crate) tool_only: bool,
     pub(crate) tool_backend: String,
     pub(crate) probe: bool,
+    pub(crate) cobblestone_only: bool,
+    pub(crate) load_bytes: usize,
+    pub(crate) kernel_bytes: Option<usize>,
 }
 
 /// Reads the command line (`--help` prints it; an unknown option or a bad value exits 2).
@@ -31,6 +34,9 @@ pub(crate) fn args() -> Args {
         tool_only: false,
         tool_backend: "gpu".into(),
         probe: false,
+        cobblestone_only: false,
+        load_bytes: 16 * GIB,
+        kernel_bytes: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -55,6 +61,19 @@ pub(crate) fn args() -> Args {
             "--skip-tool" => args.paraes = None,
             "--tool-only" => args.tool_only = true,
             "--probe" => args.probe = true,
+            "--cobblestone" => args.cobblestone_only = true,
+            "--kernel-bytes" => {
+                args.kernel_bytes = Some(
+                    value("--kernel-bytes")
+                        .parse()
+                        .unwrap_or_else(|_| die("bad --kernel-bytes")),
+                )
+            }
+            "--load-bytes" => {
+                args.load_bytes = value("--load-bytes")
+                    .parse()
+                    .unwrap_or_else(|_| die("bad --load-bytes"))
+            }
             "--tool-backend" => args.tool_backend = value("--tool-backend"),
             "--shm" => args.shm = PathBuf::from(value("--shm")),
             "--tool-max-bytes" => {
@@ -65,7 +84,7 @@ pub(crate) fn args() -> Args {
             "-h" | "--help" => {
                 say!(
                     "usage: gpu_bench [--json PATH] [--max-bytes N] [--reps N] [--quick] \
-                     [--paraes PATH] [--tool-max-bytes N] [--shm DIR] [--skip-tool] [--tool-only] [--tool-backend B] [--probe]"
+                     [--paraes PATH] [--tool-max-bytes N] [--shm DIR] [--skip-tool] [--tool-only] [--tool-backend B] [--probe] [--cobblestone] [--kernel-bytes N] [--load-bytes N]"
                 );
                 std::process::exit(0);
             }
@@ -76,6 +95,7 @@ pub(crate) fn args() -> Args {
         args.max_bytes = args.max_bytes.min(64 * MIB);
         args.tool_max_bytes = args.tool_max_bytes.min(64 * MIB);
         args.reps = args.reps.min(5);
+        args.load_bytes = args.load_bytes.min(256 * MIB);
     }
     args
 }

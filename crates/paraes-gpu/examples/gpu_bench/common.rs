@@ -1,6 +1,9 @@
 //! What every section uses: sizes, medians, rates, pseudo-random data and keys, the host's
 //! CPU, and saving the JSON report.
 
+use std::path::Path;
+use std::process::Command;
+
 use paraes_core::seeded::SplitMix64;
 use paraes_core::{ExpandedKey, Key, KeySize};
 use rayon::prelude::*;
@@ -72,4 +75,22 @@ pub(crate) fn save(args: &Args, report: &Value) {
             say!("gpu_bench: could not save {path}: {e} (the figures above are all there is)");
         }
     }
+}
+
+/// Free bytes in the file system of `dir` (`df`; None where it cannot tell).
+pub(crate) fn free_bytes(dir: &Path) -> Option<u64> {
+    let out = Command::new("df")
+        .args(["-P", "-k"])
+        .arg(dir)
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let kib: u64 = text
+        .lines()
+        .nth(1)?
+        .split_whitespace()
+        .nth(3)?
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
 }

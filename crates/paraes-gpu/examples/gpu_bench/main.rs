@@ -5,9 +5,12 @@
 //! blocks per SM and SM-clocks per AES block; pinned host<->device bandwidth one way and both
 //! ways at once, device<->device bandwidth; end-to-end host-memory-to-host-memory throughput
 //! of the GPU engine next to the CPU engine from 1 MiB to 4 GiB; an A/B of sync mode, piece
-//! size and CTR variant; and, with `--paraes PATH`, the real tool (`paraes enc`, container
+//! size and CTR variant; format v3's body on the device (issue 38: the Cobblestone records
+//! kernels, the records job end to end, a container loaded into device memory; `--cobblestone`
+//! runs that section alone); and, with `--paraes PATH`, the real tool (`paraes enc`, container
 //! mode, files in /dev/shm) from 1 MiB to 8 GiB, GPU beside CPU, with round trips checked.
-//! Prints tables and writes JSON. Nothing here has run on a GPU yet (docs/GPU.md).
+//! Prints tables and writes JSON. The first sections ran on an H200 on 2026-11-26/27; the
+//! Cobblestone section has not run on a GPU yet (docs/GPU.md).
 //!
 //! Build here: `cargo build --release -p paraes-gpu --example gpu_bench`
 //! Run there:  `target/release/examples/gpu_bench --json $OUT/gpu_bench.json --paraes ./paraes`
@@ -19,7 +22,10 @@
 //!             `--tool-backend B` (the backend in the tool table's "gpu" column, default
 //!             gpu; `cpu` checks the table's own plumbing where there is no GPU), `--probe`
 //!             (start the engine, print the device, driver and kernel image, exit: the
-//!             device run's first step, under a second where the engine starts).
+//!             device run's first step, under a second where the engine starts),
+//!             `--cobblestone` (the copies and the Cobblestone section alone),
+//!             `--kernel-bytes N` (the kernel rows' size, default 1 GiB, `--quick` 64 MiB),
+//!             `--load-bytes N` (the container loaded, default 16 GiB, `--quick` 256 MiB).
 //! On the CUDA stand-in of the tests (PARAES_CUDA_STANDIN; not a GPU) every line and the
 //! JSON say "CUDA stand-in (not a GPU)".
 //! Exit status: 0 all correct, 1 a mismatch, 2 no usable GPU.
@@ -50,6 +56,7 @@ macro_rules! say {
 }
 
 mod args;
+mod cobblestone;
 mod common;
 mod copies;
 mod correctness;
@@ -164,15 +171,26 @@ fn main() {
         "options": format!("{:?}", gpu.options()),
     });
 
+    let default_kernel_bytes = if args.quick { 64 * MIB } else { GIB };
+    let kernel_bytes = args.kernel_bytes.unwrap_or(default_kernel_bytes);
+    if args.cobblestone_only {
+        // Issue 38's run: the copies its shares are of, then the Cobblestone section alone.
+        copies::bandwidth(&args, &mut report, &gpu, kernel_bytes);
+        let failures = cobblestone::cobblestone(&args, &mut report, &gpu, &cpu, kernel_bytes);
+        finish(&args, &mut report, started, failures);
+    }
+
     // 1. Correctness: the GPU engine against the CPU engine.
     let mut failures = correctness::check(&args, &mut report, &gpu, &cpu);
 
     // 2. Kernel-only rates (device memory in and out, CUDA events, median).
-    let kernel_bytes = if args.quick { 64 * MIB } else { GIB };
     kernels::kernel_only(&args, &mut report, &gpu, &info, kernel_bytes);
 
     // 3. Bus and device-memory bandwidth, same run.
     let (h2d, d2h) = copies::bandwidth(&args, &mut report, &gpu, kernel_bytes);
+
+    // Format v3's body on the device (issue 38): kernels, end to end, loading a container.
+    failures += cobblestone::cobblestone(&args, &mut report, &gpu, &cpu, kernel_bytes);
 
     // 4. End to end, host memory to host memory, GPU engine vs CPU engine; then the engine's
     // settings A/B.
@@ -193,9 +211,19 @@ fn main() {
     failures += report["tool"]["round_trip_failures"]
         .as_array()
         .map_or(0, Vec::len);
-    report["wall_seconds"] = json!(started.elapsed().as_secs_f64());
+    finish(&args, &mut report, started, failures);
+}
 
-    save(&args, &report);
+/// Saves the report with the run's wall time, says where and whether every check passed, and
+/// exits (0 all correct, 1 any failure).
+fn finish(
+    args: &args::Args,
+    report: &mut serde_json::Value,
+    started: Instant,
+    failures: usize,
+) -> ! {
+    report["wall_seconds"] = json!(started.elapsed().as_secs_f64());
+    save(args, report);
     if let Some(path) = &args.json {
         say!("\nwrote {path}");
     }

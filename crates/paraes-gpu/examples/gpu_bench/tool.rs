@@ -9,7 +9,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use crate::args::Args;
-use crate::common::{gb_s, median, random, GIB, MIB};
+use crate::common::{free_bytes, gb_s, median, random, GIB, MIB};
 use crate::on_standin;
 
 /// A settings case for the tool: label, extra arguments, environment.
@@ -300,24 +300,6 @@ fn write_input(path: &Path, size: usize, seed: u64) -> std::io::Result<()> {
         i += 1;
     }
     f.flush()
-}
-
-/// Free bytes in the file system of `dir` (`df`; None where it cannot tell).
-fn free_bytes(dir: &Path) -> Option<u64> {
-    let out = Command::new("df")
-        .args(["-P", "-k"])
-        .arg(dir)
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let kib: u64 = text
-        .lines()
-        .nth(1)?
-        .split_whitespace()
-        .nth(3)?
-        .parse()
-        .ok()?;
-    Some(kib * 1024)
 }
 
 /// Whether two files hold the same bytes (read in 64 MiB pieces).
