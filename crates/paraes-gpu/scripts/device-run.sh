@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# device-run.sh: the GPU session's measurements of paraes-gpu in two calls of < 10 minutes
-# each, on the device machine (it has the driver, python3 and ncu, but no Rust). Runs from the
-# repository root with the folder stage-device.sh makes carried as .device-bin/ (it holds this
-# script, the binaries, kb.py and kernels/aes.cu; the kernel images come from the tree's
-# kernels/, since copying them too would pass the 64 MiB a run may carry).
+# device-run.sh: the full measurements of paraes-gpu in two calls of < 10 minutes each, on the
+# device machine (it has the driver, python3 and ncu, but no Rust): more than a 15-minute
+# lease holds, so a lease runs device-session.sh instead, and these take a lease of their own.
+# Runs from the repository root with the kit stage-device.sh packs, carried as .device-bin.tgz
+# and unpacked first (`mkdir -p .device-bin && tar xzf .device-bin.tgz -C .device-bin &&`; it
+# holds this script, the binaries, kb.py and kernels/aes.cu; the kernel images come from the
+# tree's kernels/).
 # Writes raw output to $OUT (at most 8 files per call), to be committed unedited under
 # docs/gpu-results/.
 #

@@ -1,22 +1,24 @@
 #!/usr/bin/env bash
-# stage-device.sh: builds, HERE (no GPU needed), everything the GPU session runs there (the
-# device machine has the NVIDIA driver but no Rust): the paraes binary, gpu_bench and the
-# GPU test binaries, plus kb.py, the reference kernel, kernels/aes.* and device-run.sh, in
-# one folder that runs on its own (`bash DIR/device-run.sh 1`), with a COMMIT file naming
-# what it was built from.
+# stage-device.sh: builds, HERE (no GPU needed), everything a device session runs there (the
+# device machine has the NVIDIA driver but no Rust): the paraes binary, gpu_bench and the GPU
+# test binaries, plus device-session.sh, device-run.sh, kb.py, the reference kernel and
+# kernels/aes.cu, in one folder that runs on its own, with a COMMIT file naming what it was
+# built from; then packs the folder into DIR.tgz, the one thing a device call carries.
 #
 # Usage (from the repository root): crates/paraes-gpu/scripts/stage-device.sh [DIR]
-#   DIR defaults to .device-bin; it must be git-ignored to travel as a carried path:
-#   `echo /.device-bin/ >> .git/info/exclude`. Then on the device, two calls of < 10 min:
-#     bash .device-bin/device-run.sh 1    (probe, GPU tests, gpu_bench)
-#     bash .device-bin/device-run.sh 2    (the paraes tool table, kb.py, Nsight Compute)
-#   with carry [".device-bin"]; the files in $OUT go to docs/gpu-results/ unedited.
+#   DIR defaults to .device-bin (DIR and DIR.tgz must be git-ignored: .gitignore has the
+#   default's). A lease is 15 device-minutes, its start included, so the plan is ONE call:
+#     mkdir -p .device-bin && tar xzf .device-bin.tgz -C .device-bin &&
+#       bash .device-bin/device-session.sh
+#   with carry [".device-bin.tgz"] and timeout_s 600 (issues 38 and 37; the script's header
+#   lists its files). The older, longer runs (`device-run.sh 1` and `2`, about 5-8 minutes
+#   each) need a lease of their own. The files in $OUT go to docs/gpu-results/ unedited.
 # Set CARGO_TARGET_DIR to build elsewhere than target/. The carried total must stay under
-# 64 MiB with the working tree: each binary embeds the PTX and both cubins (~9.4 MB), so
-# only the binaries the device run needs are copied, stripped, and the kernel images are not
-# copied at all (the run finds them in the carried tree's kernels/; measured 2026-11-25:
-# 42 MiB staged + 14 MiB tree; with the images copied too it was 66 MiB, over the limit).
-# The script ends by checking that total.
+# 64 MiB with the working tree: each binary embeds the PTX and both cubins (~13 MB), so only
+# the binaries a run needs are copied, stripped, and packed (2026-11-29: seven binaries, 86
+# MiB unpacked, about 20 MiB packed; unpacked, four binaries and the tree already passed the
+# limit). The kernel images are not copied (the runs find them in the carried tree's
+# kernels/). The script ends by checking that total.
 set -euo pipefail
 dir="${1:-.device-bin}"
 target="${CARGO_TARGET_DIR:-target}"
@@ -32,14 +34,16 @@ cargo test --release -p paraes-gpu --no-run --message-format=json 2>/dev/null |
     while read -r exe; do
         name="$(basename "$exe" | sed 's/-[0-9a-f]*$//')"
         case "$name" in
-            gpu_identity | no_gpu) cp "$exe" "$dir/$name" ;;
+            gpu_identity | no_gpu | gcm_records_engine | device_memory | container_files)
+                cp "$exe" "$dir/$name" ;;
         esac
     done
-bins=("$dir/paraes" "$dir/gpu_bench" "$dir/gpu_identity" "$dir/no_gpu")
+bins=("$dir/paraes" "$dir/gpu_bench" "$dir/gpu_identity" "$dir/no_gpu" "$dir/gcm_records_engine"
+    "$dir/device_memory" "$dir/container_files")
 strip "${bins[@]}" 2>/dev/null || echo "stage-device: strip failed: the binaries stay unstripped (larger)" >&2
 chmod +x "${bins[@]}"
-cp "$here/kb.py" "$here/device-run.sh" "$dir/"
-chmod +x "$dir/device-run.sh" "$dir/kb.py"
+cp "$here/kb.py" "$here/device-run.sh" "$here/device-session.sh" "$dir/"
+chmod +x "$dir/device-run.sh" "$dir/device-session.sh" "$dir/kb.py"
 cp "$root"/kernels/aes.cu "$dir/kernels/"
 {
     git -C "$root" log -1 --format='%H %cd %s' --date=iso
@@ -53,12 +57,23 @@ if [ -f "$anchor" ]; then cp "$anchor" "$dir/"; else echo "stage-device: no $anc
 ls -la "$dir" "$dir/kernels"
 du -sh "$dir"
 cat "$dir/COMMIT"
-# What a run carries: the staged folder plus the tracked tree (and untracked, unignored files).
-staged=$(du -sb "$dir" | cut -f1)
+# What a run carries: the staged folder packed (the binaries each embed the kernel images, so
+# they compress about 4x; unpacked they passed the 64 MiB limit once there were seven) plus the
+# tracked tree (and untracked, unignored files).
+tgz="$dir.tgz"
+tar czf "$tgz" -C "$dir" .
+packed=$(stat -c %s "$tgz")
 tree=$(git -C "$root" ls-files -z --cached --others --exclude-standard | (cd "$root" && xargs -0 du -cb 2>/dev/null) | tail -1 | cut -f1)
-total=$(( (staged + tree) / 1048576 ))
-echo "stage-device: a run carries about $total MiB ($((staged / 1048576)) staged + $((tree / 1048576)) tree; the limit is 64)"
+total=$(( (packed + tree) / 1048576 ))
+echo "stage-device: a run carries about $total MiB ($((packed / 1048576)) packed in $tgz + $((tree / 1048576)) tree; the limit is 64)"
 if [ "$total" -ge 63 ]; then
     echo "stage-device: ERROR: over the 64 MiB a device run may carry: drop a binary or shrink the tree" >&2
     exit 1
 fi
+if git -C "$root" check-ignore -q "$tgz" && git -C "$root" check-ignore -q "$dir"; then :; else
+    echo "stage-device: ERROR: $dir and $tgz must be git-ignored (.gitignore has /.device-bin/ and /.device-bin.tgz)" >&2
+    exit 1
+fi
+echo "stage-device: the one call of a 15-minute lease (docs/GPU.md, \"Running the benchmark on the device\"):"
+echo "  run(command: \"mkdir -p $(basename "$dir") && tar xzf $(basename "$tgz") -C $(basename "$dir") && bash $(basename "$dir")/device-session.sh\","
+echo "      carry: [\"$(basename "$tgz")\"], timeout_s: 600)"
