@@ -14,8 +14,8 @@
 #                    said so, and the CPU step still runs), GPU, driver, PCIe, host CPU, memory,
 #                    the staged commit, hashes of the binaries
 #   tests.log        the GPU test binaries on the NVIDIA driver (PARAES_GPU_TESTS=nvidia, never
-#                    the stand-in): no_gpu, the records engine, device memory, container files
-#                    first; gpu_identity (all but its 8 GiB test) after the figures, with the
+#                    the stand-in): no_gpu, the records engine, device memory, container files,
+#                    the C2SP/Wycheproof Cobblestone vectors on the GPU engine first; gpu_identity (all but its 8 GiB test) after the figures, with the
 #                    time then left
 #   cobblestone.txt  gpu_bench --cobblestone: the copies; the records kernels (rows
 #   cobblestone.json cobblestone{128,256}_{seal,open}, ghash_only, aes_ctr_only; 1 GiB, median
@@ -26,8 +26,12 @@
 #                    container opened by the CPU engine and compared with the input
 #   cpu-scaling.tgz  scripts/cpu-scaling.sh's output folder (report.txt, results.json, ...;
 #                    issue 37: bench at 1..N threads, 4 GiB files, the parallel read bound)
-#   sanitizer.txt    compute-sanitizer memcheck and racecheck on the records engine's tests
+#   python.txt       device-python.py: paraes.cuda with PyTorch (README's PyTorch and
+#                    safetensors examples as written, dtypes and both protocols, in place,
+#                    tampering, non-contiguous refused, save, a 4 GiB load timed)
 #   dmon.txt         nvidia-smi dmon for the whole call (the SM clock under load)
+# and compute-sanitizer memcheck and racecheck on the records engine's tests, appended to
+# tests.log (the last step).
 # Every step runs under a timeout drawn from one deadline (DEADLINE_S, 560 s from the start),
 # so the call ends before the tool's 600 s even when a step hangs, and says what it cut.
 set -u
@@ -113,6 +117,7 @@ if [ "$gpu" = 1 ]; then
         step gcm_records_engine 45 430 "$B/gcm_records_engine" --test-threads 1
         step device_memory 45 420 "$B/device_memory" --test-threads 1
         step container_files 45 410 "$B/container_files" --test-threads 1
+        step "wycheproof (the C2SP vectors on the GPU engine)" 60 400 "$B/wycheproof" --test-threads 1
     } >"$O/tests.log"
     grep -E "^(==|--)|test result|FAILED|panicked" "$O/tests.log"
 
@@ -164,6 +169,22 @@ if [ "$gpu" = 1 ]; then
     cat "$O/tool.txt"
 fi
 
+# ---- paraes.cuda from Python with PyTorch (the wheel staged beside this script) -------------
+if [ "$gpu" = 1 ]; then
+    {
+        wheel=$(ls "$B"/paraes-*.whl 2>/dev/null | head -1)
+        if [ -z "$wheel" ]; then
+            echo "no wheel in the kit: the Python step is NOT RUN"
+        elif python3 -m pip install -q --no-deps --target "$shm/py" "$wheel"; then
+            step "device-python.py (PyTorch)" 90 210 env PYTHONPATH="$shm/py" python3 -u \
+                "$B/device-python.py" "$shm"
+        else
+            echo "pip install --target of $wheel FAILED: the Python step is NOT RUN"
+        fi
+    } >"$O/python.txt" 2>&1
+    grep -E "^(==|--|FAIL)|time:|failure" "$O/python.txt"
+fi
+
 # ---- issue 37: the many-core CPU figures (no GPU needed) -----------------------------------
 t=$(budget 170 40)
 [ "$t" -ge 30 ] || t=30
@@ -185,15 +206,15 @@ if [ "$gpu" = 1 ]; then
     grep -E "^(==|--) gpu_identity|test result" "$O/tests.log" | tail -n 3
     CS=$(command -v compute-sanitizer || compgen -G '/usr/local/cuda*/bin/compute-sanitizer' | head -1)
     if [ -z "$CS" ]; then
-        echo "compute-sanitizer not found" >"$O/sanitizer.txt"
+        echo "compute-sanitizer not found" >>"$O/tests.log"
     else
         {
             for tool in memcheck racecheck; do
                 step "compute-sanitizer --tool $tool" 40 0 "$CS" --tool "$tool" --error-exitcode 3 \
                     "$B/gcm_records_engine" --test-threads 1 records_match_the_cpu_engine
             done
-        } >"$O/sanitizer.txt"
+        } >>"$O/tests.log"
     fi
-    grep -E "^(==|--)|ERROR SUMMARY|RACECHECK SUMMARY" "$O/sanitizer.txt"
+    grep -E "^(==|--) compute-sanitizer|ERROR SUMMARY|RACECHECK SUMMARY" "$O/tests.log"
 fi
 echo "device-session: done in $((SECONDS - T0)) s; files in $O: $(ls "$O" | tr '\n' ' ')"

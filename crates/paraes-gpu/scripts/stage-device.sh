@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # stage-device.sh: builds, HERE (no GPU needed), everything a device session runs there (the
 # device machine has the NVIDIA driver but no Rust): the paraes binary, gpu_bench and the GPU
-# test binaries, plus device-session.sh, device-run.sh, kb.py, the reference kernel and
-# kernels/aes.cu, in one folder that runs on its own, with a COMMIT file naming what it was
+# test binaries, the Python package's wheel, plus device-session.sh, device-python.py,
+# device-run.sh, kb.py, the reference kernel and kernels/aes.cu, in one folder that runs on its own, with a COMMIT file naming what it was
 # built from; then packs the folder into DIR.tgz, the one thing a device call carries.
 #
 # Usage (from the repository root): crates/paraes-gpu/scripts/stage-device.sh [DIR]
@@ -15,8 +15,8 @@
 #   each) need a lease of their own. The files in $OUT go to docs/gpu-results/ unedited.
 # Set CARGO_TARGET_DIR to build elsewhere than target/. The carried total must stay under
 # 64 MiB with the working tree: each binary embeds the PTX and both cubins (~13 MB), so only
-# the binaries a run needs are copied, stripped, and packed (2026-11-29: seven binaries, 86
-# MiB unpacked, about 20 MiB packed; unpacked, four binaries and the tree already passed the
+# the binaries a run needs are copied, stripped, and packed (2026-11-29: eight binaries and the
+# wheel, about 100 MiB unpacked, 31 MiB packed; unpacked, four binaries and the tree already passed the
 # limit). The kernel images are not copied (the runs find them in the carried tree's
 # kernels/). The script ends by checking that total.
 set -euo pipefail
@@ -34,16 +34,26 @@ cargo test --release -p paraes-gpu --no-run --message-format=json 2>/dev/null |
     while read -r exe; do
         name="$(basename "$exe" | sed 's/-[0-9a-f]*$//')"
         case "$name" in
-            gpu_identity | no_gpu | gcm_records_engine | device_memory | container_files)
+            gpu_identity | no_gpu | gcm_records_engine | device_memory | container_files | wycheproof)
                 cp "$exe" "$dir/$name" ;;
         esac
     done
 bins=("$dir/paraes" "$dir/gpu_bench" "$dir/gpu_identity" "$dir/no_gpu" "$dir/gcm_records_engine"
-    "$dir/device_memory" "$dir/container_files")
+    "$dir/device_memory" "$dir/container_files" "$dir/wycheproof")
 strip "${bins[@]}" 2>/dev/null || echo "stage-device: strip failed: the binaries stay unstripped (larger)" >&2
 chmod +x "${bins[@]}"
-cp "$here/kb.py" "$here/device-run.sh" "$here/device-session.sh" "$dir/"
+cp "$here/kb.py" "$here/device-run.sh" "$here/device-session.sh" "$here/device-python.py" "$dir/"
 chmod +x "$dir/device-run.sh" "$dir/device-session.sh" "$dir/kb.py"
+# The Python package as a wheel (abi3, CPython 3.11+; the device's python3 holds PyTorch), for
+# device-python.py: built by pip through maturin, as README's `pip install` builds it.
+py="$root/target/py-venv/bin/python"
+[ -x "$py" ] || py=python3
+rm -f "$dir"/paraes-*.whl
+if "$py" -m pip wheel -q --no-deps -w "$dir" "$root/crates/paraes-py"; then
+    ls -la "$dir"/paraes-*.whl
+else
+    echo "stage-device: the wheel did not build: the device's Python step will say so" >&2
+fi
 cp "$root"/kernels/aes.cu "$dir/kernels/"
 {
     git -C "$root" log -1 --format='%H %cd %s' --date=iso
