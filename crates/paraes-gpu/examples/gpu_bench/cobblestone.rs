@@ -266,10 +266,21 @@ fn load(args: &Args, report: &Value, section: &mut Value, gpu: &GpuEngine) -> us
         max_kdf_mib: 64,
         allow_unverified_slot: false,
     };
-    let path = args.shm.join("gpu_bench-load.paraes");
+    let path = args
+        .shm
+        .join(format!("gpu_bench-load-{}.paraes", std::process::id()));
     let stream = gpu.default_stream();
     let result = (|| -> Result<Value, String> {
-        let e = |e: &dyn std::fmt::Display| e.to_string();
+        // The error and its causes (a file error's system error is its source).
+        let e = |e: &dyn std::error::Error| {
+            let mut text = e.to_string();
+            let mut cause = e.source();
+            while let Some(c) = cause {
+                text = format!("{text}: {c}");
+                cause = c.source();
+            }
+            text
+        };
         let mut source = DeviceMemory::zeroed(&stream, size).map_err(|x| e(&x))?;
         let piece = random(64 * MIB, 701);
         for at in (0..size).step_by(piece.len()) {
