@@ -21,7 +21,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha512;
 use zeroize::Zeroizing;
 
-use crate::aes::{AesImpl, StitchedGcm};
+use crate::aes::{AesImpl, ChunkBytes, StitchedGcm};
 use crate::chunk_tag::constant_time_eq;
 use crate::ghash::Ghash;
 use crate::job::{Direction, Job, RecordsJob, GCM_CHUNK_LEN, GCM_RECORD_LEN, GCM_TAG_LEN};
@@ -296,7 +296,12 @@ impl ChunkCipher {
     pub fn seal(&self, index: u64, data: &mut [u8]) -> [u8; TAG_LEN] {
         debug_assert!(data.len() <= CHUNK_LEN);
         match self.stitched() {
-            Some((kernel, powers)) => kernel.seal(&self.expanded, powers, &self.nonce(index), data),
+            Some((kernel, powers)) => kernel.seal(
+                &self.expanded,
+                powers,
+                &self.nonce(index),
+                ChunkBytes::InPlace(data),
+            ),
             None => {
                 self.ctr(index, data);
                 self.tag(index, data)
@@ -313,7 +318,12 @@ impl ChunkCipher {
         debug_assert!(data.len() <= CHUNK_LEN);
         match self.stitched() {
             Some((kernel, powers)) => {
-                let found = kernel.open(&self.expanded, powers, &self.nonce(index), data);
+                let found = kernel.open(
+                    &self.expanded,
+                    powers,
+                    &self.nonce(index),
+                    ChunkBytes::InPlace(data),
+                );
                 if !constant_time_eq(&found, tag) {
                     self.ctr(index, data);
                     return Err(CobblestoneError::Tampered(index));

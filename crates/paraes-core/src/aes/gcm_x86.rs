@@ -32,6 +32,7 @@
 use core::arch::x86_64::*;
 
 use super::x86::{broadcast_keys, encrypt_rounds, AesVec, BatchBuffer, LANES};
+use super::ChunkBytes;
 use crate::key::ExpandedKey;
 use crate::polyval::x86::{dot, Wide};
 use crate::polyval::GROUP as POWERS;
@@ -271,6 +272,77 @@ unsafe fn xor_batch(stream: &[V; LANES], data: &mut [u8]) {
     }
 }
 
+/// The bytes of one call: a chunk in place, or its input and output apart. The kernel reads
+/// the input and writes the output through these, so one body of code serves both.
+trait Sides {
+    /// Bytes of the chunk.
+    fn len(&self) -> usize;
+    /// The input (plaintext to seal, ciphertext to open).
+    fn input(&self) -> &[u8];
+    /// The output as written so far.
+    fn output(&self) -> &[u8];
+    /// Writes the input XOR `stream` over the output's [`BATCH_BYTES`] bytes from `at`.
+    ///
+    /// # Safety
+    /// The CPU features of the kernel.
+    unsafe fn xor_batch(&mut self, at: usize, stream: &[V; LANES]);
+    /// The output before `at` (whole batches, written) and the rest, the tail.
+    fn split_tail(&mut self, at: usize) -> (&[u8], ChunkBytes<'_>);
+}
+
+impl Sides for &mut [u8] {
+    #[inline(always)]
+    fn len(&self) -> usize {
+        <[u8]>::len(self)
+    }
+    #[inline(always)]
+    fn input(&self) -> &[u8] {
+        self
+    }
+    #[inline(always)]
+    fn output(&self) -> &[u8] {
+        self
+    }
+    #[inline(always)]
+    unsafe fn xor_batch(&mut self, at: usize, stream: &[V; LANES]) {
+        // SAFETY: the caller's contract.
+        unsafe { xor_batch(stream, &mut self[at..at + BATCH_BYTES]) }
+    }
+    #[inline(always)]
+    fn split_tail(&mut self, at: usize) -> (&[u8], ChunkBytes<'_>) {
+        let (done, tail) = self.split_at_mut(at);
+        (done, ChunkBytes::InPlace(tail))
+    }
+}
+
+impl Sides for (&[u8], &mut [u8]) {
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    #[inline(always)]
+    fn input(&self) -> &[u8] {
+        self.0
+    }
+    #[inline(always)]
+    fn output(&self) -> &[u8] {
+        self.1
+    }
+    #[inline(always)]
+    unsafe fn xor_batch(&mut self, at: usize, stream: &[V; LANES]) {
+        for (i, ks) in stream.iter().enumerate() {
+            let at = at + i * 64;
+            // SAFETY: CPU features are the caller's contract; load and store bounds-check.
+            unsafe { V::load(&self.0[at..]).xor(*ks).store(&mut self.1[at..]) };
+        }
+    }
+    #[inline(always)]
+    fn split_tail(&mut self, at: usize) -> (&[u8], ChunkBytes<'_>) {
+        let (done, tail) = self.1.split_at_mut(at);
+        (done, ChunkBytes::Apart(&self.0[at..], tail))
+    }
+}
+
 /// Hashes a whole batch of ciphertext into `acc` with no AES beside it.
 #[inline(always)]
 unsafe fn hash_batch(keys: &Keys, batch: &[u8], acc: &mut __m128i) {
@@ -285,23 +357,25 @@ unsafe fn hash_batch(keys: &Keys, batch: &[u8], acc: &mut __m128i) {
 }
 
 /// XORs the keystream of the chunk's last partial batch into `tail` (fewer than
-/// [`BATCH_BYTES`] bytes) through a wiped stack buffer, hashing `hashed` between the rounds.
+/// [`BATCH_BYTES`] bytes; its input to its output) through a wiped stack buffer, hashing
+/// `hashed` between the rounds.
 #[inline(always)]
 unsafe fn crypt_tail<const NR: usize>(
     keys: &Keys,
     counters: &mut Counters,
     hashed: Option<&[u8]>,
     acc: &mut __m128i,
-    tail: &mut [u8],
+    mut tail: ChunkBytes<'_>,
 ) {
+    let len = tail.input().len();
     let mut buf = BatchBuffer([0u8; BATCH_BYTES]);
-    buf.0[..tail.len()].copy_from_slice(tail);
+    buf.0[..len].copy_from_slice(tail.input());
     // SAFETY: CPU features are the caller's contract.
     unsafe {
         let stream = keystream::<NR>(keys, counters, hashed, acc);
         xor_batch(&stream, &mut buf.0);
     }
-    tail.copy_from_slice(&buf.0[..tail.len()]);
+    tail.output_mut().copy_from_slice(&buf.0[..len]);
     // The padding now holds keystream of counters no other chunk uses, but wipe it anyway.
     buf.wipe(BATCH_BYTES);
 }
@@ -388,7 +462,7 @@ unsafe fn seal_nr<const NR: usize>(
     key: &ExpandedKey,
     powers: &[[u8; 16]; POWERS],
     nonce: &[u8; 12],
-    data: &mut [u8],
+    mut data: impl Sides,
 ) -> [u8; 16] {
     // SAFETY: CPU features are this function's contract.
     unsafe {
@@ -401,28 +475,32 @@ unsafe fn seal_nr<const NR: usize>(
         for b in 0..whole {
             // Batch b's keystream, with batch b - SEAL_LAG's ciphertext hashed between its
             // rounds; its plaintext is asked for early, as it is only read at the end.
-            let (done, rest) = data.split_at_mut(b * BATCH_BYTES);
-            let batch = &mut rest[..BATCH_BYTES];
-            prefetch(batch);
+            prefetch(&data.input()[b * BATCH_BYTES..][..BATCH_BYTES]);
             let hashed = b
                 .checked_sub(SEAL_LAG)
-                .map(|h| &done[h * BATCH_BYTES..][..BATCH_BYTES]);
+                .map(|h| &data.output()[h * BATCH_BYTES..][..BATCH_BYTES]);
             let stream = keystream::<NR>(&keys, &mut counters, hashed, &mut acc);
-            xor_batch(&stream, batch);
+            data.xor_batch(b * BATCH_BYTES, &stream);
         }
         // The whole batches not hashed yet, in order: between the rounds of the tail's
         // keystream and of E(J0), and any left after those on their own.
-        let (done, tail) = data.split_at_mut(whole * BATCH_BYTES);
+        let (done, mut tail) = data.split_tail(whole * BATCH_BYTES);
         let mut pending =
             done[whole.saturating_sub(SEAL_LAG) * BATCH_BYTES..].chunks_exact(BATCH_BYTES);
-        if !tail.is_empty() {
-            crypt_tail::<NR>(&keys, &mut counters, pending.next(), &mut acc, tail);
+        if !tail.input().is_empty() {
+            crypt_tail::<NR>(
+                &keys,
+                &mut counters,
+                pending.next(),
+                &mut acc,
+                tail.reborrow(),
+            );
         }
         let ej0 = encrypt_j0::<NR>(&keys, nonce, pending.next(), &mut acc);
         for batch in pending {
             hash_batch(&keys, batch, &mut acc);
         }
-        tag(finish_hash(&keys, powers, acc, tail, len), ej0)
+        tag(finish_hash(&keys, powers, acc, tail.output(), len), ej0)
     }
 }
 
@@ -431,7 +509,7 @@ unsafe fn open_nr<const NR: usize>(
     key: &ExpandedKey,
     powers: &[[u8; 16]; POWERS],
     nonce: &[u8; 12],
-    data: &mut [u8],
+    mut data: impl Sides,
 ) -> [u8; 16] {
     // SAFETY: CPU features are this function's contract.
     unsafe {
@@ -441,15 +519,16 @@ unsafe fn open_nr<const NR: usize>(
         let mut counters = Counters::new(nonce);
         let mut acc = _mm_setzero_si128();
         let len = data.len();
-        let mut batches = data.chunks_exact_mut(BATCH_BYTES);
-        for batch in &mut batches {
+        let whole = len / BATCH_BYTES;
+        for b in 0..whole {
             // The batch's ciphertext is hashed between the rounds of its own keystream.
-            let stream = keystream::<NR>(&keys, &mut counters, Some(&*batch), &mut acc);
-            xor_batch(&stream, batch);
+            let batch = &data.input()[b * BATCH_BYTES..][..BATCH_BYTES];
+            let stream = keystream::<NR>(&keys, &mut counters, Some(batch), &mut acc);
+            data.xor_batch(b * BATCH_BYTES, &stream);
         }
-        let tail = batches.into_remainder();
-        let polyval = finish_hash(&keys, powers, acc, tail, len);
-        if !tail.is_empty() {
+        let (_, tail) = data.split_tail(whole * BATCH_BYTES);
+        let polyval = finish_hash(&keys, powers, acc, tail.input(), len);
+        if !tail.input().is_empty() {
             crypt_tail::<NR>(&keys, &mut counters, None, &mut acc, tail);
         }
         tag(polyval, ej0)
@@ -468,8 +547,9 @@ macro_rules! by_rounds {
     };
 }
 
-/// Encrypts one chunk in place with CTR from `nonce || be32(2)` and returns its GCM tag (no
-/// associated data). `powers` are [`crate::ghash::Ghash::powers`] of `H = E(0^128)`.
+/// Encrypts one chunk (in place, or from its input to its output) with CTR from
+/// `nonce || be32(2)` and returns its GCM tag (no associated data). `powers` are
+/// [`crate::ghash::Ghash::powers`] of `H = E(0^128)`.
 ///
 /// # Safety
 /// The CPU must have the features of the `target_feature` attribute (`super::StitchedGcm::detect`
@@ -479,17 +559,25 @@ pub(super) unsafe fn seal(
     key: &ExpandedKey,
     powers: &[[u8; 16]; POWERS],
     nonce: &[u8; 12],
-    data: &mut [u8],
+    data: ChunkBytes<'_>,
 ) -> [u8; 16] {
-    assert!(data.len() <= MAX_LEN, "a GCM chunk of at most 2^32 blocks");
+    assert!(
+        data.input().len() <= MAX_LEN,
+        "a GCM chunk of at most 2^32 blocks"
+    );
     // SAFETY: the features the kernel needs are enabled here, and the caller guarantees the CPU
     // has them.
-    unsafe { by_rounds!(seal_nr, key, powers, nonce, data) }
+    unsafe {
+        match data {
+            ChunkBytes::InPlace(d) => by_rounds!(seal_nr, key, powers, nonce, d),
+            ChunkBytes::Apart(i, o) => by_rounds!(seal_nr, key, powers, nonce, (i, o)),
+        }
+    }
 }
 
-/// Decrypts one chunk in place (CTR from `nonce || be32(2)`) and returns the GCM tag of the
-/// ciphertext it held, hashed in the same pass. The caller compares the tags and undoes the
-/// decryption (CTR again) when they differ.
+/// Decrypts one chunk (in place, or from its input to its output; CTR from `nonce ||
+/// be32(2)`) and returns the GCM tag of the ciphertext it read, hashed in the same pass. The
+/// caller compares the tags and, when they differ, clears what was decrypted.
 ///
 /// # Safety
 /// As for [`seal`].
@@ -498,183 +586,20 @@ pub(super) unsafe fn open(
     key: &ExpandedKey,
     powers: &[[u8; 16]; POWERS],
     nonce: &[u8; 12],
-    data: &mut [u8],
+    data: ChunkBytes<'_>,
 ) -> [u8; 16] {
-    assert!(data.len() <= MAX_LEN, "a GCM chunk of at most 2^32 blocks");
+    assert!(
+        data.input().len() <= MAX_LEN,
+        "a GCM chunk of at most 2^32 blocks"
+    );
     // SAFETY: as in `seal`.
-    unsafe { by_rounds!(open_nr, key, powers, nonce, data) }
+    unsafe {
+        match data {
+            ChunkBytes::InPlace(d) => by_rounds!(open_nr, key, powers, nonce, d),
+            ChunkBytes::Apart(i, o) => by_rounds!(open_nr, key, powers, nonce, (i, o)),
+        }
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    //! The stitched kernel against RustCrypto `aes-gcm` and against the unstitched path (CTR,
-    //! then GHASH) at every chunk length, both key sizes, small and large chunk indices.
-    use aes_gcm::aead::{AeadInPlace, KeyInit};
-    use proptest::prelude::*;
-
-    use super::super::{AesImpl, StitchedGcm};
-    use crate::cobblestone::{ChunkCipher, CobblestoneError, CHUNK_LEN, MAX_CHUNKS};
-    use crate::key::Key;
-
-    /// Whether this CPU runs the kernel: where it does not, the tests below still check the
-    /// unstitched path, and say so.
-    fn kernel() -> Option<StitchedGcm> {
-        let kernel = StitchedGcm::detect(AesImpl::detect());
-        if kernel.is_none() {
-            eprintln!("no VAES-512 + VPCLMULQDQ here: only the unstitched path is tested");
-        }
-        kernel
-    }
-
-    /// RustCrypto's AES-GCM seal of `data` under `key` and `nonce`: ciphertext, tag.
-    fn oracle(key: &[u8], nonce: &[u8; 12], data: &[u8]) -> (Vec<u8>, [u8; 16]) {
-        let mut out = data.to_vec();
-        let tag = match key.len() {
-            16 => aes_gcm::Aes128Gcm::new_from_slice(key)
-                .unwrap()
-                .encrypt_in_place_detached(nonce.into(), b"", &mut out),
-            _ => aes_gcm::Aes256Gcm::new_from_slice(key)
-                .unwrap()
-                .encrypt_in_place_detached(nonce.into(), b"", &mut out),
-        }
-        .unwrap();
-        (out, tag.into())
-    }
-
-    /// Checks chunk `index` of `data` under `key` and `base_nonce`: the cipher's seal (stitched
-    /// where the CPU can) against aes-gcm and against CTR then GHASH; open of the result back to
-    /// `data`; open of a changed tag, and of a changed ciphertext byte, refused with the
-    /// ciphertext left as it was.
-    fn check_chunk(key: &[u8], base_nonce: [u8; 12], index: u64, data: &[u8]) {
-        let cipher = ChunkCipher::new(&Key::new(key).unwrap(), base_nonce);
-        let len = data.len();
-        let (expected, expected_tag) = oracle(key, &cipher.nonce(index), data);
-
-        let mut sealed = data.to_vec();
-        let tag = cipher.seal(index, &mut sealed);
-        assert!(sealed == expected, "{len} bytes, chunk {index}: ciphertext");
-        assert_eq!(tag, expected_tag, "{len} bytes, chunk {index}: tag");
-
-        let mut unstitched = data.to_vec();
-        cipher.ctr(index, &mut unstitched);
-        assert!(unstitched == sealed);
-        assert_eq!(cipher.tag(index, &unstitched), tag);
-
-        let mut opened = sealed.clone();
-        cipher.open(index, &mut opened, &tag).unwrap();
-        assert!(opened == data, "{len} bytes, chunk {index}: open");
-
-        let mut bad_tag = tag;
-        bad_tag[len % 16] ^= 1 << (len % 8);
-        let mut refused = sealed.clone();
-        assert_eq!(
-            cipher.open(index, &mut refused, &bad_tag),
-            Err(CobblestoneError::Tampered(index))
-        );
-        assert!(
-            refused == sealed,
-            "{len} bytes: a refused chunk was changed"
-        );
-        if len > 0 {
-            refused[len / 2] ^= 0x80;
-            let changed = refused.clone();
-            assert_eq!(
-                cipher.open(index, &mut refused, &tag),
-                Err(CobblestoneError::Tampered(index))
-            );
-            assert!(
-                refused == changed,
-                "{len} bytes: a refused chunk was changed"
-            );
-        }
-        // The chunk's tag is its own: the next chunk's nonce refuses it.
-        let mut other = sealed.clone();
-        assert!(cipher.open(index ^ 1, &mut other, &tag).is_err());
-        assert!(other == sealed);
-    }
-
-    fn data(len: usize, seed: u8) -> Vec<u8> {
-        (0..len)
-            .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_be_bytes()[0] ^ seed)
-            .collect()
-    }
-
-    #[test]
-    fn the_kernel_runs_where_the_cpu_has_it() {
-        let vaes512 = AesImpl::Vaes512.is_available()
-            && std::is_x86_feature_detected!("vpclmulqdq")
-            && std::is_x86_feature_detected!("pclmulqdq");
-        let forced = std::env::var(super::super::FORCE_PORTABLE_ENV).is_ok_and(|v| v == "1");
-        assert_eq!(kernel().is_some(), vaes512 && !forced);
-        let cipher = ChunkCipher::new(&Key::new(&[1; 32]).unwrap(), [2; 12]);
-        assert_eq!(cipher.runs_stitched(), kernel().is_some());
-    }
-
-    /// Every length whose tail differs: all of the first batches, and around every batch and
-    /// block boundary up to a whole chunk.
-    #[test]
-    fn chunks_of_every_shape_match_aes_gcm_and_the_unstitched_path() {
-        kernel();
-        let lengths: Vec<usize> = (0..=1100)
-            .chain((1..=CHUNK_LEN / 512).flat_map(|b| 512 * b - 20..=(512 * b + 20).min(CHUNK_LEN)))
-            .chain((0..CHUNK_LEN).step_by(97))
-            .collect();
-        for key in [&[0x11u8; 16][..], &[0x22u8; 32][..]] {
-            let plain = data(CHUNK_LEN, key[0]);
-            for &len in &lengths {
-                check_chunk(key, [0xc3; 12], len as u64 * 3, &plain[..len]);
-            }
-        }
-    }
-
-    /// Every length 0 ..= 16384, seal and open against the unstitched path (aes-gcm is checked
-    /// on the shapes above and on random ones below).
-    #[test]
-    fn every_length_seals_and_opens_as_the_unstitched_path() {
-        for key in [&[0x5au8; 16][..], &[0xa5u8; 32][..]] {
-            let cipher = ChunkCipher::new(&Key::new(key).unwrap(), [9; 12]);
-            let plain = data(CHUNK_LEN, key[1]);
-            for len in 0..=CHUNK_LEN {
-                let index = len as u64;
-                let mut sealed = plain[..len].to_vec();
-                let tag = cipher.seal(index, &mut sealed);
-                let mut unstitched = plain[..len].to_vec();
-                cipher.ctr(index, &mut unstitched);
-                assert!(sealed == unstitched, "{len} bytes");
-                assert_eq!(tag, cipher.tag(index, &unstitched), "{len} bytes");
-                cipher.open(index, &mut sealed, &tag).unwrap();
-                assert!(sealed == plain[..len], "{len} bytes");
-            }
-        }
-    }
-
-    #[test]
-    fn large_chunk_indices_and_nonces() {
-        let plain = data(CHUNK_LEN, 7);
-        let indices = [1, 255, 256, 1 << 32, MAX_CHUNKS - 1, MAX_CHUNKS, u64::MAX];
-        for (n, &index) in indices.iter().enumerate() {
-            for nonce in [[0u8; 12], [0xff; 12]] {
-                check_chunk(&[0xee; 32], nonce, index, &plain);
-                check_chunk(&[0x77; 16], nonce, index, &plain[..CHUNK_LEN - 1 - 37 * n]);
-            }
-        }
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(200))]
-
-        #[test]
-        fn random_chunks_match_aes_gcm(
-            key in prop_oneof![
-                prop::collection::vec(any::<u8>(), 16),
-                prop::collection::vec(any::<u8>(), 32),
-            ],
-            base_nonce in any::<[u8; 12]>(),
-            index in prop_oneof![0u64..100, any::<u64>()],
-            len in prop_oneof![0usize..=CHUNK_LEN, Just(CHUNK_LEN), CHUNK_LEN - 600..=CHUNK_LEN],
-            seed in any::<u8>(),
-        ) {
-            check_chunk(&key, base_nonce, index, &data(len, seed));
-        }
-    }
-}
+mod tests;

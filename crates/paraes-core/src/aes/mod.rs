@@ -182,6 +182,62 @@ impl AesImpl {
 
 /// The stitched AES-GCM chunk kernel (CTR and GHASH in one pass, `gcm_x86`): a value exists
 /// only where the CPU runs it, so holding one is the proof its entry points need.
+/// The bytes of one GCM chunk a kernel call works on: in place, or its input and its output
+/// apart (of one length).
+#[derive(Debug)]
+pub(crate) enum ChunkBytes<'a> {
+    /// One buffer: the input comes in, the output goes out.
+    InPlace(&'a mut [u8]),
+    /// The input, and the output the same length.
+    Apart(&'a [u8], &'a mut [u8]),
+}
+
+impl<'a> ChunkBytes<'a> {
+    /// The input (for in place, the buffer as it is now).
+    pub(crate) fn input(&self) -> &[u8] {
+        match self {
+            ChunkBytes::InPlace(data) => data,
+            ChunkBytes::Apart(input, _) => input,
+        }
+    }
+
+    /// The output (for in place, the buffer).
+    pub(crate) fn output(&self) -> &[u8] {
+        match self {
+            ChunkBytes::InPlace(data) => data,
+            ChunkBytes::Apart(_, output) => output,
+        }
+    }
+
+    /// The output, to write.
+    pub(crate) fn output_mut(&mut self) -> &mut [u8] {
+        match self {
+            ChunkBytes::InPlace(data) => data,
+            ChunkBytes::Apart(_, output) => output,
+        }
+    }
+
+    /// The output holding the input: apart, the input is copied to it first (for passes that
+    /// work in place).
+    pub(crate) fn into_output(self) -> &'a mut [u8] {
+        match self {
+            ChunkBytes::InPlace(data) => data,
+            ChunkBytes::Apart(input, output) => {
+                output.copy_from_slice(input);
+                output
+            }
+        }
+    }
+
+    /// The same bytes, borrowed again.
+    pub(crate) fn reborrow(&mut self) -> ChunkBytes<'_> {
+        match self {
+            ChunkBytes::InPlace(data) => ChunkBytes::InPlace(data),
+            ChunkBytes::Apart(input, output) => ChunkBytes::Apart(input, output),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct StitchedGcm {
     _checked: (),
@@ -212,15 +268,15 @@ impl StitchedGcm {
         }
     }
 
-    /// Encrypts one GCM chunk in place with CTR from `nonce || be32(2)` and returns its tag
-    /// (no associated data); `powers` are [`crate::ghash::Ghash::powers`] of `H = E(0^128)`
-    /// under `key`.
+    /// Encrypts one GCM chunk (in place, or from its input to its output) with CTR from
+    /// `nonce || be32(2)` and returns its tag (no associated data); `powers` are
+    /// [`crate::ghash::Ghash::powers`] of `H = E(0^128)` under `key`.
     pub(crate) fn seal(
         self,
         key: &ExpandedKey,
         powers: &[[u8; 16]; crate::polyval::GROUP],
         nonce: &[u8; 12],
-        data: &mut [u8],
+        data: ChunkBytes<'_>,
     ) -> [u8; 16] {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: a StitchedGcm is only made by `detect`, after checking every feature the
@@ -235,15 +291,16 @@ impl StitchedGcm {
         }
     }
 
-    /// Decrypts one GCM chunk in place and returns the tag of the ciphertext it held (hashed in
-    /// the same pass). The caller compares it with the chunk's tag and, when they differ,
-    /// undoes the decryption by running CTR again, so no unauthenticated plaintext leaves.
+    /// Decrypts one GCM chunk (in place, or from its input to its output) and returns the tag
+    /// of the ciphertext it read (hashed in the same pass). The caller compares it with the
+    /// chunk's tag and, when they differ, clears the output, so no unauthenticated plaintext
+    /// leaves.
     pub(crate) fn open(
         self,
         key: &ExpandedKey,
         powers: &[[u8; 16]; crate::polyval::GROUP],
         nonce: &[u8; 12],
-        data: &mut [u8],
+        data: ChunkBytes<'_>,
     ) -> [u8; 16] {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as in `seal`.

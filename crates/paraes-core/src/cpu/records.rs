@@ -1,20 +1,19 @@
-//! The CPU engine's records jobs ([`RecordsJob`]): whole GCM chunk records sealed or opened
-//! out of place, each record by the stitched kernel (`crate::aes::gcm_x86`, CTR and GHASH in one
-//! pass) where the engine's implementation has it, otherwise by CTR and then GHASH.
+//! The CPU engine's records jobs ([`RecordsJob`]): whole GCM chunk records sealed or opened,
+//! in place or out of place, each record by the stitched kernel (`crate::aes::gcm_x86`, CTR and
+//! GHASH in one pass) where the engine's implementation has it, otherwise by CTR and then GHASH.
 //!
-//! The stitched kernel works in place, so the chunks' data is first copied to where it goes
-//! (into its record when sealing, to its plaintext place when opening), a group of records at a
-//! time (a thread's share, or the whole job on one thread), and then sealed or opened there:
-//! the one copy the pipeline made before, when it moved a batch's pieces apart in place to make
-//! room for their tags (or closed the gaps after opening), now made into the other buffer, in
-//! the same pattern (copying each record just before its kernel call measured no faster then:
-//! Zen 4, `paraes bench --mode gcm`, 0.63x CTR against 0.66x at 1 MiB).
+//! Out of place, the stitched kernel reads each chunk's input and writes its output (into its
+//! record when sealing, to its plaintext place when opening) in its one pass. The unstitched
+//! path copies each chunk's data to where it goes just before its CTR and GHASH run there, so
+//! the three passes over it stay in the core's cache. (Until 2026-11-29 the kernel worked only
+//! in place and a group's data was copied first: out of place then ran at half the in-place
+//! rate, Zen 4, 64 MiB, 4.5 against 8.7 GB/s on one thread; docs/RESULTS.md.)
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use crate::aes::{AesImpl, StitchedGcm};
+use crate::aes::{AesImpl, ChunkBytes, StitchedGcm};
 use crate::chunk_tag::constant_time_eq;
 use crate::ghash::Ghash;
 use crate::job::{
@@ -111,9 +110,7 @@ impl<'j, 'a> Records<'j, 'a> {
     }
 
     /// Seals or opens `records` records on this thread, from record `first` of the job:
-    /// `sides` hold exactly them. Apart, every chunk's data is copied to where it goes first;
-    /// then each is sealed or opened there in place; opening stops at the first record whose
-    /// tag does not verify.
+    /// `sides` hold exactly them; opening stops at the first record whose tag does not verify.
     fn run(&self, first: usize, records: usize, sides: Sides<'_>) -> Result<(), RecordsError> {
         match sides {
             Sides::Apart { input, output } => self.run_apart(first, records, input, output),
@@ -121,15 +118,15 @@ impl<'j, 'a> Records<'j, 'a> {
                 for (k, record) in buf.chunks_mut(GCM_RECORD_LEN).enumerate() {
                     let (data, tag) = record.split_at_mut(record.len() - GCM_TAG_LEN);
                     let tag: &mut [u8; GCM_TAG_LEN] = tag.try_into().expect("a tag's length");
-                    self.crypt((first + k) as u64, data, tag)?;
+                    self.crypt((first + k) as u64, ChunkBytes::InPlace(data), tag)?;
                 }
                 Ok(())
             }
         }
     }
 
-    /// [`Records::run`] out of place: each record's data is copied to its place in `output`
-    /// and sealed or opened there.
+    /// [`Records::run`] out of place: each record read from `input` and written to its place
+    /// in `output`.
     fn run_apart(
         &self,
         first: usize,
@@ -139,55 +136,36 @@ impl<'j, 'a> Records<'j, 'a> {
     ) -> Result<(), RecordsError> {
         let (in_unit, out_unit) = units(self.job.direction);
         let (in_len, out_len) = (input.len(), output.len());
-        let pieces = |k| {
+        for k in 0..records {
+            let at = (first + k) as u64;
             let from = piece(k, in_unit, in_len);
             let to = piece(k, out_unit, out_len);
             match self.job.direction {
-                // The data (input) goes to the front of its record; the tag follows it.
-                Direction::Encrypt => (from.clone(), to.start..to.start + from.len()),
-                // The record's data (all but its tag) goes to its plaintext place.
-                Direction::Decrypt => (from.start..from.end - GCM_TAG_LEN, to),
-            }
-        };
-        // The kernel's records are all copied first (measured no slower); elsewhere each just
-        // before its CTR and GHASH, so the three passes over it stay in the core's cache.
-        let copy_first = self.stitched.is_some();
-        if copy_first {
-            for k in 0..records {
-                let (from, to) = pieces(k);
-                output[to].copy_from_slice(&input[from]);
-            }
-        }
-        for k in 0..records {
-            let at = (first + k) as u64;
-            let (from, to) = pieces(k);
-            if !copy_first {
-                output[to.clone()].copy_from_slice(&input[from.clone()]);
-            }
-            match self.job.direction {
                 Direction::Encrypt => {
-                    let (data, tag) = output[to.start..to.end + GCM_TAG_LEN].split_at_mut(to.len());
+                    // The data goes to the front of its record; the tag follows it.
+                    let record = &mut output[to.start..to.start + from.len() + GCM_TAG_LEN];
+                    let (data, tag) = record.split_at_mut(from.len());
                     let tag: &mut [u8; GCM_TAG_LEN] = tag.try_into().expect("a tag's length");
-                    self.crypt(at, data, tag)?;
+                    self.crypt(at, ChunkBytes::Apart(&input[from], data), tag)?;
                 }
                 Direction::Decrypt => {
-                    let mut tag: [u8; GCM_TAG_LEN] = input[from.end..from.end + GCM_TAG_LEN]
-                        .try_into()
-                        .expect("a tag's length");
-                    self.crypt(at, &mut output[to], &mut tag)?;
+                    // The record's data (all but its tag) goes to its plaintext place.
+                    let (data, tag) = input[from.clone()].split_at(from.len() - GCM_TAG_LEN);
+                    let mut tag: [u8; GCM_TAG_LEN] = tag.try_into().expect("a tag's length");
+                    self.crypt(at, ChunkBytes::Apart(data, &mut output[to]), &mut tag)?;
                 }
             }
         }
         Ok(())
     }
 
-    /// Seals or opens (by the job's direction) record `k` in place: `data` holds the chunk's
+    /// Seals or opens (by the job's direction) record `k`: `data`'s input is the chunk's
     /// plaintext (sealing: its tag goes to `tag`) or its ciphertext (opening: checked against
-    /// `tag`; a record that fails leaves zeros in `data`).
+    /// `tag`; a record that fails leaves zeros in the output).
     fn crypt(
         &self,
         k: u64,
-        data: &mut [u8],
+        data: ChunkBytes<'_>,
         tag: &mut [u8; GCM_TAG_LEN],
     ) -> Result<(), RecordsError> {
         match self.job.direction {
@@ -200,26 +178,29 @@ impl<'j, 'a> Records<'j, 'a> {
         }
     }
 
-    /// Seals record `k`'s data in place (plaintext in, ciphertext out); its tag.
-    fn seal(&self, k: u64, data: &mut [u8]) -> [u8; GCM_TAG_LEN] {
+    /// Seals record `k`'s data (plaintext in, ciphertext out); its tag.
+    fn seal(&self, k: u64, data: ChunkBytes<'_>) -> [u8; GCM_TAG_LEN] {
         match self.kernel() {
             Some((kernel, powers)) => kernel.seal(self.job.key, powers, &self.job.nonce(k), data),
             None => {
+                let data = data.into_output();
                 self.ctr(k, data);
                 self.tag(k, data)
             }
         }
     }
 
-    /// Opens record `k` in place: `data` holds its ciphertext and comes out as its plaintext
-    /// where its tag is `tag`; whether it was. A record that fails leaves zeros in `data`.
-    fn open(&self, k: u64, tag: &[u8; GCM_TAG_LEN], data: &mut [u8]) -> bool {
+    /// Opens record `k`: `data`'s input is its ciphertext, and its output comes out as its
+    /// plaintext where its tag is `tag`; whether it was. A record that fails leaves zeros in
+    /// the output.
+    fn open(&self, k: u64, tag: &[u8; GCM_TAG_LEN], mut data: ChunkBytes<'_>) -> bool {
         let authentic = match self.kernel() {
             Some((kernel, powers)) => {
-                let found = kernel.open(self.job.key, powers, &self.job.nonce(k), data);
+                let found = kernel.open(self.job.key, powers, &self.job.nonce(k), data.reborrow());
                 constant_time_eq(&found, tag)
             }
             None => {
+                let data = data.reborrow().into_output();
                 let authentic = constant_time_eq(&self.tag(k, data), tag);
                 if authentic {
                     self.ctr(k, data);
@@ -228,7 +209,7 @@ impl<'j, 'a> Records<'j, 'a> {
             }
         };
         if !authentic {
-            data.fill(0);
+            data.output_mut().fill(0);
         }
         authentic
     }
