@@ -611,7 +611,8 @@ export CS_VERSION
 say "paraes: $CS_VERSION"
 stated=${COMMIT:-}
 if [ -z "$stated" ] && [ -f "$(dirname "$paraes")/COMMIT" ]; then
-  stated=$(tr -d ' \n' <"$(dirname "$paraes")/COMMIT")
+  # The file's first word (stage-device.sh's COMMIT: "HASH DATE SUBJECT", then more lines).
+  stated=$(awk 'NR == 1 { print $1 }' "$(dirname "$paraes")/COMMIT")
 fi
 export CS_COMMIT_STATED=$stated CS_PROBE=$work/probe.json
 "$paraes" bench -b cpu -m ctr --bits 256 --sizes 4KiB --threads 1 --repeat 1 --baseline none \

@@ -216,7 +216,7 @@ tail -n 25 "$shm/cpu-scaling.log"
 # device once, 2026-11-04)
 if [ "$gpu" = 1 ]; then
     step "gpu_identity (its newest test, the GCM chunks)" 40 40 "$B/gpu_identity" \
-        --test-threads 1 --exact many_gcm_chunks_in_one_call_matches >>"$O/tests.log"
+        --test-threads 1 --exact many_gcm_chunks_in_one_call_match >>"$O/tests.log"
     grep -E "^(==|--) gpu_identity|test result" "$O/tests.log" | tail -n 3
     CS=$(command -v compute-sanitizer || compgen -G '/usr/local/cuda*/bin/compute-sanitizer' | head -1)
     if [ -z "$CS" ]; then

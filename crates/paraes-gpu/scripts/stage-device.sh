@@ -25,6 +25,9 @@ target="${CARGO_TARGET_DIR:-target}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
 mkdir -p "$dir/kernels"
+# The commit the binaries are built from; checked again at the end (a commit made while this
+# runs would leave binaries that COMMIT misnames, and cpu-scaling.sh would refuse them).
+head_at_start=$(git -C "$root" rev-parse HEAD)
 cargo build --release --bin paraes
 cargo build --release -p paraes-gpu --example gpu_bench
 cp "$target/release/paraes" "$target/release/examples/gpu_bench" "$dir/"
@@ -67,6 +70,10 @@ if [ -f "$anchor" ]; then cp "$anchor" "$dir/"; else echo "stage-device: no $anc
 ls -la "$dir" "$dir/kernels"
 du -sh "$dir"
 cat "$dir/COMMIT"
+if [ "$(git -C "$root" rev-parse HEAD)" != "$head_at_start" ]; then
+    echo "stage-device: ERROR: HEAD moved from $head_at_start while staging: stage again" >&2
+    exit 1
+fi
 # What a run carries: the staged folder packed (the binaries each embed the kernel images, so
 # they compress about 4x; unpacked they passed the 64 MiB limit once there were seven) plus the
 # tracked tree (and untracked, unignored files).
