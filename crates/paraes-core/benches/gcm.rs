@@ -119,7 +119,11 @@ fn records_job(c: &mut Criterion) {
         .sample_size(10)
         .throughput(Throughput::Bytes(BIG as u64));
     group.bench_function("seal out of place", |b| {
-        b.iter(|| engine.process_records(&seal, &plaintext, &mut records).expect("seal"))
+        b.iter(|| {
+            engine
+                .process_records(&seal, &plaintext, &mut records)
+                .expect("seal")
+        })
     });
     group.bench_function("seal in place", |b| {
         b.iter_batched_ref(
