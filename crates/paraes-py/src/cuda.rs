@@ -61,21 +61,51 @@ pub struct DeviceBuffer {
     /// the point of that stream where they are whole (None: whole already). The event, not
     /// the stream, is waited for: the caller may destroy the stream once it has synchronized it.
     ready_on: Option<(usize, GpuEvent)>,
+    /// The input the work on the caller's stream reads, kept until that work is done.
+    /// Declared after `memory`: the fields drop in order, after [`Drop`] waited for the work.
+    _input: Option<HeldInput>,
 }
+
+/// The input array of a call whose work was only queued on the caller's stream: the object
+/// and its consumed DLPack tensor, whose deleter may free the memory that work still reads (a
+/// temporary passed straight in has no other reference). Held by the buffer that work makes,
+/// released when the buffer goes, after the work is done.
+pub(crate) struct HeldInput {
+    _object: Py<PyAny>,
+    _dlpack: Option<dlpack::Consumed>,
+}
+
+impl HeldInput {
+    pub(crate) fn new(object: Py<PyAny>, dlpack: Option<dlpack::Consumed>) -> Self {
+        HeldInput {
+            _object: object,
+            _dlpack: dlpack,
+        }
+    }
+}
+
+// SAFETY: a `Consumed` is a pointer to a DLPack tensor whose deleter this value calls once when
+// it drops; it is dropped only with its `DeviceBuffer`, a Python object, so under the GIL as
+// every other consumed tensor here (and `Py<PyAny>` is `Send`).
+unsafe impl Send for HeldInput {}
+// SAFETY: nothing of it is read through a shared reference; it is only dropped.
+unsafe impl Sync for HeldInput {}
 
 impl DeviceBuffer {
     /// A buffer of the engine's memory (`stream`: the engine's, which frees it), whose bytes
     /// are whole once the caller's stream `ready_on.0` reaches the point `ready_on.1` (None:
-    /// already).
+    /// already), holding `input` until then.
     pub(crate) fn new(
         memory: DeviceMemory,
         stream: GpuStream,
         ready_on: Option<(usize, GpuEvent)>,
+        input: Option<HeldInput>,
     ) -> Self {
         DeviceBuffer {
             memory,
             stream,
             ready_on,
+            _input: input,
         }
     }
 
@@ -91,6 +121,18 @@ impl DeviceBuffer {
         ready
             .synchronize()
             .map_err(|e| errors::Error::new_err(e.to_string()))
+    }
+}
+
+impl Drop for DeviceBuffer {
+    /// Made on a caller's stream, the buffer first waits for that work (without the GIL: the
+    /// stream's work may need it): its memory is zeroed on the engine's own stream and its
+    /// input released only after the work that writes the one and reads the other is done.
+    fn drop(&mut self) {
+        if let Some((_, ready)) = &self.ready_on {
+            // A failure here has no one to report to; the work then is no longer running.
+            let _ = Python::attach(|py| py.detach(|| ready.synchronize()));
+        }
     }
 }
 
@@ -223,7 +265,7 @@ fn cuda_load(
     if let Some(warning) = loaded.warning {
         errors::warn(&warning)?;
     }
-    Ok(DeviceBuffer::new(memory, stream, None))
+    Ok(DeviceBuffer::new(memory, stream, None, None))
 }
 
 /// Seals all of `buffer` into a new v3 container `path` (`paraes dec` opens it) for keys,

@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use zeroize::Zeroizing;
 
-use crate::cuda::{device_error, gpu, DeviceBuffer};
+use crate::cuda::{device_error, gpu, DeviceBuffer, HeldInput};
 use crate::cuda_streams::{borrow, WorkStream};
 use crate::dlpack;
 use crate::errors;
@@ -227,10 +227,11 @@ fn cuda_records(
     };
     let engine = gpu()?;
     let work = WorkStream::new(engine, stream)?;
-    let array = array_bytes(obj, engine, &work, inplace)?;
+    let mut array = array_bytes(obj, engine, &work, inplace)?;
     // SAFETY: the protocols' contract: the producer keeps these bytes allocated while the
-    // consumer uses them (the DLPack tensor until its deleter, which runs after this call's
-    // work is enqueued; the caller keeps `obj` alive until work on its stream= is done).
+    // consumer uses them (the DLPack tensor until its deleter). Out of place with stream=, the
+    // buffer the work makes holds the tensor and `obj` until that work is done; in place, the
+    // caller keeps `obj` (which then holds the result) alive until its stream's work is done.
     let mut memory = unsafe { DeviceMemory::from_raw(&work.stream, array.address, array.len) }
         .map_err(device_error)?;
     if !inplace {
@@ -265,6 +266,13 @@ fn cuda_records(
             py.detach(|| work.stream.synchronize())
                 .map_err(|e| errors::Error::new_err(e.to_string()))?;
         }
+        // Work only queued on the caller's stream still reads the input: the buffer it makes
+        // holds the input (object and DLPack tensor) until that work is done. (A temporary
+        // passed straight in was released here before, and freed under the queued work.)
+        let held = work
+            .caller
+            .is_some()
+            .then(|| HeldInput::new(obj.clone().unbind(), array._dlpack.take()));
         drop(array);
         let ready_on = match work.caller {
             Some(_) => Some((
@@ -275,7 +283,7 @@ fn cuda_records(
             )),
             None => None,
         };
-        let buffer = DeviceBuffer::new(output, own, ready_on);
+        let buffer = DeviceBuffer::new(output, own, ready_on, held);
         return Ok(Py::new(py, buffer)?.into_any());
     }
     if let Some(says_so) = array.read_only {

@@ -107,6 +107,52 @@ def test_a_dlpack_copy_is_not_released_while_work_on_the_callers_stream_still_re
         f"status {proc.returncode}: {proc.stdout.decode()} {proc.stderr.decode()[-600:]}")
 
 
+_TEMPORARY_FREED_EARLY = r'''
+import ctypes, os, sys
+sys.path.insert(0, sys.argv[1])
+import paraes, paraes.cuda
+from conftest import seeded
+from test_cuda_arrays import device_bytes
+
+CHUNK = 16 * 1024
+key, salt = seeded(32, 70), seeded(24, 71)
+data = seeded(2 * CHUNK + 3, 72)
+expected = paraes.cuda.seal(device_bytes(data), key=key, salt=salt).to_bytes()
+cuda = ctypes.CDLL(os.environ.get("PARAES_CUDA_STANDIN") or "libcuda.so.1")
+handle = ctypes.c_void_p()
+assert cuda.cuStreamCreate(ctypes.byref(handle), 1) == 0
+# A temporary as the input: the call's DLPack capsule holds its only reference.
+sealed = paraes.cuda.seal(device_bytes(data), key=key, salt=salt, stream=handle.value)
+# Whatever waits for paraes' own stream runs what is queued there (the temporary's zeroing and
+# free, when it was released at the call's end).
+paraes.cuda.seal(device_bytes(data), key=key, salt=salt)
+opened = paraes.cuda.open(sealed, key=key, salt=salt, stream=handle.value)
+del sealed  # its work is queued: the buffer waits for it before it goes
+got = opened.to_bytes()
+sys.exit(0 if got == data else 1)
+'''
+
+
+def test_a_temporary_input_lives_until_the_work_on_the_callers_stream_is_done(cuda_driver):
+    """cuda_arrays.rs `cuda_records`, out of place with stream=: the input's DLPack capsule was
+    released as the call returned, with the work only queued on the caller's stream. A
+    temporary passed straight in (`seal(device_bytes(...), stream=s)`, or a tensor made in the
+    call's argument list) then had no other reference: its memory was zeroed and freed under
+    the queued work (the stand-in aborts: "cuMemFreeAsync freeing memory that queued work (not
+    yet waited for) still uses"). The buffer the work makes now holds the input until the work
+    is done, and a buffer dropped while its work is queued waits for it. Found by the review of
+    the device session's PyTorch script (2026-11-29)."""
+    import os
+    import subprocess
+    import sys
+
+    tests = os.path.dirname(os.path.abspath(__file__))
+    proc = subprocess.run([sys.executable, "-c", _TEMPORARY_FREED_EARLY, tests],
+                          capture_output=True, timeout=600)
+    assert proc.returncode == 0, (
+        f"status {proc.returncode}: {proc.stdout.decode()} {proc.stderr.decode()[-600:]}")
+
+
 # --- a FIFO input with no writer: the call cannot be interrupted -------------------------------
 
 def test_a_call_blocked_on_a_fifo_input_can_be_interrupted(tmp_path):

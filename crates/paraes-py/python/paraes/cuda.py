@@ -75,8 +75,11 @@ Every call takes ``stream=``:
   the work is enqueued on that stream, after what is already there, and the call returns
   without waiting for it (``open`` still waits for the tags' verdicts, ``load`` and ``save``
   for every piece of the file). Results may be read by later work on that stream, or by anyone
-  after it is synchronized. Keep the input alive and unchanged, and the stream alive, until
-  then. A buffer made this way says so: its ``__cuda_array_interface__["stream"]`` is that
+  after it is synchronized. Keep the input unchanged, and the stream alive, until then; out
+  of place, the returned buffer holds the input (object and DLPack tensor) until the work is
+  done, so a temporary may be passed straight in, and a buffer dropped while its work is
+  queued waits for that work first; in place, keep the array alive yourself (it holds the
+  result). A buffer made this way says so: its ``__cuda_array_interface__["stream"]`` is that
   stream (so read it through the interface only while the stream lives), and
   ``__dlpack__(stream=s)`` / ``to_bytes()`` / ``save`` wait for the point the call reached
   there (an event paraes recorded: the stream itself may be gone by then) unless ``s`` is that
