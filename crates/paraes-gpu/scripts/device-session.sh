@@ -33,9 +33,10 @@
 # and compute-sanitizer memcheck and racecheck on the records engine's tests, appended to
 # tests.log (the last step).
 # Every step runs under a timeout drawn from one deadline (DEADLINE_S, 560 s from the start):
-# its cap, or less where the steps after it need their reserve (each reserve at least the
-# next step's cap and reserve), so the call ends before the tool's 600 s even when a step
-# hangs, says what it cut, and a slow early step cannot starve the later ones.
+# its cap, or less where the steps after it need their reserve (from the benchmark on, each
+# reserve is at least the next step's cap and reserve; gpu_identity and compute-sanitizer take
+# what is left), so the call ends before the tool's 600 s even when a step hangs, says what it
+# cut, and a slow early step cannot starve the figures after it.
 set -u
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 B="$here"
@@ -119,15 +120,15 @@ grep -E '^(device|driver|kernels|engine|probe|-- probe)' "$O/env.txt"
 # ---- issue 38: correctness on the driver first, then the figures ---------------------------
 if [ "$gpu" = 1 ]; then
     {
-        step no_gpu 20 510 "$B/no_gpu" --test-threads 1
-        step gcm_records_engine 30 500 "$B/gcm_records_engine" --test-threads 1
-        step device_memory 30 500 "$B/device_memory" --test-threads 1
-        step container_files 30 500 "$B/container_files" --test-threads 1
-        step "wycheproof (the C2SP vectors on the GPU engine)" 60 490 "$B/wycheproof" --test-threads 1
+        step no_gpu 20 440 "$B/no_gpu" --test-threads 1
+        step gcm_records_engine 30 440 "$B/gcm_records_engine" --test-threads 1
+        step device_memory 30 440 "$B/device_memory" --test-threads 1
+        step container_files 30 440 "$B/container_files" --test-threads 1
+        step "wycheproof (the C2SP vectors on the GPU engine)" 60 420 "$B/wycheproof" --test-threads 1
     } >"$O/tests.log"
     grep -E "^(==|--)|test result|FAILED|panicked" "$O/tests.log"
 
-    step "gpu_bench --cobblestone" 130 360 "$B/gpu_bench" --cobblestone "${bench_sizes[@]}" \
+    step "gpu_bench --cobblestone" 120 300 "$B/gpu_bench" --cobblestone "${bench_sizes[@]}" \
         --shm "$shm" --json "$O/cobblestone.json" >"$O/cobblestone.txt"
     rm -f "$shm"/gpu_bench-load-*
     tail -n 32 "$O/cobblestone.txt"
@@ -173,7 +174,7 @@ tool_table() {
 if [ "$gpu" = 1 ]; then
     export -f tool_table
     export B shm tool_sizes
-    step "the tool: enc/dec -b cpu|gpu|hybrid" 90 270 bash -c tool_table >"$O/tool.txt"
+    step "the tool: enc/dec -b cpu|gpu|hybrid" 70 230 bash -c tool_table >"$O/tool.txt"
     rm -f "$shm"/f "$shm"/c.* "$shm"/p.* "$shm"/check
     cat "$O/tool.txt"
 fi
@@ -186,7 +187,7 @@ if [ "$gpu" = 1 ]; then
             echo "no wheel in the kit: the Python step is NOT RUN"
         elif timeout 60 python3 -m pip install -q --no-index --no-deps \
             --disable-pip-version-check --no-compile --target "$shm/py" "$wheel"; then
-            step "device-python.py (PyTorch)" 80 190 \
+            step "device-python.py (PyTorch)" 60 170 \
                 env PYTHONPATH="$shm/py${PYTHONPATH:+:$PYTHONPATH}" python3 -u \
                 "$B/device-python.py" "$shm"
         else
@@ -199,9 +200,9 @@ fi
 
 # ---- issue 37: the many-core CPU figures (no GPU needed) -----------------------------------
 # BUDGET_S stops new rounds; the peak-RSS pass after them needs the rest of the step.
-t=$(budget 110 80)
+t=$(budget 150 20)
 [ "$t" -ge 60 ] || t=60
-cs_budget=$((t - 50))
+cs_budget=$((t - 40))
 echo "== cpu-scaling (BUDGET_S $cs_budget, up to $t s) $(date +%T)"
 OUT="$shm/cpu-scaling" BUDGET_S=$cs_budget timeout -k 5 "$t" \
     bash scripts/cpu-scaling.sh "$B/paraes" >"$shm/cpu-scaling.log" 2>&1
@@ -215,7 +216,7 @@ tail -n 25 "$shm/cpu-scaling.log"
 # 2026-11-26 and takes 150 s), then compute-sanitizer on the records kernels (it refused the
 # device once, 2026-11-04)
 if [ "$gpu" = 1 ]; then
-    step "gpu_identity (its newest test, the GCM chunks)" 40 40 "$B/gpu_identity" \
+    step "gpu_identity (its newest test, the GCM chunks)" 30 10 "$B/gpu_identity" \
         --test-threads 1 --exact many_gcm_chunks_in_one_call_match >>"$O/tests.log"
     grep -E "^(==|--) gpu_identity|test result" "$O/tests.log" | tail -n 3
     CS=$(command -v compute-sanitizer || compgen -G '/usr/local/cuda*/bin/compute-sanitizer' | head -1)
@@ -225,8 +226,8 @@ if [ "$gpu" = 1 ]; then
         {
             for tool in memcheck racecheck; do
                 reserve=0
-                [ "$tool" = racecheck ] || reserve=20
-                step "compute-sanitizer --tool $tool" 20 "$reserve" "$CS" --tool "$tool" --error-exitcode 3 \
+                [ "$tool" = racecheck ] || reserve=10
+                step "compute-sanitizer --tool $tool" 10 "$reserve" "$CS" --tool "$tool" --error-exitcode 3 \
                     "$B/gcm_records_engine" --test-threads 1 records_match_the_cpu_engine
             done
         } >>"$O/tests.log"
