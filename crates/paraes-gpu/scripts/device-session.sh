@@ -88,6 +88,7 @@ step() {
     s=$SECONDS
     timeout -k 5 "$t" "$@" 2>&1
     rc=$?
+    echo  # a command's last line may not end in a newline: the status starts a line of its own
     case $rc in
         124 | 137) echo "-- $name rc=$rc $((SECONDS - s)) s (CUT by its timeout)" ;;
         *) echo "-- $name rc=$rc $((SECONDS - s)) s" ;;
