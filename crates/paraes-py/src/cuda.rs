@@ -88,7 +88,8 @@ impl HeldInput {
 // it drops; it is dropped only with its `DeviceBuffer`, a Python object, so under the GIL as
 // every other consumed tensor here (and `Py<PyAny>` is `Send`).
 unsafe impl Send for HeldInput {}
-// SAFETY: nothing of it is read through a shared reference; it is only dropped.
+// SAFETY: nothing of it is read through a shared reference (pyclasses must be Sync); it is
+// only dropped.
 unsafe impl Sync for HeldInput {}
 
 impl DeviceBuffer {

@@ -258,17 +258,10 @@ fn cuda_records(
         })
         .map_err(device_error)?;
         work.finish()?;
-        // A copy the producer exported (IS_COPIED) is freed by its deleter when the array is
-        // dropped, yet work queued on the caller's stream still reads it: wait for that work
-        // first. (An array that is not a copy stays the caller's, alive past the call.)
-        if array.copied && work.caller.is_some() {
-            // Without the GIL: the stream's queued work may need it to finish.
-            py.detach(|| work.stream.synchronize())
-                .map_err(|e| errors::Error::new_err(e.to_string()))?;
-        }
         // Work only queued on the caller's stream still reads the input: the buffer it makes
-        // holds the input (object and DLPack tensor) until that work is done. (A temporary
-        // passed straight in was released here before, and freed under the queued work.)
+        // holds the input (object and DLPack tensor) until that work is done. (Released here,
+        // a temporary passed straight in, or a copy the producer exported (IS_COPIED), was
+        // freed by its deleter under the queued work.)
         let held = work
             .caller
             .is_some()

@@ -273,7 +273,9 @@ unsafe fn xor_batch(stream: &[V; LANES], data: &mut [u8]) {
 }
 
 /// The bytes of one call: a chunk in place, or its input and output apart. The kernel reads
-/// the input and writes the output through these, so one body of code serves both.
+/// the input and writes the output through these, so one body of code serves both; a trait
+/// (not [`ChunkBytes`], which the entry points take) so that each form gets its own copy of
+/// the batch loop, with no branch on the form per batch.
 trait Sides {
     /// Bytes of the chunk.
     fn len(&self) -> usize;

@@ -180,8 +180,6 @@ impl AesImpl {
     }
 }
 
-/// The stitched AES-GCM chunk kernel (CTR and GHASH in one pass, `gcm_x86`): a value exists
-/// only where the CPU runs it, so holding one is the proof its entry points need.
 /// The bytes of one GCM chunk a kernel call works on: in place, or its input and its output
 /// apart (of one length).
 #[derive(Debug)]
@@ -238,6 +236,8 @@ impl<'a> ChunkBytes<'a> {
     }
 }
 
+/// The stitched AES-GCM chunk kernel (CTR and GHASH in one pass, `gcm_x86`): a value exists
+/// only where the CPU runs it, so holding one is the proof its entry points need.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct StitchedGcm {
     _checked: (),

@@ -9,8 +9,8 @@
 //!
 //! The body goes up in pieces of whole records (the engine's piece size), read by the host (1
 //! MiB reads in parallel, on every core) into one of two pinned buffers while the device
-//! verifies and decrypts the other; the tags'
-//! verdicts stay on the device until the last piece is in, then every one is checked. If any
+//! verifies and decrypts the other; the tags' verdicts stay on the device until the last piece
+//! is in, then every one is checked. If any
 //! fails, or anything else fails once decryption began, the device buffer is zeroed before the
 //! error returns, so no unauthenticated plaintext is left to use.
 
